@@ -1,0 +1,40 @@
+# offboardd: the two commands a fresh machine needs are `make demo` and `make test`.
+# Both create .venv, install the package with what it needs, and install Debian's
+# mosquitto when it is missing (as root; otherwise they stop and say what to install).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: test demo lint bench deps mosquitto clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+deps: $(STAMP) mosquitto
+
+mosquitto:
+	@command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's mosquitto (MQTT broker used by the tests and the demo)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto mosquitto-clients >/dev/null; \
+	  else \
+	    echo "mosquitto is missing: run 'sudo apt-get install mosquitto mosquitto-clients' and retry" >&2; exit 1; \
+	  fi; }
+
+test: deps
+	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check offboardd tests
+	$(VENV)/bin/mypy
+
+demo: deps
+	@echo "the demo is not built yet (issue 7): see README.md"
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

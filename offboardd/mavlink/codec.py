@@ -1,0 +1,186 @@
+"""Bytes <-> pymavlink messages: the only place that frames, decodes and numbers MAVLink.
+
+pymavlink is used strictly as a codec (design.md): one `MAVLink(None, sysid, compid)`
+object per link end builds and packs messages; our own framer splits the byte stream so
+that frames we cannot or need not decode are counted and skipped without exceptions.
+
+This module must not do I/O, read a clock or log: the runtime owns those.
+
+The dialect is `development`, a superset of `common` that also holds CURRENT_MODE (#436),
+which PX4 v1.15+ sends and pymavlink 2.4.50 has only there (px4-offboard.md §5). Messages
+still unknown to it (EVENT #410, CURRENT_EVENT_SEQUENCE...) are counted, not raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from pymavlink.dialects.v20 import development as dialect
+
+__all__ = ["CodecStats", "MavlinkCodec", "Message", "dialect"]
+
+# pymavlink ships no type information and its messages grow attributes per type, so a
+# decoded message is `Any` to mypy; translate.py turns them into typed core events.
+Message: TypeAlias = Any
+
+_MAGIC_V1 = 0xFE
+_MAGIC_V2 = 0xFD
+_HEADER_LEN_V1 = 6
+_HEADER_LEN_V2 = 10
+_CRC_LEN = 2
+_SIGNATURE_LEN = 13  # MAVLink 2 signature block: link id, 6-byte timestamp, 6-byte signature
+_IFLAG_SIGNED = 0x01
+# Bytes we keep while waiting for the rest of a frame; the largest MAVLink 2 frame is 280.
+_MAX_FRAME_LEN = _HEADER_LEN_V2 + 255 + _CRC_LEN + _SIGNATURE_LEN
+
+
+@dataclass
+class CodecStats:
+    """What the decoder has seen; all counters only grow."""
+
+    frames_ok: int = 0
+    bad_crc: int = 0  # frames that looked whole but failed CRC or payload checks
+    unknown_id: int = 0  # whole frames of a message id our dialect lacks (EVENT...)
+    filtered: int = 0  # whole frames skipped because their id is not wanted
+    garbage_bytes: int = 0  # bytes thrown away while looking for a frame start
+    frames_sent: int = 0
+
+    @property
+    def frames_bad(self) -> int:
+        return self.bad_crc + self.unknown_id
+
+
+class MavlinkCodec:
+    """Encode with our identity and our own sequence counter; decode a byte stream.
+
+    `wanted_ids`: when given, frames with other message ids are skipped at frame level
+    (no CRC check, no object built): the daemon needs a few dozen of PX4's ~32 stream types.
+    """
+
+    def __init__(
+        self,
+        system_id: int,
+        component_id: int,
+        *,
+        wanted_ids: Collection[int] | None = None,
+    ) -> None:
+        self.mav = dialect.MAVLink(None, srcSystem=system_id, srcComponent=component_id)
+        self.mav.robust_parsing = True
+        self.stats = CodecStats()
+        self._wanted: frozenset[int] | None = (
+            frozenset(wanted_ids) if wanted_ids is not None else None
+        )
+        self._buf = bytearray()
+
+    @property
+    def system_id(self) -> int:
+        return int(self.mav.srcSystem)
+
+    @property
+    def component_id(self) -> int:
+        return int(self.mav.srcComponent)
+
+    def encode(self, msg: Message) -> bytes:
+        """Pack `msg` as MAVLink 2 with the next sequence number.
+
+        `pack()` reads `mav.seq` but does not advance it (only `MAVLink.send` does,
+        and we never use its file object): the codec is the one place that counts.
+        """
+        frame: bytes = msg.pack(self.mav)
+        self.mav.seq = (self.mav.seq + 1) % 256
+        self.stats.frames_sent += 1
+        return frame
+
+    def decode(self, data: bytes) -> list[Message]:
+        """Feed received bytes; return every whole, valid, wanted message in them.
+
+        Partial frames wait in the buffer for the next call. Nothing raises: garbage,
+        bad CRCs and unknown ids are counted in `stats` and skipped.
+        """
+        buf = self._buf
+        buf += data
+        out: list[Message] = []
+        pos = 0
+        end = len(buf)
+        while pos < end:
+            magic = buf[pos]
+            if magic not in (_MAGIC_V2, _MAGIC_V1):
+                nxt = _next_magic(buf, pos + 1)
+                self.stats.garbage_bytes += (nxt if nxt >= 0 else end) - pos
+                pos = nxt if nxt >= 0 else end
+                continue
+            frame_len, msg_id = _frame_shape(buf, pos, end)
+            if frame_len < 0 or pos + frame_len > end:
+                break  # header or body not all here yet
+            after = pos + frame_len
+            # A frame we do not CRC-check (unwanted, or an id our dialect lacks) is trusted
+            # only if another frame or the end of the data follows it; otherwise it is
+            # probably garbage holding a magic byte, and we resynchronise one byte on.
+            plausible = after == end or buf[after] == _MAGIC_V2 or buf[after] == _MAGIC_V1
+            if self._wanted is not None and msg_id not in self._wanted:
+                if plausible:
+                    self.stats.filtered += 1
+                    pos = after
+                else:
+                    self.stats.garbage_bytes += 1
+                    pos += 1
+                continue
+            msg = self._decode_frame(buf[pos:after])
+            if msg is None or (not plausible and msg.get_type().startswith("UNKNOWN")):
+                # A bad frame may be garbage that happened to hold a magic byte:
+                # resynchronise one byte further instead of trusting its length.
+                self.stats.garbage_bytes += 1
+                pos += 1
+                continue
+            if msg.get_type().startswith("UNKNOWN"):
+                self.stats.unknown_id += 1
+            else:
+                self.stats.frames_ok += 1
+                out.append(msg)
+            pos = after
+        del buf[:pos]
+        if len(buf) > 4 * _MAX_FRAME_LEN:  # cannot happen with a sane framer; stay bounded
+            self.stats.garbage_bytes += len(buf)
+            buf.clear()
+        return out
+
+    def _decode_frame(self, frame: bytearray) -> Message | None:
+        try:
+            msg: Message = self.mav.decode(frame)
+        except Exception:  # pymavlink raises MAVError, struct.error, UnicodeError...
+            self.stats.bad_crc += 1
+            return None
+        return msg
+
+    def reset(self) -> None:
+        """Forget a partial frame (a link that went down and came back)."""
+        self._buf.clear()
+
+
+def _next_magic(buf: bytearray, start: int) -> int:
+    v2 = buf.find(_MAGIC_V2, start)
+    v1 = buf.find(_MAGIC_V1, start)
+    if v2 < 0:
+        return v1
+    if v1 < 0:
+        return v2
+    return min(v1, v2)
+
+
+def _frame_shape(buf: bytearray, pos: int, end: int) -> tuple[int, int]:
+    """(total frame length, message id) of the frame at `pos`, or (-1, -1) if incomplete."""
+    if buf[pos] == _MAGIC_V2:
+        if end - pos < _HEADER_LEN_V2:
+            return -1, -1
+        payload_len = buf[pos + 1]
+        signed = buf[pos + 2] & _IFLAG_SIGNED
+        msg_id = buf[pos + 7] | (buf[pos + 8] << 8) | (buf[pos + 9] << 16)
+        return (
+            _HEADER_LEN_V2 + payload_len + _CRC_LEN + (_SIGNATURE_LEN if signed else 0),
+            msg_id,
+        )
+    if end - pos < _HEADER_LEN_V1:
+        return -1, -1
+    return _HEADER_LEN_V1 + buf[pos + 1] + _CRC_LEN, buf[pos + 5]
