@@ -1,0 +1,351 @@
+"""The daemon's MQTT connection: the only module of the daemon that imports aiomqtt.
+
+Owns the connection life cycle (connect with a retained `offline` last will, announce
+`online`, subscribe with a clean session so no backlog is ever replayed, reconnect forever
+with exponential backoff and jitter), the inbound gate (size, retain flag, JSON, schema,
+replay) in front of `on_command`, and the publisher that drains the `Outbox`.
+
+Must not: interpret commands (the engine does), block the caller (every publish method
+only queues), or let anything invalid reach `on_command`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import aiomqtt
+import structlog
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.subscribeoptions import SubscribeOptions
+
+from offboardd.errors import ConfigError
+from offboardd.mqtt.outbox import Outbound, Outbox
+from offboardd.mqtt.topics import (
+    AVAILABILITY_OFFLINE,
+    AVAILABILITY_ONLINE,
+    TELEMETRY_KINDS,
+    Topics,
+    valid_publish_topic,
+    valid_vehicle_id,
+)
+from offboardd.mqtt.wire import (
+    MqttErrorCode,
+    Rejection,
+    ReplyRoute,
+    encode_document,
+    load_document,
+    peek_id_bytes,
+    reply_document,
+)
+
+log = structlog.get_logger("offboardd.mqtt")
+
+Channel = Literal["cmd", "setpoint"]
+
+DEFAULT_TELEMETRY_RATES_HZ: Mapping[str, float] = {
+    "position": 5.0, "velocity": 5.0, "attitude": 5.0, "battery": 1.0, "gps": 1.0, "home": 0.2,
+}
+
+
+@dataclass(frozen=True)
+class MqttSettings:
+    host: str = "127.0.0.1"
+    port: int = 1883
+    vehicle_id: str = "vehicle1"
+    client_id: str = ""  # "" -> "offboardd-<vehicle_id>"
+    username: str | None = None
+    password: str | None = None
+    protocol: Literal["5", "3.1.1"] = "5"
+    keepalive_s: int = 10
+    reconnect_min_s: float = 0.5
+    reconnect_max_s: float = 30.0
+    max_payload_bytes: int = 4096
+    topic_root: str = "offboardd"
+    state_min_interval_s: float = 0.1
+    telemetry_rates_hz: Mapping[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_TELEMETRY_RATES_HZ)
+    )
+    mavlink_relay: frozenset[str] = frozenset()  # message names, e.g. {"EFI_STATUS"}
+    mavlink_relay_rate_hz: float = 5.0
+    max_pending_events: int = 256
+
+    def __post_init__(self) -> None:
+        def bad(key: str, value: object, allowed: str) -> ConfigError:
+            return ConfigError(f"mqtt.{key} = {value!r} is invalid; {allowed}")
+
+        if not valid_vehicle_id(self.vehicle_id):
+            raise bad("vehicle_id", self.vehicle_id, "use 1-64 of A-Z a-z 0-9 _ . -")
+        if self.protocol not in ("5", "3.1.1"):
+            raise bad("protocol", self.protocol, 'allowed: "5" or "3.1.1"')
+        if not 0 < self.port < 65536:
+            raise bad("port", self.port, "allowed: 1..65535")
+        if not 1 <= self.keepalive_s <= 65535:
+            raise bad("keepalive_s", self.keepalive_s, "allowed: 1..65535")
+        if not 0 < self.reconnect_min_s <= self.reconnect_max_s:
+            raise bad("reconnect_min_s", self.reconnect_min_s, "need 0 < min <= reconnect_max_s")
+        if not 64 <= self.max_payload_bytes <= 1_000_000:
+            raise bad("max_payload_bytes", self.max_payload_bytes, "allowed: 64..1000000")
+        for kind, rate_hz in self.telemetry_rates_hz.items():
+            if kind not in TELEMETRY_KINDS or not 0 <= rate_hz <= 100:
+                raise bad(f"telemetry_rates_hz.{kind}", rate_hz,
+                          f"kinds {sorted(TELEMETRY_KINDS)}, rates 0..100 Hz (0 = off)")
+
+    @property
+    def effective_client_id(self) -> str:
+        return self.client_id or f"offboardd-{self.vehicle_id}"
+
+
+class InboundDecoder(Protocol):
+    """Turns a loaded JSON document into an engine command, or refuses it (schema.py)."""
+
+    def decode(self, channel: Channel, document: dict[str, Any]) -> object | Rejection: ...
+
+
+@dataclass(frozen=True)
+class InboundCommand:
+    """A valid command for the engine and where its reply goes (`bridge.reply(route, ...)`)."""
+
+    command: Any
+    route: ReplyRoute
+
+
+def backoff_s(attempt: int, min_s: float, max_s: float, rand: Callable[[], float]) -> float:
+    """Exponential backoff with 'full jitter' between half and all of the capped delay."""
+    capped = min(max_s, min_s * (2.0 ** min(attempt, 30)))
+    return capped * (0.5 + 0.5 * rand())
+
+
+class MqttBridge:
+    def __init__(
+        self,
+        settings: MqttSettings,
+        on_command: Callable[[InboundCommand], None],
+        *,
+        decoder: InboundDecoder,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.topics = Topics.for_vehicle(settings.vehicle_id, settings.topic_root)
+        self._on_command = on_command
+        self._decoder = decoder
+        self._clock = clock
+        self._v5 = settings.protocol == "5"
+        self._outbox = Outbox(
+            state_min_interval_s=settings.state_min_interval_s,
+            max_events=settings.max_pending_events,
+        )
+        self._wake = asyncio.Event()
+        self.connected = asyncio.Event()
+        self.connect_count = 0
+        self.refused_count = 0
+
+    # -- publishing (non-blocking; called from the runtime's loop) --------------------
+    def reply(self, route: ReplyRoute, *, ok: bool, code: str | None = None,
+              message: str = "", **extra: Any) -> None:
+        if ok and not route.reply_on_success:
+            return
+        doc = reply_document(route.command_id, ok=ok, code=code, message=message, **extra)
+        self._queue_reply(route, doc)
+
+    def publish_state(self, state: Mapping[str, Any]) -> None:
+        self._outbox.put_state(Outbound(self.topics.state, encode_document(state), 1, True))
+        self._wake.set()
+
+    def publish_telemetry(self, kind: str, data: Mapping[str, Any]) -> None:
+        rate_hz = self.settings.telemetry_rates_hz.get(kind, 0.0)
+        self._put_stream(self.topics.telemetry(kind), data, rate_hz)
+
+    def publish_event(self, event: Mapping[str, Any]) -> None:
+        self._outbox.put_event(Outbound(self.topics.events, encode_document(event), 1, False))
+        self._wake.set()
+
+    def wants_mavlink(self, name: str) -> bool:
+        return name in self.settings.mavlink_relay
+
+    def relay_mavlink(self, name: str, fields: Mapping[str, Any]) -> None:
+        if self.wants_mavlink(name):
+            self._put_stream(self.topics.mavlink(name), fields, self.settings.mavlink_relay_rate_hz)
+
+    @property
+    def outbox_stats(self) -> Any:
+        return self._outbox.stats
+
+    def _put_stream(self, topic: str, data: Mapping[str, Any], rate_hz: float) -> None:
+        if not self._outbox.connected:  # drop before spending time on encoding
+            self._outbox.stats.dropped_stream += 1
+            return
+        item = Outbound(topic, encode_document(data), 0, False)
+        if self._outbox.put_stream(item, now=self._clock(), rate_hz=rate_hz):
+            self._wake.set()
+
+    def _queue_reply(self, route: ReplyRoute, doc: Mapping[str, Any]) -> None:
+        correlation = route.correlation_data if self._v5 else None
+        self._outbox.put_reply(Outbound(route.topic, encode_document(doc), 1, False, correlation))
+        self._wake.set()
+
+    # -- connection life cycle ---------------------------------------------------------
+    async def run(self) -> None:
+        """Serve forever; reconnect on any connection error; return only by cancellation."""
+        attempt = 0
+        while True:
+            try:
+                async with self._make_client() as client:
+                    attempt = 0
+                    await self._serve(client)
+            except aiomqtt.MqttError as exc:
+                log.warning("mqtt_disconnected", error=str(exc), host=self.settings.host,
+                            port=self.settings.port)
+            finally:
+                self._outbox.on_disconnected()
+                self.connected.clear()
+            delay_s = backoff_s(attempt, self.settings.reconnect_min_s,
+                                self.settings.reconnect_max_s, random.random)
+            attempt += 1
+            await asyncio.sleep(delay_s)
+
+    def _make_client(self) -> aiomqtt.Client:
+        s = self.settings
+        will = aiomqtt.Will(self.topics.availability, AVAILABILITY_OFFLINE, qos=1, retain=True)
+        common: dict[str, Any] = {
+            "hostname": s.host, "port": s.port, "identifier": s.effective_client_id,
+            "username": s.username, "password": s.password, "will": will,
+            "keepalive": s.keepalive_s, "timeout": 5.0,
+            # bounded: a flood of commands while we are busy is dropped, not buffered
+            "max_queued_incoming_messages": 1000,
+        }
+        if self._v5:
+            # clean start + session expiry 0 (paho's default): nothing queued for us
+            # while we were away is ever delivered (replay safety).
+            return aiomqtt.Client(protocol=aiomqtt.ProtocolVersion.V5,
+                                  clean_start=True, **common)
+        return aiomqtt.Client(protocol=aiomqtt.ProtocolVersion.V311, clean_session=True,
+                              **common)
+
+    async def _serve(self, client: aiomqtt.Client) -> None:
+        await self._subscribe(client)
+        await client.publish(self.topics.availability, AVAILABILITY_ONLINE, qos=1, retain=True)
+        self.connect_count += 1
+        self._outbox.on_connected()
+        self.connected.set()
+        log.info("mqtt_connected", host=self.settings.host, port=self.settings.port,
+                 protocol=self.settings.protocol, prefix=self.topics.prefix)
+        publisher = asyncio.create_task(self._publish_loop(client))
+        receiver = asyncio.create_task(self._receive_loop(client))
+        try:
+            done, _ = await asyncio.wait({publisher, receiver},
+                                         return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # re-raise the MqttError that ended the session
+        except asyncio.CancelledError:
+            # A clean stop: a graceful DISCONNECT discards the will, so say it ourselves.
+            with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
+                await asyncio.wait_for(client.publish(
+                    self.topics.availability, AVAILABILITY_OFFLINE, qos=1, retain=True), 2.0)
+            raise
+        finally:
+            for task in (publisher, receiver):
+                task.cancel()
+            await asyncio.gather(publisher, receiver, return_exceptions=True)
+
+    async def _subscribe(self, client: aiomqtt.Client) -> None:
+        for topic, qos in ((self.topics.cmd, 1), (self.topics.setpoint, 0)):
+            if self._v5:
+                # retainAsPublished: a command published with retain=True keeps the flag
+                # even when delivered live, so it can be refused (MQTT 5 §3.8.3.1).
+                options = SubscribeOptions(qos=qos, retainAsPublished=True)
+                await client.subscribe(topic, options=options)
+            else:
+                await client.subscribe(topic, qos)
+
+    async def _publish_loop(self, client: aiomqtt.Client) -> None:
+        while True:
+            now = self._clock()
+            due_s = self._outbox.next_due_s(now)
+            if due_s is None or due_s > now:
+                self._wake.clear()
+                timeout_s = None if due_s is None else due_s - now
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout_s)
+                continue
+            item = self._outbox.pop(now)
+            if item is None:
+                continue
+            try:
+                await client.publish(item.topic, item.payload, qos=item.qos, retain=item.retain,
+                                     properties=self._properties(item))
+            except aiomqtt.MqttError:
+                if item.topic == self.topics.state:
+                    self._outbox.state_failed()
+                raise
+
+    def _properties(self, item: Outbound) -> Properties | None:
+        if not self._v5 or item.correlation_data is None:
+            return None
+        props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+        props.CorrelationData = item.correlation_data
+        return props
+
+    # -- inbound gate ------------------------------------------------------------------
+    async def _receive_loop(self, client: aiomqtt.Client) -> None:
+        async for message in client.messages:
+            channel: Channel | None
+            if message.topic.matches(self.topics.cmd):
+                channel = "cmd"
+            elif message.topic.matches(self.topics.setpoint):
+                channel = "setpoint"
+            else:
+                channel = None
+            payload = message.payload
+            if channel is not None and isinstance(payload, bytes | bytearray):
+                self.handle_inbound(channel, bytes(payload), retain=message.retain,
+                                    properties=message.properties)
+
+    def handle_inbound(self, channel: Channel, payload: bytes, *, retain: bool,
+                       properties: Properties | None = None) -> None:
+        max_bytes = self.settings.max_payload_bytes
+        route = self._route(channel, properties, command_id=None)
+        if retain:
+            command_id = peek_id_bytes(payload, max_bytes=max_bytes)
+            self._refuse(channel, route, Rejection(
+                MqttErrorCode.RETAINED_REFUSED,
+                "retained messages are never acted on; publish commands with retain=false "
+                "(and clear this one with an empty retained publish)", command_id))
+            return
+        loaded = load_document(payload, max_bytes=max_bytes)
+        if isinstance(loaded, Rejection):
+            self._refuse(channel, route, loaded)
+            return
+        decoded = self._decoder.decode(channel, loaded)
+        if isinstance(decoded, Rejection):
+            self._refuse(channel, route, decoded)
+            return
+        route = self._route(channel, properties, command_id=getattr(decoded, "command_id", None))
+        self._on_command(InboundCommand(decoded, route))
+
+    def _route(self, channel: Channel, properties: Properties | None,
+               command_id: str | None) -> ReplyRoute:
+        topic = self.topics.reply
+        correlation: bytes | None = None
+        if self._v5 and properties is not None:
+            response_topic = getattr(properties, "ResponseTopic", None)
+            if isinstance(response_topic, str) and valid_publish_topic(response_topic):
+                topic = response_topic
+            data = getattr(properties, "CorrelationData", None)
+            if isinstance(data, bytes | bytearray):
+                correlation = bytes(data)
+        return ReplyRoute(topic, command_id, correlation, reply_on_success=channel == "cmd")
+
+    def _refuse(self, channel: Channel, route: ReplyRoute, rejection: Rejection) -> None:
+        self.refused_count += 1
+        log.warning("mqtt_refused", channel=channel, code=str(rejection.code),
+                    message=rejection.message, id=rejection.command_id)
+        route = ReplyRoute(route.topic, rejection.command_id, route.correlation_data,
+                           route.reply_on_success)
+        self.reply(route, ok=False, code=rejection.code, message=rejection.message)

@@ -1,0 +1,130 @@
+"""What the bridge still has to publish: bounded, prioritised, safe while disconnected.
+
+The runtime publishes from its own loop and must never block on the broker, and a broker
+that is away for an hour must not make the daemon's memory grow. So each kind of output
+has its own rule:
+
+- replies: a bounded FIFO (oldest dropped first); they matter most and go out first;
+- state: only the latest document is kept, sent at most every `state_min_interval_s`,
+  and sent again after every reconnect (it is retained: late subscribers rely on it);
+- events: a bounded FIFO kept across a disconnection (oldest dropped first, counted);
+- telemetry and the MAVLink relay ("stream" topics): only the latest per topic, throttled
+  to the topic's rate, and dropped outright while disconnected (stale telemetry is noise).
+
+Pure: the caller passes `now`; no asyncio, no aiomqtt.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Outbound:
+    topic: str
+    payload: bytes
+    qos: int
+    retain: bool
+    correlation_data: bytes | None = None  # MQTT 5 only; echoed from the request
+
+
+@dataclass
+class OutboxStats:
+    dropped_replies: int = 0
+    dropped_events: int = 0
+    dropped_stream: int = 0  # telemetry/relay offered while disconnected
+    throttled_stream: int = 0  # telemetry/relay offered faster than its rate
+
+
+class Outbox:
+    def __init__(
+        self, *, state_min_interval_s: float, max_replies: int = 64, max_events: int = 256
+    ) -> None:
+        self._state_min_interval_s = state_min_interval_s
+        self._replies: deque[Outbound] = deque()
+        self._max_replies = max_replies
+        self._events: deque[Outbound] = deque()
+        self._max_events = max_events
+        self._state: Outbound | None = None
+        self._state_dirty = False
+        self._state_sent_s = float("-inf")
+        self._stream: dict[str, Outbound] = {}  # latest per topic, in offer order
+        self._stream_accepted_s: dict[str, float] = {}
+        self.connected = False
+        self.stats = OutboxStats()
+
+    # -- offered by the runtime -------------------------------------------------------
+    def put_reply(self, item: Outbound) -> None:
+        if len(self._replies) >= self._max_replies:
+            self._replies.popleft()
+            self.stats.dropped_replies += 1
+        self._replies.append(item)
+
+    def put_state(self, item: Outbound) -> None:
+        self._state = item
+        self._state_dirty = True
+
+    def put_event(self, item: Outbound) -> None:
+        if len(self._events) >= self._max_events:
+            self._events.popleft()
+            self.stats.dropped_events += 1
+        self._events.append(item)
+
+    def put_stream(self, item: Outbound, *, now: float, rate_hz: float) -> bool:
+        """Offer telemetry/relay; False when dropped (disconnected, disabled or too soon)."""
+        if not self.connected or rate_hz <= 0:
+            self.stats.dropped_stream += 1
+            return False
+        last_s = self._stream_accepted_s.get(item.topic, float("-inf"))
+        if now - last_s < 1.0 / rate_hz:
+            self.stats.throttled_stream += 1
+            return False
+        self._stream_accepted_s[item.topic] = now
+        self._stream[item.topic] = item
+        return True
+
+    # -- connection changes -----------------------------------------------------------
+    def on_connected(self) -> None:
+        self.connected = True
+        # The broker may have restarted without persistence: the retained state is gone.
+        self._state_dirty = self._state is not None
+        self._state_sent_s = float("-inf")
+
+    def on_disconnected(self) -> None:
+        self.connected = False
+        self._stream.clear()
+
+    # -- drained by the bridge's publisher --------------------------------------------
+    def pop(self, now: float) -> Outbound | None:
+        if self._replies:
+            return self._replies.popleft()
+        if self._state_due(now):
+            assert self._state is not None
+            self._state_dirty = False
+            self._state_sent_s = now
+            return self._state
+        if self._events:
+            return self._events.popleft()
+        if self._stream:
+            topic = next(iter(self._stream))
+            return self._stream.pop(topic)
+        return None
+
+    def state_failed(self) -> None:
+        """The last state publish did not complete: send it again when connected."""
+        self._state_dirty = self._state is not None
+
+    def next_due_s(self, now: float) -> float | None:
+        """When `pop` will next have something (now, later, or None: wait for an offer)."""
+        if self._replies or self._events or self._stream or self._state_due(now):
+            return now
+        if self._state_dirty:
+            return self._state_sent_s + self._state_min_interval_s
+        return None
+
+    def _state_due(self, now: float) -> bool:
+        return self._state_dirty and now - self._state_sent_s >= self._state_min_interval_s
+
+    def __len__(self) -> int:
+        return len(self._replies) + len(self._events) + len(self._stream) + self._state_dirty

@@ -1,0 +1,236 @@
+"""The bridge against a real mosquitto: both protocols, will, retained state, reconnect,
+retained commands refused, MQTT 5 request/response, the inbound gate."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from offboardd.mqtt.topics import Topics
+from tests.conftest import Broker
+from tests.mqtt.helpers import (
+    FakeCommand,
+    body,
+    dumps,
+    next_message,
+    observer,
+    request_properties,
+    running_bridge,
+    settings_for,
+)
+
+pytestmark = pytest.mark.integration
+TOPICS = Topics.for_vehicle("v1")
+PROTOCOLS = ["5", "3.1.1"]
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_command_reaches_engine_and_reply_echoes_id(
+    mosquitto: Broker, protocol: str
+) -> None:
+    async with running_bridge(settings_for(mosquitto.port, protocol)) as daemon, \
+            observer(mosquitto.port, protocol) as client:
+        await client.subscribe(TOPICS.availability, 1)
+        online = await next_message(client, TOPICS.availability)
+        assert online.payload == b"online" and online.retain
+        await client.subscribe(TOPICS.reply, 1)
+        await client.publish(TOPICS.cmd, dumps({"v": 1, "id": "c-1", "cmd": "hold"}), qos=1)
+        reply = body(await next_message(client, TOPICS.reply))
+    assert reply == {"v": 1, "id": "c-1", "ok": True, "code": None, "message": "done"}
+    [inbound] = daemon.received
+    assert isinstance(inbound.command, FakeCommand) and inbound.command.name == "hold"
+
+
+async def test_mqtt5_response_topic_and_correlation_data(mosquitto: Broker) -> None:
+    async with running_bridge(settings_for(mosquitto.port)), observer(mosquitto.port) as client:
+        await client.subscribe("me/inbox", 1)
+        await client.subscribe(TOPICS.reply, 1)
+        props = request_properties("me/inbox", b"\x00corr-7")
+        await client.publish(TOPICS.cmd, dumps({"v": 1, "id": "c-2", "cmd": "land"}), qos=1,
+                             properties=props)
+        message = await next_message(client, "#")
+    assert message.topic.value == "me/inbox"
+    assert message.properties is not None
+    assert getattr(message.properties, "CorrelationData", None) == b"\x00corr-7"
+    assert body(message)["id"] == "c-2"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_retained_command_is_refused_never_acted_on(
+    mosquitto: Broker, protocol: str
+) -> None:
+    async with observer(mosquitto.port, protocol) as client:
+        # A retained engage left on the broker before the daemon (re)starts.
+        await client.publish(TOPICS.cmd, dumps({"v": 1, "id": "old", "cmd": "engage"}), qos=1,
+                             retain=True)
+        await client.subscribe(TOPICS.reply, 1)
+        async with running_bridge(settings_for(mosquitto.port, protocol)) as daemon:
+            reply = body(await next_message(client, TOPICS.reply))
+            assert reply["ok"] is False and reply["code"] == "retained_refused"
+            assert reply["id"] == "old"
+            assert daemon.received == []
+
+
+async def test_mqtt5_live_retained_publish_is_refused(mosquitto: Broker) -> None:
+    async with running_bridge(settings_for(mosquitto.port)) as daemon, \
+            observer(mosquitto.port) as client:
+        await client.subscribe(TOPICS.reply, 1)
+        await client.publish(TOPICS.cmd, dumps({"v": 1, "id": "live", "cmd": "engage"}),
+                             qos=1, retain=True)
+        reply = body(await next_message(client, TOPICS.reply))
+        assert (reply["id"], reply["code"]) == ("live", "retained_refused")
+        assert daemon.received == []
+        await client.publish(TOPICS.cmd, b"", qos=1, retain=True)  # clear it
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        (b"{not json", "malformed_json"),
+        (b'{"v":1,"id":"n","cmd":"x","north_m":NaN}', "not_finite"),
+        (b'{"v":1,"id":"n","cmd":"x","north_m":1e400}', "not_finite"),
+        (b"[1,2]", "not_an_object"),
+        (b'{"v":2,"id":"n","cmd":"x"}', "unsupported_version"),
+        (b'{"id":"n","cmd":"x"}', "missing_field"),
+        (b"\xff\xfe", "malformed_json"),
+        (b'{"v":1,"id":"n","cmd":"' + b"x" * 5000 + b'"}', "payload_too_large"),
+    ],
+)
+async def test_inbound_gate_refuses_with_codes(
+    mosquitto: Broker, payload: bytes, code: str
+) -> None:
+    async with running_bridge(settings_for(mosquitto.port)) as daemon, \
+            observer(mosquitto.port) as client:
+        await client.subscribe(TOPICS.reply, 1)
+        await client.publish(TOPICS.cmd, payload, qos=1)
+        reply = body(await next_message(client, TOPICS.reply))
+        assert reply["ok"] is False and reply["code"] == code, reply
+        assert reply["message"]
+        assert daemon.received == []
+
+
+async def test_setpoint_topic_replies_only_to_refusals(mosquitto: Broker) -> None:
+    async with running_bridge(settings_for(mosquitto.port)) as daemon, \
+            observer(mosquitto.port) as client:
+        await client.subscribe(TOPICS.reply, 1)
+        await client.publish(TOPICS.setpoint, dumps({"v": 1, "id": "s1"}))
+        await client.publish(TOPICS.setpoint, dumps({"v": 1, "id": "s2", "cmd": "bad"}))
+        reply = body(await next_message(client, TOPICS.reply))
+        assert (reply["id"], reply["ok"]) == ("s2", False)
+        assert [i.command.command_id for i in daemon.received] == ["s1"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_late_subscriber_gets_retained_state(mosquitto: Broker, protocol: str) -> None:
+    async with running_bridge(settings_for(mosquitto.port, protocol)) as daemon:
+        daemon.bridge.publish_state({"phase": "idle", "armed": False, "gap_s": float("inf")})
+        daemon.bridge.publish_state({"phase": "active", "armed": True, "gap_s": 0.05})
+        await asyncio.sleep(0.3)
+        async with observer(mosquitto.port, protocol) as late:
+            await late.subscribe(TOPICS.state, 1)
+            message = await next_message(late, TOPICS.state)
+    assert message.retain
+    assert body(message) == {"v": 1, "phase": "active", "armed": True, "gap_s": 0.05}
+
+
+async def test_broker_restart_reconnects_and_republishes_state(mosquitto: Broker) -> None:
+    async with running_bridge(settings_for(mosquitto.port)) as daemon:
+        daemon.bridge.publish_state({"phase": "active"})
+        await asyncio.sleep(0.2)
+        await asyncio.to_thread(mosquitto.stop)
+        await asyncio.sleep(0.3)
+        assert not daemon.bridge.connected.is_set()
+        daemon.bridge.publish_telemetry("position", {"north_m": 1.0})  # dropped, not queued
+        daemon.bridge.publish_event({"event": "while_away"})  # kept (bounded)
+        await asyncio.to_thread(mosquitto.start)  # no persistence: retained state is gone
+        await asyncio.wait_for(daemon.bridge.connected.wait(), 10)
+        assert daemon.bridge.connect_count == 2
+        async with observer(mosquitto.port) as late:
+            await late.subscribe(TOPICS.state, 1)
+            await late.subscribe(TOPICS.availability, 1)
+            state = await next_message(late, TOPICS.state)
+            online = await next_message(late, TOPICS.availability)
+    assert body(state)["phase"] == "active"
+    assert online.payload == b"online"
+    assert daemon.bridge.outbox_stats.dropped_stream >= 1
+
+
+async def test_cancel_publishes_offline_and_exits(mosquitto: Broker) -> None:
+    async with observer(mosquitto.port) as client:
+        async with running_bridge(settings_for(mosquitto.port)):
+            await client.subscribe(TOPICS.availability, 1)
+            assert (await next_message(client, TOPICS.availability)).payload == b"online"
+        offline = await next_message(client, TOPICS.availability)
+        assert offline.payload == b"offline"
+
+
+async def test_telemetry_events_and_relay_are_published(mosquitto: Broker) -> None:
+    settings = settings_for(mosquitto.port, mavlink_relay=frozenset({"EFI_STATUS"}))
+    async with running_bridge(settings) as daemon, observer(mosquitto.port) as client:
+        await client.subscribe(TOPICS.everything, 0)
+        await asyncio.sleep(0.1)
+        daemon.bridge.publish_telemetry("battery", {"voltage_v": 15.8})
+        daemon.bridge.publish_event({"event": "transition", "to": "active"})
+        daemon.bridge.relay_mavlink("EFI_STATUS", {"rpm": 5000.0})
+        daemon.bridge.relay_mavlink("ESC_STATUS", {"rpm": [1, 2]})  # not chosen: not relayed
+        seen: dict[str, object] = {}
+        while len(seen) < 3:
+            message = await next_message(client, "#", where=lambda m: not m.retain)
+            seen[message.topic.value] = body(message)
+    assert seen[TOPICS.telemetry("battery")] == {"v": 1, "voltage_v": 15.8}
+    assert seen[TOPICS.events] == {"v": 1, "event": "transition", "to": "active"}
+    assert seen[TOPICS.mavlink("EFI_STATUS")] == {"v": 1, "rpm": 5000.0}
+
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from offboardd.mqtt.bridge import MqttBridge, MqttSettings
+    from offboardd.logs import configure_logging
+    from tests.mqtt.helpers import FakeDecoder
+
+    async def main() -> None:
+        configure_logging("warning")  # logs go to stderr; stdout carries "connected"
+        settings = MqttSettings(host="127.0.0.1", port=int(sys.argv[1]), vehicle_id="v1",
+                                protocol=sys.argv[2], keepalive_s=5)
+        bridge = MqttBridge(settings, lambda inbound: None, decoder=FakeDecoder())
+        task = asyncio.create_task(bridge.run())
+        await bridge.connected.wait()
+        print("connected", flush=True)
+        await task
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_sigkill_makes_subscribers_see_offline(mosquitto: Broker, protocol: str) -> None:
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CHILD, str(mosquitto.port), protocol,
+        stdout=asyncio.subprocess.PIPE, cwd=REPO_ROOT,
+    )
+    try:
+        assert child.stdout is not None
+        line = await asyncio.wait_for(child.stdout.readline(), 20)
+        assert line.strip() == b"connected"
+        async with observer(mosquitto.port, protocol) as client:
+            await client.subscribe(TOPICS.availability, 1)
+            assert (await next_message(client, TOPICS.availability)).payload == b"online"
+            child.send_signal(signal.SIGKILL)
+            offline = await next_message(client, TOPICS.availability, timeout_s=10)
+            assert offline.payload == b"offline"
+        async with observer(mosquitto.port, protocol) as late:  # the will was retained
+            await late.subscribe(TOPICS.availability, 1)
+            assert (await next_message(late, TOPICS.availability)).payload == b"offline"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            child.kill()
+        await child.wait()

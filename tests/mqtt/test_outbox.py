@@ -1,0 +1,83 @@
+"""The outbox's rules with injected float time: nothing blocks, nothing grows unbounded."""
+
+from __future__ import annotations
+
+import pytest
+
+from offboardd.errors import ConfigError
+from offboardd.mqtt.bridge import MqttSettings, backoff_s
+from offboardd.mqtt.outbox import Outbound, Outbox
+
+
+def item(topic: str, payload: bytes = b"x", qos: int = 0) -> Outbound:
+    return Outbound(topic, payload, qos, False)
+
+
+def test_priority_replies_then_state_then_events_then_stream() -> None:
+    box = Outbox(state_min_interval_s=0.0)
+    box.on_connected()
+    box.put_stream(item("t/pos"), now=0.0, rate_hz=10)
+    box.put_event(item("ev"))
+    box.put_state(item("state"))
+    box.put_reply(item("reply"))
+    assert [box.pop(0.0).topic for _ in range(4)] == ["reply", "state", "ev", "t/pos"]  # type: ignore[union-attr]
+    assert box.pop(0.0) is None and box.next_due_s(0.0) is None
+
+
+def test_state_keeps_only_latest_and_is_rate_limited_then_resent_on_reconnect() -> None:
+    box = Outbox(state_min_interval_s=0.5)
+    box.on_connected()
+    box.put_state(item("state", b"1"))
+    assert box.pop(0.0) == item("state", b"1")
+    box.put_state(item("state", b"2"))
+    box.put_state(item("state", b"3"))
+    assert box.pop(0.2) is None and box.next_due_s(0.2) == pytest.approx(0.5)
+    assert box.pop(0.5) == item("state", b"3")
+    assert box.pop(0.6) is None
+    box.on_disconnected()
+    box.on_connected()  # broker may have lost the retained copy
+    assert box.pop(0.7) == item("state", b"3")
+
+
+def test_stream_dropped_while_disconnected_and_throttled_to_rate() -> None:
+    box = Outbox(state_min_interval_s=0.0)
+    assert not box.put_stream(item("t/pos"), now=0.0, rate_hz=5)
+    box.on_connected()
+    assert box.put_stream(item("t/pos", b"a"), now=1.0, rate_hz=5)
+    assert not box.put_stream(item("t/pos", b"b"), now=1.1, rate_hz=5)
+    assert box.put_stream(item("t/pos", b"c"), now=1.25, rate_hz=5)
+    assert not box.put_stream(item("t/off"), now=1.25, rate_hz=0)
+    assert box.pop(1.25) == item("t/pos", b"c")  # latest per topic only
+    box.put_stream(item("t/pos"), now=2.0, rate_hz=5)
+    box.on_disconnected()
+    assert box.pop(2.0) is None
+    assert box.stats.dropped_stream == 2 and box.stats.throttled_stream == 1
+
+
+def test_events_and_replies_are_bounded_oldest_dropped() -> None:
+    box = Outbox(state_min_interval_s=0.0, max_replies=2, max_events=3)
+    for i in range(10):
+        box.put_event(item("ev", str(i).encode()))
+        box.put_reply(item("re", str(i).encode()))
+    assert len(box) == 5
+    payloads = [box.pop(0.0).payload for _ in range(5)]  # type: ignore[union-attr]
+    assert payloads == [b"8", b"9", b"7", b"8", b"9"]
+    assert box.stats.dropped_events == 7 and box.stats.dropped_replies == 8
+
+
+def test_backoff_grows_exponentially_with_jitter_and_is_capped() -> None:
+    assert backoff_s(0, 0.5, 30, lambda: 1.0) == 0.5
+    assert backoff_s(3, 0.5, 30, lambda: 1.0) == 4.0
+    assert backoff_s(3, 0.5, 30, lambda: 0.0) == 2.0
+    assert backoff_s(100, 0.5, 30, lambda: 1.0) == 30.0
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{"vehicle_id": "a/b"}, {"protocol": "4"}, {"port": 0}, {"reconnect_min_s": 0},
+     {"telemetry_rates_hz": {"bogus": 1.0}}, {"telemetry_rates_hz": {"gps": -1.0}},
+     {"max_payload_bytes": 10}],
+)
+def test_settings_refuse_bad_values_naming_the_key(overrides: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match=r"mqtt\."):
+        MqttSettings(**overrides)  # type: ignore[arg-type]
