@@ -1,0 +1,207 @@
+"""What every link transport shares: state, counters, the send contract, callback guarding.
+
+A link moves bytes only. It never frames, parses or numbers MAVLink (codec.py does), never
+logs (it reports through `on_state`, the runtime turns that into events) and never reads a
+clock for anything but its own reconnect waits.
+
+Contract for subclasses (`run()` here drives them):
+- `_open()` opens and raises OSError on failure; the transport ends the session with
+  `_end_session(reason)`; `_close()` closes everything, even half-opened, and returns only
+  once descriptors are closed (it awaits the transport's close callback), so nothing
+  outlives `run()`, cancellation included.
+- `_write(data)` pushes bytes without blocking and says whether they were taken.
+- Received bytes go through `_deliver`, transitions through `_mark_up` / `_mark_down`;
+  both guard the caller's callbacks: an exception from one is not swallowed but ends
+  `run()` with it (a bug in the runtime must be loud, not retried forever).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from offboardd.mavlink.links.url import LinkUrl
+
+__all__ = [
+    "MAX_BACKLOG_BYTES",
+    "BytesCallback",
+    "Link",
+    "LinkState",
+    "LinkStats",
+    "StateCallback",
+]
+
+# Bytes a stream link may hold unsent. At 921600 baud (~90 kB/s) 64 KiB is ~0.7 s of
+# traffic: past that, queued setpoints are stale and dropping is better than flying them late.
+MAX_BACKLOG_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class LinkState:
+    up: bool
+    detail: str  # human words: "connected to 127.0.0.1:5760", "device gone: ..."
+
+
+@dataclass
+class LinkStats:
+    """Counters that only grow. `sends_dropped` counts whole `send()` calls lost: refused
+    on a down link or a full buffer, or (serial) dropped later from the bounded backlog."""
+
+    bytes_in: int = 0
+    bytes_out: int = 0
+    sends_dropped: int = 0
+    ups: int = 0
+    downs: int = 0
+
+
+BytesCallback = Callable[[bytes], None]
+StateCallback = Callable[[LinkState], None]
+
+
+class Link(ABC):
+    """A byte pipe to one peer that reconnects by itself; see the module docstring."""
+
+    def __init__(self, url: LinkUrl, on_bytes: BytesCallback, on_state: StateCallback) -> None:
+        self.url = url
+        self.stats = LinkStats()
+        self._on_bytes = on_bytes
+        self._on_state = on_state
+        self._state = LinkState(up=False, detail="not opened yet")
+        # Completed by the transport when the current session (connection, open device,
+        # bound socket) ends; `run()` awaits it. A callback error is set on it as exception.
+        self._session_end: asyncio.Future[str] | None = None
+        self._fault: BaseException | None = None
+
+    @property
+    def up(self) -> bool:
+        return self._state.up
+
+    @property
+    def state(self) -> LinkState:
+        """The current state; while down, `detail` holds the last reason (refused, missing...)."""
+        return self._state
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.url} {'up' if self.up else 'down'}>"
+
+    def send(self, data: bytes) -> bool:
+        """Queue `data` for the peer; never blocks, never raises.
+
+        False (and counted in `stats.sends_dropped`) when the link is down, has no peer yet
+        or its buffer is full.
+        """
+        taken = False
+        if self._state.up:
+            try:
+                taken = self._write(data)
+            except Exception:  # the contract is "never raises"; a failed write is a drop
+                taken = False
+        if taken:
+            self.stats.bytes_out += len(data)
+        else:
+            self.stats.sends_dropped += 1
+        return taken
+
+    @abstractmethod
+    def _write(self, data: bytes) -> bool:
+        """Push `data` without blocking; True if the transport took it."""
+
+    async def run(self) -> None:
+        """Open, read, reconnect, forever, until cancelled; close everything on the way out.
+
+        Open failures and lost sessions are retried after `retry_first_s`, doubling to
+        `retry_max_s`; a successful open resets the wait. Only a callback's own exception
+        (or cancellation) ends this.
+        """
+        retry_s = self.retry_first_s
+        try:
+            while True:
+                session = self._new_session()
+                try:
+                    await self._open()
+                except OSError as exc:
+                    session.cancel()
+                    await self._close()
+                    self._mark_down(self._open_failed_detail(exc))
+                    await asyncio.sleep(retry_s)
+                    retry_s = min(retry_s * 2, self.retry_max_s)
+                    continue
+                except BaseException:  # cancelled mid-open, or a bug: close, then let it go
+                    await self._close()
+                    raise
+                retry_s = self.retry_first_s
+                try:
+                    self._mark_down(await session)  # down first: sends stop before the close
+                finally:
+                    await self._close()
+                await asyncio.sleep(retry_s)
+                retry_s = min(retry_s * 2, self.retry_max_s)
+        finally:
+            self._session_end = None
+            self._mark_down("closed")
+
+    # --- for subclasses -------------------------------------------------------------
+
+    retry_first_s: float = 0.1
+    retry_max_s: float = 2.0
+
+    @abstractmethod
+    async def _open(self) -> None:
+        """Open the transport (raise OSError on failure); mark up if it is up at once."""
+
+    @abstractmethod
+    async def _close(self) -> None:
+        """Close whatever `_open` opened, even half-way; return once descriptors are closed."""
+
+    def _open_failed_detail(self, exc: OSError) -> str:
+        return f"cannot open {self.url}: {exc}"
+
+    def _new_session(self) -> asyncio.Future[str]:
+        if self._fault is not None:
+            fault, self._fault = self._fault, None
+            raise fault
+        self._session_end = asyncio.get_running_loop().create_future()
+        return self._session_end
+
+    def _end_session(self, reason: str) -> None:
+        """The transport says the session is over (peer left, device gone, socket error)."""
+        end = self._session_end
+        if end is not None and not end.done():
+            end.set_result(reason)
+
+    def _record_fault(self, exc: BaseException) -> None:
+        end = self._session_end
+        if end is not None and not end.done():
+            end.set_exception(exc)
+        else:
+            self._fault = exc
+
+    def _deliver(self, data: bytes) -> None:
+        self.stats.bytes_in += len(data)
+        try:
+            self._on_bytes(data)
+        except Exception as exc:
+            self._record_fault(exc)
+
+    def _mark_up(self, detail: str) -> None:
+        was_up = self._state.up
+        self._state = LinkState(up=True, detail=detail)
+        if not was_up:
+            self.stats.ups += 1
+            self._notify()
+
+    def _mark_down(self, detail: str) -> None:
+        """Record why the link is down; `on_state` fires only if it was up."""
+        was_up = self._state.up
+        self._state = LinkState(up=False, detail=detail)
+        if was_up:
+            self.stats.downs += 1
+            self._notify()
+
+    def _notify(self) -> None:
+        try:
+            self._on_state(self._state)
+        except Exception as exc:
+            self._record_fault(exc)

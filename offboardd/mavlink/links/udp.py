@@ -1,0 +1,130 @@
+"""UDP links: `udpin` (bind, reply to whoever spoke last) and `udpout` (send to host:port).
+
+One datagram in is one `on_bytes` call; no framing, no parsing here. Sends go straight to
+the socket through asyncio's datagram transport (which buffers only if the kernel says
+EAGAIN); past `MAX_BACKLOG_BYTES` of such buffering, sends are dropped, not queued.
+
+This module must not decode MAVLink or decide whether a peer is alive (the runtime does,
+from HEARTBEAT): udpin is up from its first datagram on, udpout from the moment its socket
+exists, until the socket fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from offboardd.mavlink.links.base import MAX_BACKLOG_BYTES, BytesCallback, Link, StateCallback
+from offboardd.mavlink.links.url import LinkUrl, format_host_port
+
+__all__ = ["UdpInLink", "UdpOutLink"]
+
+
+def _buffered_bytes(transport: asyncio.DatagramTransport) -> int:
+    """Datagrams asyncio holds because the kernel said EAGAIN (typeshed lacks the method)."""
+    size: int = getattr(transport, "get_write_buffer_size", lambda: 0)()
+    return size
+
+
+class _Protocol(asyncio.DatagramProtocol):
+    def __init__(self, link: _UdpLink) -> None:
+        self._link = link
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def datagram_received(self, data: bytes, addr: Any) -> None:
+        self._link._datagram(data, addr)
+
+    def error_received(self, exc: Exception) -> None:
+        # ICMP "port unreachable" on the connected udpout socket while the peer is not
+        # listening yet: normal for UDP, the socket stays usable.
+        pass
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._link._end_session(f"socket closed: {exc}" if exc else "socket closed")
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class _UdpLink(Link):
+    """Shared socket handling; subclasses say how to open and where replies go."""
+
+    def __init__(self, url: LinkUrl, on_bytes: BytesCallback, on_state: StateCallback) -> None:
+        super().__init__(url, on_bytes, on_state)
+        self._transport: asyncio.DatagramTransport | None = None
+        self._protocol: _Protocol | None = None
+        self._peer: Any = None  # where sends go: a (host, port, ...) tuple, or None
+
+    def _endpoint_kwargs(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def _open(self) -> None:
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.create_datagram_endpoint(
+            lambda: _Protocol(self), **self._endpoint_kwargs()
+        )
+        self._transport, self._protocol = transport, protocol
+        self._opened(transport)
+
+    def _opened(self, transport: asyncio.DatagramTransport) -> None:
+        raise NotImplementedError
+
+    async def _close(self) -> None:
+        transport, protocol = self._transport, self._protocol
+        self._transport = self._protocol = None
+        if transport is not None and protocol is not None:
+            transport.abort()  # close() would wait for buffered datagrams: stale, drop them
+            await protocol.closed
+
+    def _datagram(self, data: bytes, addr: Any) -> None:
+        self._deliver(data)
+
+    def _write(self, data: bytes) -> bool:
+        transport = self._transport
+        if transport is None or self._peer is None or transport.is_closing():
+            return False
+        if _buffered_bytes(transport) + len(data) > MAX_BACKLOG_BYTES:
+            return False
+        transport.sendto(data, self._peer)
+        return True
+
+
+class UdpInLink(_UdpLink):
+    """Bind `host:port`; up once a datagram arrives; replies go to the last sender."""
+
+    def _endpoint_kwargs(self) -> dict[str, Any]:
+        return {"local_addr": self.url.address}
+
+    def _opened(self, transport: asyncio.DatagramTransport) -> None:
+        self._peer = None  # a new socket has heard no one yet
+        self._mark_down(f"listening on {format_host_port(*self.url.address)}")
+
+    def _datagram(self, data: bytes, addr: Any) -> None:
+        self._peer = addr
+        if not self.up:
+            self._mark_up(f"peer {format_host_port(str(addr[0]), int(addr[1]))} spoke")
+        self._deliver(data)
+
+
+class UdpOutLink(_UdpLink):
+    """Send to `host:port` from a kernel-chosen port; replies arrive on the same socket.
+
+    The socket is connected, so the kernel drops datagrams from anyone but the peer.
+    """
+
+    def _endpoint_kwargs(self) -> dict[str, Any]:
+        return {"remote_addr": self.url.address}
+
+    def _opened(self, transport: asyncio.DatagramTransport) -> None:
+        local = transport.get_extra_info("sockname")
+        self._peer = transport.get_extra_info("peername")
+        where = format_host_port(*self.url.address)
+        self._mark_up(f"sending to {where} from port {local[1]}")
+
+    def _write(self, data: bytes) -> bool:
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return False
+        if _buffered_bytes(transport) + len(data) > MAX_BACKLOG_BYTES:
+            return False
+        transport.sendto(data)  # connected socket: no address (asyncio refuses a differing one)
+        return True
