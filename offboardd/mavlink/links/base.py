@@ -18,6 +18,8 @@ Contract for subclasses (`run()` here drives them):
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -156,7 +158,7 @@ class Link(ABC):
         """Close whatever `_open` opened, even half-way; return once descriptors are closed."""
 
     def _open_failed_detail(self, exc: OSError) -> str:
-        return f"cannot open {self.url}: {exc}"
+        return f"cannot open {self.url}: {os_error_text(exc)}"
 
     def _new_session(self) -> asyncio.Future[str]:
         if self._fault is not None:
@@ -205,3 +207,12 @@ class Link(ABC):
             self._on_state(self._state)
         except Exception as exc:
             self._record_fault(exc)
+
+
+def os_error_text(exc: OSError) -> str:
+    """The kernel's words for `exc` ("Connection refused"), not asyncio's wrapping of them."""
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve host: {exc.strerror}"
+    if isinstance(exc.errno, int) and exc.errno > 0:
+        return os.strerror(exc.errno)
+    return str(exc.strerror or exc)

@@ -14,7 +14,13 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from offboardd.mavlink.links.base import MAX_BACKLOG_BYTES, BytesCallback, Link, StateCallback
+from offboardd.mavlink.links.base import (
+    MAX_BACKLOG_BYTES,
+    BytesCallback,
+    Link,
+    StateCallback,
+    os_error_text,
+)
 from offboardd.mavlink.links.url import LinkUrl, format_host_port
 
 __all__ = ["TcpInLink", "TcpOutLink"]
@@ -109,7 +115,7 @@ class TcpOutLink(Link):
             await stream.abort()
 
     def _open_failed_detail(self, exc: OSError) -> str:
-        return f"cannot connect to {self._where}: {exc}"
+        return f"cannot connect to {self._where}: {os_error_text(exc)}"
 
     def _write(self, data: bytes) -> bool:
         return self._stream is not None and self._stream.write(data)
@@ -166,7 +172,7 @@ class TcpInLink(Link):
             await server.wait_closed()
 
     def _open_failed_detail(self, exc: OSError) -> str:
-        return f"cannot listen on {self._where}: {exc}"
+        return f"cannot listen on {self._where}: {os_error_text(exc)}"
 
     def _write(self, data: bytes) -> bool:
         return self._client is not None and self._client.write(data)

@@ -1,0 +1,147 @@
+"""TCP links over real loopback sockets: frames both ways, tcpout reconnecting to a restarted
+peer, tcpin serving one client at a time."""
+
+from __future__ import annotations
+
+import asyncio
+
+from offboardd.mavlink.codec import MavlinkCodec
+from offboardd.mavlink.links import LinkStats, open_link
+from tests.mavlink.conftest import Recorder, heartbeat, markers, running, wait_until
+
+
+class FlightController:
+    """A TCP server like PX4 SITL's :5760: accepts clients, can be stopped and restarted."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.codec = MavlinkCodec(1, 1)
+        self.clients: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self._server: asyncio.Server | None = None
+        self._release = asyncio.Event()
+
+    async def start(self) -> None:
+        self._release = asyncio.Event()
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.clients.append((reader, writer))
+        await self._release.wait()  # keep the handler (and the connection) alive until stop
+
+    async def stop(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for _, writer in self.clients:
+            writer.close()
+            await writer.wait_closed()
+        self.clients.clear()
+        self._release.set()
+        await self._server.wait_closed()
+
+
+async def read_markers(
+    reader: asyncio.StreamReader, codec: MavlinkCodec, count: int = 1
+) -> list[int]:
+    got: list[int] = []
+    while len(got) < count:
+        data = await asyncio.wait_for(reader.read(65536), 5.0)
+        assert data, "the link closed the connection"
+        got += markers(codec.decode(data))
+    return got
+
+
+async def test_tcpout_exchanges_frames_and_reconnects_to_a_restarted_peer(tcp_port: int) -> None:
+    rec = Recorder()
+    link = open_link(f"tcpout://127.0.0.1:{tcp_port}", rec.on_bytes, rec.on_state)
+    fc = FlightController(tcp_port)
+    gcs = MavlinkCodec(1, 191)
+    async with running(link):
+        # The peer is not there yet: refused, retried, reported in the state detail.
+        await wait_until(lambda: "refused" in link.state.detail, "a refused connect")
+        assert link.send(heartbeat(gcs, 1)) is False
+        await fc.start()
+        try:
+            await wait_until(lambda: link.up and len(fc.clients) == 1, "the connection")
+            assert link.state.detail == f"connected to 127.0.0.1:{tcp_port}"
+            reader, writer = fc.clients[0]
+            writer.write(heartbeat(fc.codec, 10) + heartbeat(fc.codec, 11))
+            await wait_until(lambda: rec.markers() == [10, 11], "frames from the peer")
+            assert link.send(heartbeat(gcs, 2)) is True
+            assert await read_markers(reader, MavlinkCodec(9, 9)) == [2]
+
+            # The peer restarts: the link goes down, then comes back by itself.
+            await fc.stop()
+            await wait_until(lambda: rec.ups == [True, False], "down after the peer left")
+            assert "peer closed the connection" in rec.states[-1].detail
+            assert link.send(heartbeat(gcs, 3)) is False
+            await asyncio.sleep(0.3)  # a few refused retries while the peer is away
+            await fc.start()
+            await wait_until(lambda: rec.ups == [True, False, True], "up again", timeout_s=8.0)
+            await wait_until(lambda: len(fc.clients) == 1, "the new connection")
+            reader, writer = fc.clients[0]
+            writer.write(heartbeat(fc.codec, 12))
+            await wait_until(lambda: rec.markers() == [10, 11, 12], "frames after reconnect")
+            assert link.send(heartbeat(gcs, 4)) is True
+            assert await read_markers(reader, MavlinkCodec(9, 9)) == [4]
+            frame_len = len(heartbeat(gcs, 0))
+            assert link.stats == LinkStats(
+                bytes_in=3 * frame_len, bytes_out=2 * frame_len, sends_dropped=2, ups=2, downs=1
+            )
+        finally:
+            await fc.stop()
+
+
+async def test_tcpin_serves_one_client_at_a_time(tcp_port: int) -> None:
+    rec = Recorder()
+    link = open_link(f"tcpin://127.0.0.1:{tcp_port}", rec.on_bytes, rec.on_state)
+    fc = MavlinkCodec(1, 1)
+    me = MavlinkCodec(1, 191)
+    async with running(link):
+        await wait_until(lambda: link.state.detail.startswith("listening"), "the listen")
+        assert link.send(heartbeat(me, 1)) is False  # no client yet
+
+        reader1, writer1 = await asyncio.open_connection("127.0.0.1", tcp_port)
+        await wait_until(lambda: link.up, "the first client")
+        writer1.write(heartbeat(fc, 10))
+        await wait_until(lambda: rec.markers() == [10], "the first client's frame")
+        assert link.send(heartbeat(me, 2)) is True
+        assert await read_markers(reader1, MavlinkCodec(9, 9)) == [2]
+
+        writer1.close()  # the client leaves: down
+        await writer1.wait_closed()
+        await wait_until(lambda: rec.ups == [True, False], "down after the client left")
+        assert "left" in rec.states[-1].detail
+
+        reader2, writer2 = await asyncio.open_connection("127.0.0.1", tcp_port)
+        await wait_until(lambda: rec.ups == [True, False, True], "the second client")
+        writer2.write(heartbeat(fc, 20))
+        await wait_until(lambda: rec.markers() == [10, 20], "the second client's frame")
+
+        # A third client replaces the second: reported as down then up, the old one is cut.
+        reader3, writer3 = await asyncio.open_connection("127.0.0.1", tcp_port)
+        await wait_until(lambda: rec.ups == [True, False, True, False, True], "the replacement")
+        assert "replaced by" in rec.states[-2].detail
+        assert await asyncio.wait_for(reader2.read(65536), 5.0) == b""  # EOF for the old one
+        assert link.send(heartbeat(me, 3)) is True
+        assert await read_markers(reader3, MavlinkCodec(9, 9)) == [3]
+        writer3.write(heartbeat(fc, 30))
+        await wait_until(lambda: rec.markers() == [10, 20, 30], "the third client's frame")
+        for writer in (writer2, writer3):
+            writer.close()
+            await writer.wait_closed()
+
+
+async def test_tcpout_drops_instead_of_queueing_behind_a_stalled_peer(tcp_port: int) -> None:
+    rec = Recorder()
+    link = open_link(f"tcpout://127.0.0.1:{tcp_port}", rec.on_bytes, rec.on_state)
+    fc = FlightController(tcp_port)  # accepts, never reads
+    await fc.start()
+    try:
+        async with running(link):
+            await wait_until(lambda: link.up, "the connection")
+            chunk = bytes(1024)
+            taken = sum(link.send(chunk) for _ in range(20_000))  # 20 MB, far past any buffer
+            assert link.stats.sends_dropped == 20_000 - taken > 0
+            assert link.stats.bytes_out == taken * len(chunk)
+    finally:
+        await fc.stop()

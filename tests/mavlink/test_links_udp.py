@@ -1,0 +1,127 @@
+"""UDP links over real loopback sockets: real MAVLink frames both ways, replies to the last
+speaker, drops counted, callback errors loud."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from offboardd.mavlink.codec import MavlinkCodec
+from offboardd.mavlink.links import open_link
+from tests.mavlink.conftest import Recorder, heartbeat, markers, running, wait_until
+
+
+def _peer(family: int = socket.AF_INET, host: str = "127.0.0.1") -> socket.socket:
+    sock = socket.socket(family, socket.SOCK_DGRAM)
+    sock.bind((host, 0))
+    sock.setblocking(False)
+    return sock
+
+
+async def _recv(sock: socket.socket, codec: MavlinkCodec) -> list[int]:
+    data = await asyncio.wait_for(asyncio.get_running_loop().sock_recv(sock, 65536), 5.0)
+    return markers(codec.decode(data))
+
+
+async def test_udpin_waits_for_a_peer_then_replies_to_whoever_spoke_last(udp_port: int) -> None:
+    rec = Recorder()
+    link = open_link(f"udpin://127.0.0.1:{udp_port}", rec.on_bytes, rec.on_state)
+    fc = MavlinkCodec(1, 1)
+    gcs = MavlinkCodec(1, 191)
+    with _peer() as first, _peer() as second:
+        async with running(link):
+            await wait_until(lambda: link.state.detail.startswith("listening"), "the bind")
+            assert not link.up
+            assert link.send(heartbeat(gcs, 1)) is False  # no peer yet: nowhere to send
+            assert link.stats.sends_dropped == 1
+
+            first.sendto(heartbeat(fc, 100), ("127.0.0.1", udp_port))
+            await wait_until(lambda: rec.markers() == [100], "the first peer's frame")
+            assert link.up
+            assert rec.ups == [True]
+            assert str(first.getsockname()[1]) in link.state.detail
+            assert link.send(heartbeat(gcs, 2)) is True
+            assert await _recv(first, MavlinkCodec(9, 9)) == [2]
+
+            second.sendto(heartbeat(fc, 200), ("127.0.0.1", udp_port))
+            await wait_until(lambda: rec.markers() == [100, 200], "the second peer's frame")
+            assert link.send(heartbeat(gcs, 3)) is True
+            assert await _recv(second, MavlinkCodec(9, 9)) == [3]
+            with pytest.raises(BlockingIOError):
+                first.recv(65536)  # the first peer no longer gets replies
+
+            assert rec.ups == [True]  # a new peer is not a transition
+            assert link.stats.bytes_in == sum(len(c) for c in rec.chunks)
+            assert link.stats.bytes_out == 2 * len(heartbeat(gcs, 0))
+        assert rec.ups == [True, False]
+        assert rec.states[-1].detail == "closed"
+
+
+async def test_udpout_is_up_at_once_and_gets_replies_on_its_socket() -> None:
+    rec = Recorder()
+    gcs = MavlinkCodec(1, 191)
+    fc = MavlinkCodec(1, 1)
+    with _peer() as px4, _peer() as stranger:
+        port = px4.getsockname()[1]
+        link = open_link(f"udpout://127.0.0.1:{port}", rec.on_bytes, rec.on_state)
+        async with running(link):
+            await wait_until(lambda: link.up, "the socket")
+            assert f"127.0.0.1:{port}" in link.state.detail
+            assert link.send(heartbeat(gcs, 7)) is True
+            loop = asyncio.get_running_loop()
+            data, link_addr = await asyncio.wait_for(loop.sock_recvfrom(px4, 65536), 5.0)
+            assert markers(fc.decode(data)) == [7]
+
+            stranger.sendto(heartbeat(fc, 666), link_addr)  # connected socket: kernel drops it
+            px4.sendto(heartbeat(fc, 8), link_addr)
+            await wait_until(lambda: rec.markers() == [8], "the reply")
+            await asyncio.sleep(0.05)
+            assert rec.markers() == [8]
+
+
+async def test_udpin_over_ipv6_loopback() -> None:
+    rec = Recorder()
+    with _peer(socket.AF_INET6, "::1") as probe:
+        port = probe.getsockname()[1]
+    link = open_link(f"udpin://[::1]:{port}", rec.on_bytes, rec.on_state)
+    codec = MavlinkCodec(1, 1)
+    with _peer(socket.AF_INET6, "::1") as peer:
+        async with running(link):
+            await wait_until(lambda: link.state.detail.startswith("listening"), "the bind")
+            peer.sendto(heartbeat(codec, 6), ("::1", port))
+            await wait_until(lambda: rec.markers() == [6], "the frame")
+            assert "[::1]:" in link.state.detail
+            assert link.send(heartbeat(codec, 60)) is True
+            assert await _recv(peer, MavlinkCodec(9, 9)) == [60]
+
+
+async def test_a_bind_failure_is_retried_and_reported(udp_port: int) -> None:
+    rec = Recorder()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as squatter:
+        squatter.bind(("127.0.0.1", udp_port))
+        link = open_link(f"udpin://127.0.0.1:{udp_port}", rec.on_bytes, rec.on_state)
+        async with running(link):
+            await wait_until(lambda: "cannot open" in link.state.detail, "the bind failure")
+            assert "in use" in link.state.detail
+            squatter.close()  # the port frees up: the next retry binds
+            await wait_until(lambda: link.state.detail.startswith("listening"), "the bind")
+    assert rec.states == []  # never up, so no transition to report
+
+
+async def test_an_exception_in_on_bytes_ends_run_with_it(udp_port: int) -> None:
+    class Boom(Exception):
+        pass
+
+    def explode(data: bytes) -> None:
+        raise Boom("runtime bug")
+
+    link = open_link(f"udpin://127.0.0.1:{udp_port}", explode, lambda state: None)
+    task = asyncio.create_task(link.run())
+    with _peer() as peer:
+        await wait_until(lambda: link.state.detail.startswith("listening"), "the bind")
+        peer.sendto(b"\xfd", ("127.0.0.1", udp_port))
+        with pytest.raises(Boom, match="runtime bug"):
+            await asyncio.wait_for(task, 5.0)
+    assert not link.up
