@@ -25,8 +25,10 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from offboardd.core.commands import Command
 from offboardd.errors import ConfigError
 from offboardd.mqtt.outbox import Outbound, Outbox
+from offboardd.mqtt.schema import CommandDecoder
 from offboardd.mqtt.topics import (
     AVAILABILITY_OFFLINE,
     AVAILABILITY_ONLINE,
@@ -40,7 +42,6 @@ from offboardd.mqtt.wire import (
     Rejection,
     ReplyRoute,
     encode_document,
-    load_document,
     peek_id_bytes,
     reply_document,
 )
@@ -105,14 +106,15 @@ class MqttSettings:
 class InboundDecoder(Protocol):
     """Turns a loaded JSON document into an engine command, or refuses it (schema.py)."""
 
-    def decode(self, channel: Channel, document: dict[str, Any]) -> object | Rejection: ...
+    def decode_bytes(self, channel: str, payload: bytes, *, max_bytes: int
+                     ) -> Command | Rejection: ...
 
 
 @dataclass(frozen=True)
 class InboundCommand:
     """A valid command for the engine and where its reply goes (`bridge.reply(route, ...)`)."""
 
-    command: Any
+    command: Command
     route: ReplyRoute
 
 
@@ -128,13 +130,13 @@ class MqttBridge:
         settings: MqttSettings,
         on_command: Callable[[InboundCommand], None],
         *,
-        decoder: InboundDecoder,
+        decoder: InboundDecoder | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.topics = Topics.for_vehicle(settings.vehicle_id, settings.topic_root)
         self._on_command = on_command
-        self._decoder = decoder
+        self._decoder: InboundDecoder = decoder if decoder is not None else CommandDecoder()
         self._clock = clock
         self._v5 = settings.protocol == "5"
         self._outbox = Outbox(
@@ -318,15 +320,11 @@ class MqttBridge:
                 "retained messages are never acted on; publish commands with retain=false "
                 "(and clear this one with an empty retained publish)", command_id))
             return
-        loaded = load_document(payload, max_bytes=max_bytes)
-        if isinstance(loaded, Rejection):
-            self._refuse(channel, route, loaded)
-            return
-        decoded = self._decoder.decode(channel, loaded)
+        decoded = self._decoder.decode_bytes(channel, payload, max_bytes=max_bytes)
         if isinstance(decoded, Rejection):
             self._refuse(channel, route, decoded)
             return
-        route = self._route(channel, properties, command_id=getattr(decoded, "command_id", None))
+        route = self._route(channel, properties, command_id=decoded.command_id)
         self._on_command(InboundCommand(decoded, route))
 
     def _route(self, channel: Channel, properties: Properties | None,

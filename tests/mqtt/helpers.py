@@ -18,7 +18,6 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge, MqttSettings
-from offboardd.mqtt.wire import Rejection
 
 
 def settings_for(port: int, protocol: str = "5", **overrides: Any) -> MqttSettings:
@@ -28,23 +27,6 @@ def settings_for(port: int, protocol: str = "5", **overrides: Any) -> MqttSettin
     }
     values.update(overrides)
     return MqttSettings(**values)
-
-
-@dataclass(frozen=True)
-class FakeCommand:
-    command_id: str
-    name: str
-    document: dict[str, Any]
-
-
-class FakeDecoder:
-    """Accepts any document with a string `id` and `cmd`; refuses everything else."""
-
-    def decode(self, channel: str, document: dict[str, Any]) -> object | Rejection:
-        cmd = document.get("cmd", "setpoint" if channel == "setpoint" else None)
-        if not isinstance(cmd, str) or cmd == "bad":
-            return Rejection("unknown_command", f"no command {cmd!r}", document.get("id"))
-        return FakeCommand(str(document.get("id")), cmd, document)
 
 
 @dataclass
@@ -70,7 +52,7 @@ async def running_bridge(
         if auto_reply:
             holder[0].bridge.reply(inbound.route, ok=True, message="done")
 
-    bridge = MqttBridge(settings, on_command, decoder=decoder or FakeDecoder())
+    bridge = MqttBridge(settings, on_command, decoder=decoder)
     holder.append(Daemon(bridge))
     task = asyncio.create_task(bridge.run())
     try:

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from offboardd.core.commands import Hold, SetSetpoint
+from offboardd.core.setpoints import PositionNed
 from offboardd.mqtt.topics import Topics
 from tests.conftest import Broker
 from tests.mqtt.helpers import (
-    FakeCommand,
     body,
     dumps,
     next_message,
@@ -45,7 +46,7 @@ async def test_command_reaches_engine_and_reply_echoes_id(
         reply = body(await next_message(client, TOPICS.reply))
     assert reply == {"v": 1, "id": "c-1", "ok": True, "code": None, "message": "done"}
     [inbound] = daemon.received
-    assert isinstance(inbound.command, FakeCommand) and inbound.command.name == "hold"
+    assert inbound.command == Hold("c-1")
 
 
 async def test_mqtt5_response_topic_and_correlation_data(mosquitto: Broker) -> None:
@@ -120,11 +121,13 @@ async def test_setpoint_topic_replies_only_to_refusals(mosquitto: Broker) -> Non
     async with running_bridge(settings_for(mosquitto.port)) as daemon, \
             observer(mosquitto.port) as client:
         await client.subscribe(TOPICS.reply, 1)
-        await client.publish(TOPICS.setpoint, dumps({"v": 1, "id": "s1"}))
-        await client.publish(TOPICS.setpoint, dumps({"v": 1, "id": "s2", "cmd": "bad"}))
+        hover = {"kind": "position_ned", "north_m": 0, "east_m": 0, "down_m": -5}
+        await client.publish(TOPICS.setpoint, dumps({"v": 1, "session": "a", "seq": 1, **hover}))
+        await client.publish(TOPICS.setpoint, dumps({"v": 1, "session": "a", "seq": 1, **hover}))
         reply = body(await next_message(client, TOPICS.reply))
-        assert (reply["id"], reply["ok"]) == ("s2", False)
-        assert [i.command.command_id for i in daemon.received] == ["s1"]
+        assert (reply["id"], reply["ok"], reply["code"]) == ("a:1", False, "setpoint_stale")
+        [inbound] = daemon.received
+        assert inbound.command == SetSetpoint("a:1", PositionNed(0, 0, -5))
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -194,13 +197,12 @@ CHILD = textwrap.dedent(
     import asyncio, sys
     from offboardd.mqtt.bridge import MqttBridge, MqttSettings
     from offboardd.logs import configure_logging
-    from tests.mqtt.helpers import FakeDecoder
 
     async def main() -> None:
         configure_logging("warning")  # logs go to stderr; stdout carries "connected"
         settings = MqttSettings(host="127.0.0.1", port=int(sys.argv[1]), vehicle_id="v1",
                                 protocol=sys.argv[2], keepalive_s=5)
-        bridge = MqttBridge(settings, lambda inbound: None, decoder=FakeDecoder())
+        bridge = MqttBridge(settings, lambda inbound: None, )
         task = asyncio.create_task(bridge.run())
         await bridge.connected.wait()
         print("connected", flush=True)

@@ -1,0 +1,262 @@
+"""Schema v1, pure: every command, every setpoint kind, every malformed class, replay."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from offboardd.core.commands import (
+    Arm,
+    Command,
+    CommanderHeartbeat,
+    CommandKind,
+    Disarm,
+    EmergencyStop,
+    Engage,
+    Hold,
+    Land,
+    Release,
+    Rtl,
+    SetSetpoint,
+)
+from offboardd.core.setpoints import (
+    AccelerationNed,
+    AltitudeFrame,
+    Attitude,
+    BodyRates,
+    GlobalPosition,
+    PositionNed,
+    PositionVelocityNed,
+    Setpoint,
+    SetpointKind,
+    VelocityBody,
+    VelocityNed,
+)
+from offboardd.mqtt.schema import (
+    COMMAND_NAMES,
+    CommandDecoder,
+    ReplayGuard,
+    encode_command,
+    encode_stream_setpoint,
+)
+from offboardd.mqtt.schema_setpoints import SETPOINT_TABLE
+from offboardd.mqtt.wire import Rejection, encode_document
+
+MAX_BYTES = 4096
+
+SETPOINTS: list[Setpoint] = [
+    PositionNed(1.0, -2.0, -10.0, yaw_rad=0.5),
+    PositionNed(0.0, 0.0, -3.0, yaw_rate_rad_s=0.2),
+    VelocityNed(1.0, 0.5, -0.2),
+    VelocityBody(2.0, 0.0, 0.0, yaw_rate_rad_s=0.3),
+    AccelerationNed(0.1, 0.2, 0.0, yaw_rad=1.0),
+    PositionVelocityNed(1, 2, -3, 0.5, 0.5, 0.0),
+    PositionVelocityNed(1, 2, -3, 0.5, 0.5, 0.0, north_m_s2=0.1, east_m_s2=0.0, down_m_s2=0.0),
+    GlobalPosition(47.397742, 8.545594, 488.0),
+    GlobalPosition(47.397742, 8.545594, 10.0, altitude_frame=AltitudeFrame.RELATIVE),
+    Attitude(1.0, 0.0, 0.0, 0.0, thrust=0.5),
+    BodyRates(0.0, 0.1, -0.1, thrust=0.6),
+]
+
+COMMANDS: list[Command] = [
+    Engage("e1", setpoint=PositionNed(0, 0, -5), arm=True),
+    Engage("e2"),
+    SetSetpoint("s1", VelocityNed(1, 0, 0)),
+    Release("r1"), Hold("h1"), Land("l1"), Rtl("t1"), Arm("a1"),
+    Disarm("d1"), Disarm("d2", force=True),
+    EmergencyStop("x1", confirm=True),
+    CommanderHeartbeat("hb1"),
+]
+
+
+def decode(payload: bytes | dict[str, Any], channel: str = "cmd",
+           decoder: CommandDecoder | None = None) -> Command | Rejection:
+    if isinstance(payload, dict):
+        payload = json.dumps(payload).encode()
+    return (decoder or CommandDecoder()).decode_bytes(channel, payload, max_bytes=MAX_BYTES)
+
+
+def code_of(result: object) -> str:
+    assert isinstance(result, Rejection), result
+    assert result.message
+    return str(result.code)
+
+
+def test_tables_cover_every_kind_and_command() -> None:
+    assert set(SETPOINT_TABLE) == {str(k) for k in SetpointKind}
+    assert set(COMMAND_NAMES) == {str(k) for k in CommandKind}
+    assert {type(s).kind for s in SETPOINTS} == set(SetpointKind)
+    assert {type(c).kind for c in COMMANDS} == set(CommandKind)
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c.command_id)
+def test_every_command_round_trips(command: Command) -> None:
+    assert decode(encode_document(encode_command(command))) == command
+
+
+@pytest.mark.parametrize("setpoint", SETPOINTS, ids=lambda s: str(type(s).kind))
+def test_every_setpoint_kind_round_trips_on_both_topics(setpoint: Setpoint) -> None:
+    as_command = encode_command(SetSetpoint("c", setpoint), session="s", seq=1)
+    assert decode(encode_document(as_command)) == SetSetpoint("c", setpoint)
+    stream = encode_stream_setpoint(setpoint, session="s", seq=1)
+    assert decode(encode_document(stream), "setpoint") == SetSetpoint("s:1", setpoint)
+
+
+def test_stream_setpoint_example_from_the_docs() -> None:
+    doc = {"v": 1, "session": "abc", "seq": 17, "kind": "position_ned", "north_m": 1,
+           "east_m": 2, "down_m": -3, "yaw_rad": 0}
+    assert decode(doc, "setpoint") == SetSetpoint("abc:17", PositionNed(1, 2, -3, yaw_rad=0.0))
+
+
+HOVER = {"kind": "position_ned", "north_m": 0, "east_m": 0, "down_m": -5}
+ENGAGE = {"v": 1, "id": "a", "cmd": "engage"}
+
+
+@pytest.mark.parametrize(
+    ("payload", "code"),
+    [
+        (b"{", "malformed_json"),
+        (b"\xc3\x28", "malformed_json"),
+        (b"[" * 100_000, "payload_too_large"),
+        (b"[" * 1500 + b"]" * 1500, "malformed_json"),  # nested past the recursion limit
+        (b'"engage"', "not_an_object"),
+        (b'{"v":1,"id":"a","cmd":"engage","setpoint":{"kind":"position_ned","north_m":NaN,'
+         b'"east_m":0,"down_m":0}}', "not_finite"),
+        (b'{"v":1,"id":"a","cmd":"hold","x":-Infinity}', "not_finite"),
+        ({"id": "a", "cmd": "hold"}, "missing_field"),
+        ({"v": "1", "id": "a", "cmd": "hold"}, "unsupported_version"),
+        ({"v": 1, "cmd": "hold"}, "missing_field"),
+        ({"v": 1, "id": "", "cmd": "hold"}, "out_of_range"),
+        ({"v": 1, "id": 7, "cmd": "hold"}, "wrong_type"),
+        ({"v": 1, "id": "a"}, "missing_field"),
+        ({"v": 1, "id": "a", "cmd": "fly_away"}, "unknown_command"),
+        ({"v": 1, "id": "a", "cmd": 3}, "unknown_command"),
+        ({"v": 1, "id": "a", "cmd": "hold", "please": True}, "unknown_field"),
+        ({"v": 1, "id": "a", "cmd": "engage", "arm": "yes"}, "wrong_type"),
+        ({"v": 1, "id": "a", "cmd": "engage", "setpoint": [1, 2]}, "wrong_type"),
+        (ENGAGE | {"setpoint": {"kind": "warp"}}, "unknown_setpoint_kind"),
+        (ENGAGE | {"setpoint": {"north_m": 1}}, "missing_field"),
+        (ENGAGE | {"setpoint": {**HOVER, "north_m": "1"}}, "wrong_type"),
+        (ENGAGE | {"setpoint": {**HOVER, "north_m": True}}, "wrong_type"),
+        (ENGAGE | {"setpoint": {**HOVER, "north_m": 1e6}}, "out_of_range"),
+        (ENGAGE | {"setpoint": {**HOVER, "yaw_deg": 90}}, "unknown_field"),
+        ({"v": 1, "id": "a", "cmd": "engage",
+          "setpoint": {**HOVER, "yaw_rad": 0.1, "yaw_rate_rad_s": 0.1}}, "setpoint_invalid"),
+        ({"v": 1, "id": "a", "cmd": "setpoint", "setpoint": {"kind": "attitude", "w": 0.5,
+          "x": 0, "y": 0, "z": 0, "thrust": 0.5}}, "setpoint_invalid"),
+        ({"v": 1, "id": "a", "cmd": "setpoint", "setpoint": {"kind": "body_rates",
+          "roll_rate_rad_s": 0, "pitch_rate_rad_s": 0, "yaw_rate_rad_s": 0, "thrust": 1.5}},
+         "out_of_range"),
+        ({"v": 1, "id": "a", "cmd": "setpoint", "setpoint": {"kind": "position_velocity_ned",
+          "north_m": 0, "east_m": 0, "down_m": 0, "north_m_s": 0, "east_m_s": 0, "down_m_s": 0,
+          "north_m_s2": 1}}, "setpoint_invalid"),
+        ({"v": 1, "id": "a", "cmd": "setpoint", "setpoint": {"kind": "global_position",
+          "lat_deg": 91, "lon_deg": 0, "alt_m": 0}}, "out_of_range"),
+        ({"v": 1, "id": "a", "cmd": "setpoint", "setpoint": {"kind": "global_position",
+          "lat_deg": 1, "lon_deg": 0, "alt_m": 0, "altitude_frame": "agl"}}, "wrong_type"),
+        ({"v": 1, "id": "a", "cmd": "setpoint"}, "missing_field"),
+        ({"v": 1, "id": "a", "cmd": "setpoint", "session": "s", "setpoint": HOVER},
+         "missing_field"),
+        ({"v": 1, "id": "a", "cmd": "emergency_stop"}, "confirmation_required"),
+        ({"v": 1, "id": "a", "cmd": "emergency_stop", "confirm": False}, "confirmation_required"),
+        ({"v": 1, "id": "a", "cmd": "emergency_stop", "confirm": 1}, "wrong_type"),
+        ({"v": 1, "id": "a", "cmd": "disarm", "force": "true"}, "wrong_type"),
+    ],
+)
+def test_malformed_commands_get_stable_codes(payload: bytes | dict[str, Any], code: str) -> None:
+    assert code_of(decode(payload)) == code
+
+
+@pytest.mark.parametrize(
+    ("doc", "code"),
+    [
+        ({"v": 1, "seq": 1, **HOVER}, "missing_field"),
+        ({"v": 1, "session": "s", **HOVER}, "missing_field"),
+        ({"v": 1, "session": "s", "seq": -1, **HOVER}, "out_of_range"),
+        ({"v": 1, "session": "s", "seq": 1.5, **HOVER}, "wrong_type"),
+        ({"v": 1, "session": "s", "seq": 1, "cmd": "engage", **HOVER}, "unknown_field"),
+        ({"v": 1, "session": "s", "seq": 1}, "missing_field"),
+        ({"v": 1, "session": "s", "seq": 1, **HOVER, "down_m": None}, "wrong_type"),
+    ],
+)
+def test_malformed_stream_setpoints_get_stable_codes(doc: dict[str, Any], code: str) -> None:
+    assert code_of(decode(doc, "setpoint")) == code
+
+
+def test_rejection_quotes_the_command_id_when_it_has_one() -> None:
+    result = decode({"v": 1, "id": "abc", "cmd": "fly"})
+    assert isinstance(result, Rejection) and result.command_id == "abc"
+    assert "fly" in result.message
+
+
+def test_replay_old_and_repeated_setpoints_dropped_new_session_starts_over() -> None:
+    decoder = CommandDecoder()
+
+    def send(session: str, seq: int) -> Command | Rejection:
+        return decode({"v": 1, "session": session, "seq": seq, **HOVER}, "setpoint", decoder)
+
+    assert isinstance(send("a", 5), SetSetpoint)
+    assert code_of(send("a", 5)) == "setpoint_stale"  # repeated
+    assert code_of(send("a", 3)) == "setpoint_stale"  # older
+    assert isinstance(send("a", 6), SetSetpoint)
+    assert isinstance(send("b", 0), SetSetpoint)  # a new commander session starts over
+    assert code_of(send("a", 100)) == "setpoint_stale"  # the replaced session stays dead
+    # engage and setpoint commands on the cmd topic share the guard when they carry a session
+    stale = {"v": 1, "id": "x", "cmd": "setpoint", "session": "b", "seq": 0, "setpoint": HOVER}
+    assert code_of(decode(stale, decoder=decoder)) == "setpoint_stale"
+
+
+def test_replay_guard_forgets_only_beyond_its_bound() -> None:
+    guard = ReplayGuard(retired_sessions=2)
+    for session in "abcd":
+        assert guard.check(session, 0) is None
+    assert guard.check("a", 1) is None  # retired long ago: forgotten, accepted as new
+    assert guard.check("c", 1) is not None
+
+
+def test_invalid_setpoint_does_not_advance_the_sequence() -> None:
+    decoder = CommandDecoder()
+    bad = {"v": 1, "session": "s", "seq": 9, **HOVER, "north_m": "x"}
+    assert code_of(decode(bad, "setpoint", decoder)) == "wrong_type"
+    assert isinstance(decode({"v": 1, "session": "s", "seq": 1, **HOVER}, "setpoint", decoder),
+                      SetSetpoint)
+
+
+def test_encode_document_is_versioned_and_never_emits_nan() -> None:
+    doc = json.loads(encode_document({"v": 7, "gap_s": math.inf, "phase": SetpointKind.ATTITUDE,
+                                      "q": (1.0, math.nan)}))
+    assert doc == {"v": 1, "gap_s": None, "phase": "attitude", "q": [1.0, None]}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=12), children, max_size=6),
+    max_leaves=20,
+)
+keys = st.sampled_from(["v", "id", "cmd", "session", "seq", "kind", "setpoint", "arm", "force",
+                        "confirm", "north_m", "east_m", "down_m", "thrust", "w", "lat_deg"])
+near_valid = st.dictionaries(keys, json_values | st.sampled_from(
+    [1, "engage", "setpoint", "emergency_stop", "position_ned", "attitude", HOVER, True]),
+    max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=json_values | near_valid, channel=st.sampled_from(["cmd", "setpoint"]))
+def test_random_json_never_raises(doc: Any, channel: str) -> None:
+    payload = json.dumps(doc).encode()  # NaN/Infinity literals included
+    result = CommandDecoder().decode_bytes(channel, payload, max_bytes=MAX_BYTES)
+    assert isinstance(result, Rejection | Engage | SetSetpoint | Release | Hold | Land | Rtl
+                      | Arm | Disarm | EmergencyStop | CommanderHeartbeat)
+
+
+@settings(max_examples=200, deadline=None)
+@given(payload=st.binary(max_size=200))
+def test_random_bytes_never_raise(payload: bytes) -> None:
+    assert isinstance(CommandDecoder().decode_bytes("cmd", payload, max_bytes=MAX_BYTES),
+                      Rejection)
