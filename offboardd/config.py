@@ -1,0 +1,141 @@
+"""TOML file -> frozen `DaemonConfig`; every error names the key, the value and what is allowed.
+
+Each section maps onto the settings type of the part that owns it (`[engine]` ->
+`core.settings.EngineSettings`, `[mqtt]` -> `mqtt.bridge.MqttSettings`), which validate
+themselves; this module only reads the file, rejects unknown keys and sections, and takes
+secrets from the environment so they need not sit in a world-readable file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from offboardd.core.settings import EngineSettings
+from offboardd.errors import ConfigError, LinkUrlError
+from offboardd.mavlink.links import LinkUrl, parse_link_url
+from offboardd.mqtt.bridge import MqttSettings
+
+# The MQTT password may come from the environment (systemd EnvironmentFile=, a secret store).
+MQTT_PASSWORD_ENV = "OFFBOARDD_MQTT_PASSWORD"
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("auto", "json", "console")
+
+
+@dataclass(frozen=True)
+class MavlinkSettings:
+    url: LinkUrl = field(default_factory=lambda: parse_link_url("udpin://0.0.0.0:14540"))
+    # 0: fly the first PX4 autopilot heard on the link; else only this MAVLink system id.
+    fc_system_id: int = 0
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    level: str = "info"
+    format: str = "auto"  # auto: key=value on a terminal, JSON otherwise (journald)
+
+
+@dataclass(frozen=True)
+class DaemonConfig:
+    mavlink: MavlinkSettings = field(default_factory=MavlinkSettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
+    mqtt: MqttSettings = field(default_factory=MqttSettings)
+    log: LogSettings = field(default_factory=LogSettings)
+
+
+def load_config(path: str | Path, environ: dict[str, str] | None = None) -> DaemonConfig:
+    """Read and validate a config file; raise ConfigError with key, value and what is allowed."""
+    env = dict(os.environ if environ is None else environ)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return config_from_dict(document, env)
+
+
+def config_from_dict(document: dict[str, Any], environ: dict[str, str]) -> DaemonConfig:
+    known = {f.name for f in dataclasses.fields(DaemonConfig)}
+    for section in document:
+        if section not in known:
+            raise ConfigError(
+                f"unknown section [{section}]; allowed sections: {', '.join(sorted(known))}"
+            )
+    return DaemonConfig(
+        mavlink=_mavlink(_table(document, "mavlink")),
+        engine=_build("engine", EngineSettings, _table(document, "engine")),
+        mqtt=_mqtt(_table(document, "mqtt"), environ),
+        log=_log(_table(document, "log")),
+    )
+
+
+def _table(document: dict[str, Any], name: str) -> dict[str, Any]:
+    table = document.get(name, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{name} must be a table ([{name}]), got {table!r}")
+    return dict(table)
+
+
+def _build(section: str, cls: Any, table: dict[str, Any]) -> Any:
+    allowed = [f.name for f in dataclasses.fields(cls)]
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(
+                f"unknown key {section}.{key}; allowed keys: {', '.join(sorted(allowed))}"
+            )
+    try:
+        return cls(**table)
+    except ConfigError as exc:
+        message = exc.message
+        prefix = f"{section}."
+        raise ConfigError(message if message.startswith(prefix) else prefix + message) from None
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"[{section}]: {exc}") from None
+
+
+def _mavlink(table: dict[str, Any]) -> MavlinkSettings:
+    url = table.pop("url", None)
+    settings = _build("mavlink", MavlinkSettings, table)
+    if url is not None:
+        if not isinstance(url, str):
+            raise ConfigError(
+                f"mavlink.url must be a string like udpin://0.0.0.0:14540, got {url!r}"
+            )
+        try:
+            settings = dataclasses.replace(settings, url=parse_link_url(url))
+        except LinkUrlError as exc:
+            raise ConfigError(f"mavlink.url = {url!r}: {exc.message}") from None
+    sysid = settings.fc_system_id
+    if isinstance(sysid, bool) or not isinstance(sysid, int) or not 0 <= sysid <= 255:
+        raise ConfigError(f"mavlink.fc_system_id = {sysid!r}: allowed 0 (any PX4) or 1..255")
+    return settings  # type: ignore[no-any-return]
+
+
+def _mqtt(table: dict[str, Any], environ: dict[str, str]) -> MqttSettings:
+    if "telemetry_rates_hz" in table and isinstance(table["telemetry_rates_hz"], dict):
+        table["telemetry_rates_hz"] = dict(table["telemetry_rates_hz"])
+    if "mavlink_relay" in table:
+        relay = table["mavlink_relay"]
+        if not isinstance(relay, list) or not all(isinstance(n, str) for n in relay):
+            raise ConfigError(f"mqtt.mavlink_relay must be a list of message names, got {relay!r}")
+        table["mavlink_relay"] = frozenset(n.upper() for n in relay)
+    if table.get("password") is None and environ.get(MQTT_PASSWORD_ENV):
+        table["password"] = environ[MQTT_PASSWORD_ENV]
+    settings: MqttSettings = _build("mqtt", MqttSettings, table)
+    return settings
+
+
+def _log(table: dict[str, Any]) -> LogSettings:
+    settings: LogSettings = _build("log", LogSettings, table)
+    if settings.level not in LOG_LEVELS:
+        raise ConfigError(f"log.level = {settings.level!r}: allowed {', '.join(LOG_LEVELS)}")
+    if settings.format not in LOG_FORMATS:
+        raise ConfigError(f"log.format = {settings.format!r}: allowed {', '.join(LOG_FORMATS)}")
+    return settings

@@ -1,0 +1,76 @@
+"""Configuration files: the documented example loads; each bad file names key, value, range."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offboardd.config import DaemonConfig, load_config
+from offboardd.core.settings import EngineSettings
+from offboardd.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_documented_example_equals_the_defaults() -> None:
+    config = load_config(REPO / "config" / "offboardd.toml", environ={})
+    assert config == DaemonConfig()
+    assert config.engine == EngineSettings()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[engine]\nwarmup_s = 0.5\n", "engine.warmup_s must be in [1.0, 30.0], got 0.5"),
+        ("[engine]\nsetpoint_rate_hz = 0\n", "engine.setpoint_rate_hz"),
+        ("[engine]\ncommand_loss_action = \"panic\"\n",
+         "engine.command_loss_action must be one of hold, land, rtl, px4, got 'panic'"),
+        ("[engine]\nwarmup = 2.0\n", "unknown key engine.warmup; allowed keys:"),
+        ("[engines]\n", "unknown section [engines]"),
+        ("[mavlink]\nurl = \"udp://1.2.3.4\"\n", "mavlink.url = 'udp://1.2.3.4'"),
+        ("[mavlink]\nurl = 14540\n", "mavlink.url must be a string"),
+        ("[mavlink]\nfc_system_id = 300\n", "mavlink.fc_system_id = 300"),
+        ("[mqtt]\nport = 70000\n", "mqtt.port = 70000 is invalid; allowed: 1..65535"),
+        ("[mqtt]\nprotocol = \"4\"\n", "mqtt.protocol"),
+        ("[mqtt]\nvehicle_id = \"a/b\"\n", "mqtt.vehicle_id"),
+        ("[log]\nlevel = \"loud\"\n", "log.level = 'loud': allowed debug, info, warning, error"),
+        ("engine = 3\n", "engine must be a table"),
+        ("[engine\n", "not valid TOML"),
+    ],
+)
+def test_bad_config_is_named(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert expected in info.value.message
+
+
+def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(tmp_path / "nope.toml", environ={})
+
+
+def test_mqtt_password_comes_from_the_environment(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[mqtt]\nusername = "drone"\n')
+    config = load_config(path, environ={"OFFBOARDD_MQTT_PASSWORD": "s3cret"})
+    assert config.mqtt.username == "drone" and config.mqtt.password == "s3cret"
+
+
+def test_check_config_command_reports_ok_and_errors(tmp_path: Path) -> None:
+    good = subprocess.run(
+        [sys.executable, "-m", "offboardd", "check-config", str(REPO / "config/offboardd.toml")],
+        capture_output=True, text=True, check=False,
+    )
+    assert good.returncode == 0 and "ok" in good.stdout
+    bad_path = tmp_path / "bad.toml"
+    bad_path.write_text("[engine]\nwarmup_s = 0.2\n")
+    bad = subprocess.run(
+        [sys.executable, "-m", "offboardd", "check-config", str(bad_path)],
+        capture_output=True, text=True, check=False,
+    )
+    assert bad.returncode == 1 and "engine.warmup_s" in bad.stderr
