@@ -1,0 +1,175 @@
+"""Operator commands, as the MQTT bridge (or a test) hands them to the engine.
+
+Each carries the `command_id` its reply will quote. Values only: whether a command is
+allowed now is the engine's decision (offboard.py), not this module's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import ClassVar, TypeAlias
+
+from offboardd.core.setpoints import Setpoint
+from offboardd.errors import UsageError
+
+
+class CommandKind(StrEnum):
+    ENGAGE = "engage"
+    SETPOINT = "setpoint"
+    RELEASE = "release"
+    HOLD = "hold"
+    LAND = "land"
+    RTL = "rtl"
+    ARM = "arm"
+    DISARM = "disarm"
+    EMERGENCY_STOP = "emergency_stop"
+    HEARTBEAT = "heartbeat"
+
+
+def _check_id(command_id: str) -> None:
+    if not isinstance(command_id, str) or not command_id:
+        raise UsageError(f"command_id must be a non-empty string, got {command_id!r}")
+
+
+@dataclass(frozen=True)
+class Engage:
+    """Start offboard control: stream `setpoint` (None = hold where the vehicle is, which
+    needs a valid local position), request OFFBOARD after the warm-up, then arm if asked.
+    An offboard takeoff is an engage with arm=True and a setpoint above the vehicle."""
+
+    command_id: str
+    setpoint: Setpoint | None = None
+    arm: bool = False
+    kind: ClassVar[CommandKind] = CommandKind.ENGAGE
+
+    def __post_init__(self) -> None:
+        _check_id(self.command_id)
+
+
+@dataclass(frozen=True)
+class SetSetpoint:
+    """Replace the streamed setpoint (sent at once); also resumes from HOLDING."""
+
+    command_id: str
+    setpoint: Setpoint
+    kind: ClassVar[CommandKind] = CommandKind.SETPOINT
+
+    def __post_init__(self) -> None:
+        _check_id(self.command_id)
+
+
+@dataclass(frozen=True)
+class Release:
+    """Hand the vehicle back: request the configured release mode, confirm, stop."""
+
+    command_id: str
+    kind: ClassVar[CommandKind] = CommandKind.RELEASE
+
+    def __post_init__(self) -> None:
+        _check_id(self.command_id)
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Release into AUTO.LOITER (escalating to AUTO.LAND if PX4 refuses)."""
+
+    command_id: str
+    kind: ClassVar[CommandKind] = CommandKind.HOLD
+
+    def __post_init__(self) -> None:
+        _check_id(self.command_id)
+
+
+@dataclass(frozen=True)
+class Land:
+    """Release into AUTO.LAND."""
+
+    command_id: str
+    kind: ClassVar[CommandKind] = CommandKind.LAND
+
+    def __post_init__(self) -> None:
+        _check_id(self.command_id)
+
+
+@dataclass(frozen=True)
+class Rtl:
+    """Release into AUTO.RTL (escalating to Hold, then Land, if PX4 refuses)."""
+
+    command_id: str
+    kind: ClassVar[CommandKind] = CommandKind.RTL
+
+    def __post_init__(self) -> None:
+        _check_id(self.command_id)
+
+
+@dataclass(frozen=True)
+class Arm:
+    command_id: str
+    kind: ClassVar[CommandKind] = CommandKind.ARM
+
+    def __post_init__(self) -> None:
+        _check_id(self.command_id)
+
+
+@dataclass(frozen=True)
+class Disarm:
+    """Disarm; `force` sends PX4's magic 21196 (which over MAVLink still runs checks, §4)."""
+
+    command_id: str
+    force: bool = False
+    kind: ClassVar[CommandKind] = CommandKind.DISARM
+
+    def __post_init__(self) -> None:
+        _check_id(self.command_id)
+
+
+@dataclass(frozen=True)
+class EmergencyStop:
+    """Stop streaming and force-disarm at once, whatever the phase: the vehicle falls.
+    Refused unless `confirm` is True, so no client sends it by accident."""
+
+    command_id: str
+    confirm: bool = False
+    kind: ClassVar[CommandKind] = CommandKind.EMERGENCY_STOP
+
+    def __post_init__(self) -> None:
+        _check_id(self.command_id)
+
+
+@dataclass(frozen=True)
+class CommanderHeartbeat:
+    """Renew the commander lease without changing anything (never resumes from HOLDING)."""
+
+    command_id: str
+    kind: ClassVar[CommandKind] = CommandKind.HEARTBEAT
+
+    def __post_init__(self) -> None:
+        _check_id(self.command_id)
+
+
+Command: TypeAlias = (
+    Engage
+    | SetSetpoint
+    | Release
+    | Hold
+    | Land
+    | Rtl
+    | Arm
+    | Disarm
+    | EmergencyStop
+    | CommanderHeartbeat
+)
+
+COMMAND_TYPES: tuple[type[Command], ...] = (
+    Engage,
+    SetSetpoint,
+    Release,
+    Hold,
+    Land,
+    Rtl,
+    Arm,
+    Disarm,
+    EmergencyStop,
+    CommanderHeartbeat,
+)

@@ -1,0 +1,98 @@
+"""Engine phases and reason codes, and how a reason maps onto the public `ErrorCode`.
+
+`Reason` values are part of the public interface like `ErrorCode` (they go out in
+replies, events and the published state): never rename one, only add. They refine an
+`ErrorCode` (e.g. FC_REFUSED because of `mode_refused`) without widening errors.py.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from offboardd.errors import ErrorCode
+
+
+class Phase(StrEnum):
+    IDLE = "idle"  # not streaming; nothing of ours in control
+    WARMUP = "warmup"  # streaming the first setpoint, OFFBOARD not yet requested
+    ENGAGING = "engaging"  # OFFBOARD requested, waiting for the FC to report it
+    ARMING = "arming"  # in OFFBOARD, arm requested, waiting for HEARTBEAT to say armed
+    ACTIVE = "active"  # streaming the commander's setpoints
+    HOLDING = "holding"  # lease lapsed: streaming "stay here"; only a new setpoint resumes
+    RELEASING = "releasing"  # asking the FC for another mode, still streaming until it reports it
+    FAILSAFE = "failsafe"  # we stopped on a failure; a new engage is needed
+    PREEMPTED = "preempted"  # the FC left OFFBOARD unasked; a new engage is needed
+
+
+STREAMING_PHASES = frozenset(
+    {Phase.WARMUP, Phase.ENGAGING, Phase.ARMING, Phase.ACTIVE, Phase.HOLDING}
+)
+
+
+class Reason(StrEnum):
+    # normal
+    ENGAGED = "engaged"
+    RELEASED = "released"
+    COMMANDED_HOLD = "commanded_hold"
+    COMMANDED_LAND = "commanded_land"
+    COMMANDED_RTL = "commanded_rtl"
+    RESUMED = "resumed"
+    # commands refused up front
+    PHASE_NOT_ALLOWED = "phase_not_allowed"
+    FC_UNKNOWN = "fc_unknown"
+    FC_NOT_PX4 = "fc_not_px4"
+    FC_PARAMS_UNKNOWN = "fc_params_unknown"
+    FWDEXTSP_DISABLED = "fwdextsp_disabled"
+    STREAM_TOO_SLOW = "stream_too_slow"
+    ESTIMATE_MISSING = "estimate_missing"
+    CONFIRMATION_MISSING = "confirmation_missing"
+    SUPERSEDED = "superseded"
+    # the FC said no, or never said yes
+    MODE_REFUSED = "mode_refused"
+    MODE_TIMEOUT = "mode_timeout"
+    ARM_REFUSED = "arm_refused"
+    ARM_TIMEOUT = "arm_timeout"
+    DISARM_REFUSED = "disarm_refused"
+    DISARM_TIMEOUT = "disarm_timeout"
+    # failsafes and takeovers
+    LEASE_LAPSED = "lease_lapsed"
+    LOSS_ACTION = "loss_action"
+    ESCALATED = "escalated"
+    PREEMPTED_MODE = "preempted_mode"
+    PREEMPTED_DISARMED = "preempted_disarmed"
+    FC_LINK_LOST = "fc_link_lost"
+    FC_REBOOTED = "fc_rebooted"
+    EMERGENCY_STOP = "emergency_stop"
+    CANCELLED = "cancelled"
+
+
+_ERROR_CODES: dict[Reason, ErrorCode] = {
+    Reason.PHASE_NOT_ALLOWED: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.FC_UNKNOWN: ErrorCode.FC_TIMEOUT,
+    Reason.FC_NOT_PX4: ErrorCode.FC_NOT_PX4,
+    Reason.FC_PARAMS_UNKNOWN: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.FWDEXTSP_DISABLED: ErrorCode.FC_REFUSED,
+    Reason.STREAM_TOO_SLOW: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.ESTIMATE_MISSING: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.CONFIRMATION_MISSING: ErrorCode.COMMAND_INVALID,
+    Reason.SUPERSEDED: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.MODE_REFUSED: ErrorCode.FC_REFUSED,
+    Reason.MODE_TIMEOUT: ErrorCode.FC_TIMEOUT,
+    Reason.ARM_REFUSED: ErrorCode.FC_REFUSED,
+    Reason.ARM_TIMEOUT: ErrorCode.FC_TIMEOUT,
+    Reason.DISARM_REFUSED: ErrorCode.FC_REFUSED,
+    Reason.DISARM_TIMEOUT: ErrorCode.FC_TIMEOUT,
+    Reason.LEASE_LAPSED: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.PREEMPTED_MODE: ErrorCode.FC_REFUSED,
+    Reason.PREEMPTED_DISARMED: ErrorCode.FC_REFUSED,
+    Reason.FC_LINK_LOST: ErrorCode.FC_TIMEOUT,
+    Reason.FC_REBOOTED: ErrorCode.FC_TIMEOUT,
+    Reason.EMERGENCY_STOP: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.CANCELLED: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.ESCALATED: ErrorCode.FC_REFUSED,
+}
+
+
+def error_code_for(reason: Reason) -> ErrorCode:
+    """The public ErrorCode a failed reply with this reason carries."""
+    return _ERROR_CODES.get(reason, ErrorCode.COMMAND_NOT_ALLOWED)

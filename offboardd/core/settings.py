@@ -1,0 +1,109 @@
+"""EngineSettings: the offboard engine's tunables, frozen and validated on construction.
+
+An invalid value raises `ConfigError` naming the field, its value and the allowed range
+(config.py maps TOML keys onto these field names). Pure; no file reading here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from enum import StrEnum
+
+from offboardd.core.modes import Px4Mode
+from offboardd.errors import ConfigError
+
+# PX4's docs ask for >= 1 s of setpoints before OFFBOARD; PX4's code does not enforce it
+# (px4-offboard.md §1), so we do, and refuse to be configured below it.
+MIN_WARMUP_S = 1.0
+# MAV_COMP_ID_ONBOARD_COMPUTER (common.xml), the companion convention (§5).
+DEFAULT_COMPANION_COMPONENT_ID = 191
+
+
+class LossAction(StrEnum):
+    """What to do when the commander lease lapsed and `hold_s` is over."""
+
+    HOLD = "hold"
+    LAND = "land"
+    RTL = "rtl"
+    PX4 = "px4"  # stop streaming and let PX4's COM_OBL_RC_ACT act (after COM_OF_LOSS_T)
+
+
+class ReleaseMode(StrEnum):
+    """The mode a `release` command asks the FC for."""
+
+    HOLD = "hold"
+    LAND = "land"
+    RTL = "rtl"
+
+
+# Mode chains tried in order when the FC refuses one: hold -> land -> (stop streaming).
+ESCALATION: dict[str, tuple[Px4Mode, ...]] = {
+    "hold": (Px4Mode.AUTO_LOITER, Px4Mode.AUTO_LAND),
+    "land": (Px4Mode.AUTO_LAND,),
+    "rtl": (Px4Mode.AUTO_RTL, Px4Mode.AUTO_LOITER, Px4Mode.AUTO_LAND),
+}
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    setpoint_rate_hz: float = 20.0
+    warmup_s: float = 1.0
+    command_timeout_s: float = 1.0  # the commander lease, mirroring COM_OF_LOSS_T
+    hold_s: float = 5.0
+    command_loss_action: LossAction = LossAction.HOLD
+    release_mode: ReleaseMode = ReleaseMode.HOLD
+    # HEARTBEAT is 1 Hz and CURRENT_MODE may be missing, so a mode can take > 1 s to show.
+    mode_confirm_timeout_s: float = 1.5
+    mode_retries: int = 2  # extra attempts after the first
+    # the armed flag in HEARTBEAT lags the ACK by ~0.55 s and HEARTBEAT is 1 Hz (§4)
+    arm_confirm_timeout_s: float = 2.0
+    retry_backoff_s: float = 0.25
+    fc_timeout_s: float = 3.0
+    estimate_timeout_s: float = 0.5  # LOCAL_POSITION_NED is 30 Hz on PX4's onboard link
+    companion_component_id: int = DEFAULT_COMPANION_COMPONENT_ID
+    param_retry_s: float = 1.0
+    param_retries: int = 5
+    current_mode_interval_s: float = 0.5
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            number = isinstance(value, float | int) and not isinstance(value, bool)
+            if number and not math.isfinite(value):
+                raise ConfigError(f"{f.name} must be finite, got {value!r}")
+        _range("setpoint_rate_hz", self.setpoint_rate_hz, 1.0, 250.0)
+        _range("warmup_s", self.warmup_s, MIN_WARMUP_S, 30.0)
+        _range("command_timeout_s", self.command_timeout_s, 0.1, 60.0)
+        _range("hold_s", self.hold_s, 0.0, 600.0)
+        _range("mode_confirm_timeout_s", self.mode_confirm_timeout_s, 0.1, 30.0)
+        _range("mode_retries", self.mode_retries, 0, 10)
+        _range("arm_confirm_timeout_s", self.arm_confirm_timeout_s, 0.1, 30.0)
+        _range("retry_backoff_s", self.retry_backoff_s, 0.0, 10.0)
+        _range("fc_timeout_s", self.fc_timeout_s, 1.5, 60.0)  # > one 1 Hz heartbeat period
+        _range("estimate_timeout_s", self.estimate_timeout_s, 0.05, 10.0)
+        _range("companion_component_id", self.companion_component_id, 1, 255)
+        _range("param_retry_s", self.param_retry_s, 0.1, 60.0)
+        _range("param_retries", self.param_retries, 0, 100)
+        _range("current_mode_interval_s", self.current_mode_interval_s, 0.01, 10.0)
+        for name, enum in (("command_loss_action", LossAction), ("release_mode", ReleaseMode)):
+            value = getattr(self, name)
+            if not isinstance(value, enum):
+                try:
+                    object.__setattr__(self, name, enum(value))
+                except ValueError:
+                    allowed = ", ".join(e.value for e in enum)
+                    raise ConfigError(f"{name} must be one of {allowed}, got {value!r}") from None
+
+    @property
+    def stream_period_s(self) -> float:
+        return 1.0 / self.setpoint_rate_hz
+
+
+def _range(name: str, value: float, low: float, high: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{name} must be a number, got {value!r}")
+    if isinstance(low, int) and isinstance(high, int) and not isinstance(value, int):
+        raise ConfigError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(f"{name} must be in [{low}, {high}], got {value!r}")
