@@ -157,3 +157,14 @@ async def test_serial_backlog_is_bounded_and_drops_the_oldest_whole_sends(pty: P
         assert got == sorted(got)
         assert reader.stats.garbage_bytes == 0
         assert reader.stats.frames_bad == 0
+
+
+async def test_a_second_link_on_the_same_device_is_refused_as_busy(pty: Pty) -> None:
+    first = open_link(f"serial://{pty.link_path}:921600", lambda d: None, lambda s: None)
+    second = open_link(f"serial://{pty.link_path}:921600", lambda d: None, lambda s: None)
+    async with running(first):
+        await wait_until(lambda: first.up, "the first link")
+        async with running(second):
+            await wait_until(lambda: "busy" in second.state.detail, "the lock refusal")
+            assert not second.up
+            assert first.up

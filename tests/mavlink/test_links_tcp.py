@@ -4,9 +4,12 @@ peer, tcpin serving one client at a time."""
 from __future__ import annotations
 
 import asyncio
+import socket
+
+import pytest
 
 from offboardd.mavlink.codec import MavlinkCodec
-from offboardd.mavlink.links import LinkStats, open_link
+from offboardd.mavlink.links import LinkStats, TcpOutLink, open_link
 from tests.mavlink.conftest import Recorder, heartbeat, markers, running, wait_until
 
 
@@ -143,5 +146,24 @@ async def test_tcpout_drops_instead_of_queueing_behind_a_stalled_peer(tcp_port: 
             taken = sum(link.send(chunk) for _ in range(20_000))  # 20 MB, far past any buffer
             assert link.stats.sends_dropped == 20_000 - taken > 0
             assert link.stats.bytes_out == taken * len(chunk)
+    finally:
+        await fc.stop()
+
+
+async def test_tcp_sockets_give_up_on_a_silent_peer_within_seconds(tcp_port: int) -> None:
+    link = open_link(f"tcpout://127.0.0.1:{tcp_port}", lambda d: None, lambda s: None)
+    fc = FlightController(tcp_port)
+    await fc.start()
+    try:
+        async with running(link):
+            await wait_until(lambda: link.up, "the connection")
+            assert isinstance(link, TcpOutLink) and link._stream is not None
+            assert link._stream.transport is not None
+            sock = link._stream.transport.get_extra_info("socket")
+            assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE) == 1
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 5000
+            assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+            with pytest.raises(RuntimeError, match="already running"):
+                await link.run()
     finally:
         await fc.stop()

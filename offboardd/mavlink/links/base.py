@@ -75,6 +75,7 @@ class Link(ABC):
         # bound socket) ends; `run()` awaits it. A callback error is set on it as exception.
         self._session_end: asyncio.Future[str] | None = None
         self._fault: BaseException | None = None
+        self._running = False
 
     @property
     def up(self) -> bool:
@@ -117,6 +118,10 @@ class Link(ABC):
         `retry_max_s`; a successful open resets the wait. Only a callback's own exception
         (or cancellation) ends this.
         """
+        if self._running:
+            raise RuntimeError(f"{self!r}: run() is already running")
+        self._running = True
+        self._fault = None  # one left over from a previous run() is not this run's business
         retry_s = self.retry_first_s
         try:
             while True:
@@ -141,6 +146,7 @@ class Link(ABC):
                 await asyncio.sleep(retry_s)
                 retry_s = min(retry_s * 2, self.retry_max_s)
         finally:
+            self._running = False
             self._session_end = None
             self._mark_down("closed")
 

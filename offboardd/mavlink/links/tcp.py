@@ -11,6 +11,8 @@ This module must not parse MAVLink nor judge a peer alive beyond "the connection
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +30,27 @@ __all__ = ["TcpInLink", "TcpOutLink"]
 # A connect to an address that never answers (SYNs lost) would otherwise wait for the
 # kernel's ~2 min; 3 s is generous for any link a companion computer uses.
 CONNECT_TIMEOUT_S = 3.0
+# A peer that vanishes without a FIN (power cut, cable pulled) is noticed by TCP only after
+# ~15 min of retransmissions (tcp_retries2). Unacknowledged data for this long, or keepalive
+# probes unanswered for about as long when nothing is sent, end the connection instead, so
+# the link goes down and reconnects while the flight is still going on.
+DEAD_PEER_S = 5
+
+
+def _detect_dead_peer(sock: Any) -> None:
+    """Keepalive 2 s idle + 3 probes 1 s apart, and TCP_USER_TIMEOUT (Linux, tcp(7))."""
+    options = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    for name, value in (
+        ("TCP_KEEPIDLE", 2),
+        ("TCP_KEEPINTVL", 1),
+        ("TCP_KEEPCNT", 3),
+        ("TCP_USER_TIMEOUT", DEAD_PEER_S * 1000),
+    ):
+        if hasattr(socket, name):  # Linux has all of them; elsewhere the defaults stay
+            options.append((socket.IPPROTO_TCP, getattr(socket, name), value))
+    for level, option, value in options:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(level, option, value)
 
 
 class _Stream(asyncio.Protocol):
@@ -45,6 +68,9 @@ class _Stream(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            _detect_dead_peer(sock)
         peer: Any = transport.get_extra_info("peername")
         if peer:
             self.peer = format_host_port(str(peer[0]), int(peer[1]))
