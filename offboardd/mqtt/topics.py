@@ -4,7 +4,8 @@ Layout (prefix `offboardd/<vehicle_id>/` by default):
 
     cmd                 in   commands, QoS 1; the command name is in the payload ("cmd")
     setpoint            in   high-rate setpoints, QoS 0 (a lost one is replaced by the next)
-    reply               out  default reply topic (MQTT 5 clients may name their own)
+    reply               out  default reply topic (MQTT 5 clients may name their own;
+                             offboardd.client uses reply/<client_id>)
     state               out  retained daemon/vehicle state, QoS 1
     availability        out  retained `online` / `offline`, also the last will (Home Assistant)
     telemetry/<kind>    out  position, velocity, attitude, battery, gps, home; QoS 0
@@ -73,6 +74,12 @@ class Topics:
     @property
     def reply(self) -> str:
         return self.prefix + "reply"
+
+    def reply_inbox(self, client_id: str) -> str:
+        """A client's private reply topic (its MQTT 5 response topic): `reply/<client_id>`."""
+        if not valid_vehicle_id(client_id):
+            raise ValueError(f"client id {client_id!r} cannot be a topic level")
+        return f"{self.prefix}reply/{client_id}"
 
     @property
     def state(self) -> str:

@@ -1,0 +1,297 @@
+"""An async Python client for mission scripts: commands, setpoints, state, and the lease.
+
+    async with OffboardClient("127.0.0.1", 1883, "vehicle1") as c:
+        await c.wait_for_state(lambda s: s.get("phase") == "idle", timeout_s=10)
+        await c.engage(PositionNed(0, 0, -5), arm=True)    # heartbeat starts with the engage
+        await c.setpoint(VelocityNed(1, 0, 0))             # high rate, QoS 0, no reply
+        await c.land()                                     # heartbeat stops after a release
+
+Every command waits for its reply (matched by id; MQTT 5 clients get it on their own
+response topic with correlation data) and raises `CommandRefused` on `ok: false`. While the
+script holds control a background task sends `heartbeat` every `heartbeat_period_s`
+(0.25 s against the daemon's default 1 s lease), so a script that hangs or dies loses the
+lease and the daemon holds, then applies its loss action.
+
+This is the client side: it may import aiomqtt. It does not reconnect: if the broker goes
+away the script's next call fails and the daemon's lease rules take over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal
+
+import aiomqtt
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from offboardd.core.commands import (
+    Arm,
+    Command,
+    CommanderHeartbeat,
+    Disarm,
+    EmergencyStop,
+    Engage,
+    Hold,
+    Land,
+    Release,
+    Rtl,
+    SetSetpoint,
+)
+from offboardd.core.setpoints import Setpoint
+from offboardd.mqtt.schema import encode_command, encode_stream_setpoint
+from offboardd.mqtt.topics import Topics
+from offboardd.mqtt.wire import encode_document
+
+StatePredicate = Callable[[dict[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class Reply:
+    id: str | None
+    ok: bool
+    code: str | None
+    message: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_document(cls, doc: dict[str, Any]) -> Reply:
+        known = {"v", "id", "ok", "code", "message"}
+        return cls(doc.get("id"), bool(doc.get("ok")), doc.get("code"),
+                   str(doc.get("message", "")), {k: v for k, v in doc.items() if k not in known})
+
+
+class ClientError(Exception):
+    """Base of the client's errors."""
+
+
+class CommandRefused(ClientError):
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(f"{reply.code}: {reply.message}")
+        self.reply = reply
+
+
+class ReplyTimeout(ClientError):
+    pass
+
+
+class OffboardClient:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 1883,
+        vehicle_id: str = "vehicle1",
+        *,
+        protocol: Literal["5", "3.1.1"] = "5",
+        username: str | None = None,
+        password: str | None = None,
+        topic_root: str = "offboardd",
+        reply_timeout_s: float = 5.0,
+        engage_timeout_s: float = 20.0,
+        heartbeat_period_s: float = 0.25,
+    ) -> None:
+        self.topics = Topics.for_vehicle(vehicle_id, topic_root)
+        self.client_id = f"offboardd-client-{secrets.token_hex(4)}"
+        self.session = secrets.token_hex(6)  # the commander session for the replay guard
+        self._v5 = protocol == "5"
+        self._inbox = self.topics.reply_inbox(self.client_id) if self._v5 else self.topics.reply
+        self._mqtt = aiomqtt.Client(
+            host, port, identifier=self.client_id, username=username, password=password,
+            protocol=aiomqtt.ProtocolVersion.V5 if self._v5 else aiomqtt.ProtocolVersion.V311,
+            clean_session=None if self._v5 else True,
+        )
+        self.reply_timeout_s = reply_timeout_s
+        self.engage_timeout_s = engage_timeout_s
+        self.heartbeat_period_s = heartbeat_period_s
+        self.state: dict[str, Any] | None = None  # latest retained state document
+        self.last_stream_error: Reply | None = None  # a refused setpoint-topic message
+        self.heartbeat_failures = 0
+        self.last_heartbeat_error: Reply | None = None
+        self._seq = 0
+        self._ids = 0
+        self._pending: dict[str, asyncio.Future[Reply]] = {}
+        self._state_changed = asyncio.Condition()
+        self._holding_lease = False
+        self._tasks: list[asyncio.Task[None]] = []
+
+    # -- life cycle ---------------------------------------------------------------------
+    async def __aenter__(self) -> OffboardClient:
+        await self._mqtt.__aenter__()
+        try:
+            await self._mqtt.subscribe(self._inbox, 1)
+            await self._mqtt.subscribe(self.topics.state, 1)
+        except BaseException:
+            await self._mqtt.__aexit__(None, None, None)
+            raise
+        self._tasks = [asyncio.create_task(self._read_loop()),
+                       asyncio.create_task(self._heartbeat_loop())]
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for future in self._pending.values():
+            future.cancel()
+        await self._mqtt.__aexit__(exc_type, exc, tb)
+
+    # -- commands -------------------------------------------------------------------------
+    async def engage(self, setpoint: Setpoint | None = None, *, arm: bool = False) -> Reply:
+        """Engage with a first setpoint (None: hold where the vehicle is); arm if asked.
+
+        The heartbeat starts as the engage is sent: the lease runs through the warm-up."""
+        self._holding_lease = True
+        try:
+            command = Engage(self._next_id(), setpoint=setpoint, arm=arm)
+            return await self.send(command, timeout_s=self.engage_timeout_s)
+        except BaseException:
+            self._holding_lease = False
+            raise
+
+    async def setpoint(self, setpoint: Setpoint) -> None:
+        """Publish a setpoint on the high-rate topic (QoS 0; refusals land in
+        `last_stream_error`). It also renews the lease, as every accepted command does."""
+        self._seq += 1
+        doc = encode_stream_setpoint(setpoint, session=self.session, seq=self._seq)
+        await self._mqtt.publish(self.topics.setpoint, encode_document(doc), qos=0,
+                                 properties=self._request_properties(f"{self.session}:{self._seq}"))
+
+    async def setpoint_confirmed(self, setpoint: Setpoint) -> Reply:
+        """A setpoint sent as a command on `cmd`, waiting for its reply."""
+        return await self.send(SetSetpoint(self._next_id(), setpoint))
+
+    async def release(self) -> Reply:
+        return await self._stop(Release(self._next_id()))
+
+    async def hold(self) -> Reply:
+        return await self._stop(Hold(self._next_id()))
+
+    async def land(self) -> Reply:
+        return await self._stop(Land(self._next_id()))
+
+    async def rtl(self) -> Reply:
+        return await self._stop(Rtl(self._next_id()))
+
+    async def arm(self) -> Reply:
+        return await self.send(Arm(self._next_id()))
+
+    async def disarm(self, *, force: bool = False) -> Reply:
+        return await self.send(Disarm(self._next_id(), force=force))
+
+    async def emergency_stop(self, *, confirm: bool) -> Reply:
+        return await self._stop(EmergencyStop(self._next_id(), confirm=confirm))
+
+    async def heartbeat(self) -> Reply:
+        return await self.send(CommanderHeartbeat(self._next_id()))
+
+    async def send(self, command: Command, *, timeout_s: float | None = None,
+                   check: bool = True) -> Reply:
+        """Publish any command (QoS 1) and wait for its reply; `check` raises on ok=false."""
+        reply = await self._request(encode_command(command, **self._sequence_for(command)),
+                                    command.command_id, timeout_s)
+        if check and not reply.ok:
+            raise CommandRefused(reply)
+        return reply
+
+    async def send_document(self, doc: dict[str, Any], *, timeout_s: float | None = None
+                            ) -> Reply:
+        """Publish a raw command document (as `offboardd ctl` does); never raises on ok=false."""
+        command_id = str(doc.get("id") or self._next_id())
+        return await self._request({**doc, "id": command_id}, command_id, timeout_s)
+
+    async def wait_for_state(self, predicate: StatePredicate, timeout_s: float) -> dict[str, Any]:
+        """Wait until the published state satisfies `predicate`; return that state."""
+        async def satisfied() -> dict[str, Any]:
+            async with self._state_changed:
+                await self._state_changed.wait_for(
+                    lambda: self.state is not None and predicate(self.state))
+                assert self.state is not None
+                return self.state
+        try:
+            return await asyncio.wait_for(satisfied(), timeout_s)
+        except TimeoutError:
+            raise ReplyTimeout(f"state did not match within {timeout_s} s; "
+                               f"last state: {self.state}") from None
+
+    # -- internals -------------------------------------------------------------------------
+    async def _stop(self, command: Command) -> Reply:
+        reply = await self.send(command)
+        self._holding_lease = False  # control handed back: stop renewing the lease
+        return reply
+
+    def _next_id(self) -> str:
+        self._ids += 1
+        return f"{self.client_id}-{self._ids}"
+
+    def _sequence_for(self, command: Command) -> dict[str, Any]:
+        if isinstance(command, Engage | SetSetpoint) and command.setpoint is not None:
+            self._seq += 1
+            return {"session": self.session, "seq": self._seq}
+        return {}
+
+    def _request_properties(self, command_id: str) -> Properties | None:
+        if not self._v5:
+            return None
+        props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+        props.ResponseTopic = self._inbox
+        props.CorrelationData = command_id.encode()
+        return props
+
+    async def _request(self, doc: dict[str, Any], command_id: str,
+                       timeout_s: float | None) -> Reply:
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._pending[command_id] = future
+        try:
+            await self._mqtt.publish(self.topics.cmd, encode_document(doc), qos=1,
+                                     properties=self._request_properties(command_id))
+            wait_s = self.reply_timeout_s if timeout_s is None else timeout_s
+            try:
+                return await asyncio.wait_for(future, wait_s)
+            except TimeoutError:
+                raise ReplyTimeout(f"no reply to {doc.get('cmd')} {command_id} within "
+                                   f"{wait_s} s (is offboardd running?)") from None
+        finally:
+            self._pending.pop(command_id, None)
+
+    async def _read_loop(self) -> None:
+        async for message in self._mqtt.messages:
+            try:
+                doc = json.loads(message.payload) if isinstance(message.payload, bytes) else None
+            except ValueError:
+                continue
+            if not isinstance(doc, dict):
+                continue
+            if message.topic.matches(self.topics.state):
+                async with self._state_changed:
+                    self.state = doc
+                    self._state_changed.notify_all()
+            elif message.topic.matches(self._inbox):
+                self._on_reply(Reply.from_document(doc))
+
+    def _on_reply(self, reply: Reply) -> None:
+        future = self._pending.get(reply.id or "")
+        if future is not None and not future.done():
+            future.set_result(reply)
+        elif not reply.ok and reply.id and reply.id.startswith(f"{self.session}:"):
+            self.last_stream_error = reply
+        elif not reply.ok and reply.id and reply.id.startswith(f"{self.client_id}-"):
+            self.heartbeat_failures += 1  # a heartbeat refused (e.g. the lease had lapsed)
+            self.last_heartbeat_error = reply
+
+    async def _heartbeat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.heartbeat_period_s)
+            if not self._holding_lease:
+                continue
+            doc = encode_command(CommanderHeartbeat(self._next_id()))
+            # QoS 0 and no waiting: a lost heartbeat is replaced by the next one
+            with contextlib.suppress(aiomqtt.MqttError):
+                await self._mqtt.publish(self.topics.cmd, encode_document(doc), qos=0,
+                                         properties=self._request_properties(doc["id"]))
