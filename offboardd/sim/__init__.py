@@ -1,0 +1,46 @@
+"""A PX4-faithful simulated vehicle (`offboardd sim`), for tests, demos and users.
+
+It follows ../shared/px4-offboard.md: a pure model of PX4 v1.16's commander rules
+(`vehicle.py`, `commander.py`, `setpoints.py`, `flight.py`, `dynamics.py`) inside an
+asyncio MAVLink server (`server.py`) laid out like PX4 SITL. It never imports
+`offboardd.core`: it judges raw MAVLink fields itself so it can catch the daemon's mistakes.
+
+In-process API (tests):
+
+    from offboardd.sim import SimConfig, SimServer
+
+    cfg = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=None, gcs_bind=None)
+    async with SimServer(cfg) as sim:
+        port = sim.udp_port            # the companion link's bound UDP port
+        sim.vehicle.mode_name          # "OFFBOARD", "AUTO.LOITER", "POSCTL"...
+        sim.vehicle.intended_mode_name # PX4's user intention (CURRENT_MODE.intended)
+        sim.vehicle.armed, sim.vehicle.landed, sim.vehicle.landed_state
+        sim.vehicle.position_ned_m, sim.vehicle.velocity_ned_m_s, sim.vehicle.attitude_rad
+        sim.vehicle.params.get("COM_OF_LOSS_T")
+        sim.record                     # SimRecord: setpoints (time, verdict, reason),
+                                       # commands, acks, mode_changes (time, cause),
+                                       # statustexts, armed_changes, offboard_requests,
+                                       # first_valid_setpoint_s, reboots
+        sim.now()                      # the clock record times are in (loop.time())
+        await sim.wait_until(lambda: sim.vehicle.armed, timeout_s=5)
+        # faults
+        sim.pilot_mode_switch("AUTO.LOITER")   # a GCS/pilot mode change: ends the intent
+        sim.rc_takeover()                      # POSCTL only if COM_RC_OVERRIDE & 2
+        sim.set_estimator_valid(False)         # stops LOCAL_POSITION_NED, flips flags
+        sim.pause_link(2.0)                    # or pause_link(2.0, "udp"); drop_link();
+        sim.restore_link()
+        sim.reboot()                           # gap, then disarmed, boot time from 0
+
+`SimConfig` fields: system_id/component_id (1/1), udp_bind/udp_remote (companion link,
+default 127.0.0.1:14580 -> :14540), gcs_bind/gcs_remote (:18570 -> :14550; None
+disables), tcp_port, pty/pty_symlink (read `sim.pty_path`), profile "px4" | "light" |
+"heavy", double_ack (True = PX4 v1.16.2's two DO_SET_MODE ACKs), params (initial
+overrides), home_lat_deg/home_lon_deg/home_alt_m, boot_mode ("AUTO.LOITER"), faults
+(scheduled FaultSpec, see faults.py), tick_hz, reboot_gap_s.
+"""
+
+from offboardd.sim.config import FaultSpec, SimConfig
+from offboardd.sim.record import SimRecord
+from offboardd.sim.server import SimServer
+
+__all__ = ["FaultSpec", "SimConfig", "SimRecord", "SimServer"]

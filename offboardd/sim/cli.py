@@ -1,0 +1,108 @@
+"""`offboardd sim`: run the simulated PX4 vehicle until SIGINT/SIGTERM (exit 0).
+
+Parses the command line into a SimConfig and runs a SimServer; prints the endpoints it
+serves. No PX4 rules here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+
+from offboardd.mavlink.params import ParamValue
+from offboardd.sim.config import PROFILE_NAMES, Endpoint, SimConfig
+from offboardd.sim.faults import FAULT_NAMES, parse_fault
+
+
+def _endpoint(text: str) -> Endpoint | None:
+    if text.lower() in ("", "none", "off"):
+        return None
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = "127.0.0.1", text
+    try:
+        return (host or "127.0.0.1", int(port))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT or PORT") from None
+
+
+def _param(text: str) -> tuple[str, ParamValue]:
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    number: ParamValue = float(value) if any(c in value for c in ".eE") else int(value)
+    return name.strip().upper(), number
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    d = SimConfig()
+    parser.add_argument("--bind", type=_endpoint, default=d.udp_bind, metavar="HOST:PORT",
+                        help="companion UDP link: local address (default 127.0.0.1:14580; "
+                        "'none' disables)")  # fmt: skip
+    parser.add_argument("--remote", type=_endpoint, default=d.udp_remote, metavar="HOST:PORT",
+                        help="companion UDP link: send here until a peer speaks "
+                        "(default 127.0.0.1:14540)")  # fmt: skip
+    parser.add_argument("--gcs-bind", type=_endpoint, default=d.gcs_bind, metavar="HOST:PORT",
+                        help="GCS UDP link: local address (default 127.0.0.1:18570; 'none')")
+    parser.add_argument("--gcs-remote", type=_endpoint, default=d.gcs_remote,
+                        metavar="HOST:PORT", help="GCS UDP link: remote (default :14550)")
+    parser.add_argument("--tcp", type=int, default=None, metavar="PORT",
+                        help="also serve MAVLink on tcp 127.0.0.1:PORT")
+    parser.add_argument("--pty", nargs="?", const="", default=None, metavar="SYMLINK",
+                        help="also serve a serial pty; print its path (optionally symlinked)")
+    parser.add_argument("--profile", choices=PROFILE_NAMES, default=d.profile,
+                        help="telemetry load: px4 (~400 msg/s), light, heavy (~2000 msg/s)")
+    parser.add_argument("--sysid", type=int, default=d.system_id, help="system id (1)")
+    parser.add_argument("--compid", type=int, default=d.component_id, help="component id (1)")
+    parser.add_argument("--single-ack", action="store_true",
+                        help="answer DO_SET_MODE once (PX4 v1.16.2 answers twice)")
+    parser.add_argument("--param", type=_param, action="append", default=[],
+                        metavar="NAME=VALUE", help="initial parameter value (repeatable)")
+    parser.add_argument("--home", type=float, nargs=3, metavar=("LAT", "LON", "ALT"),
+                        default=(d.home_lat_deg, d.home_lon_deg, d.home_alt_m),
+                        help="home position (deg, deg, m AMSL)")  # fmt: skip
+    parser.add_argument("--fault", type=parse_fault, action="append", default=[],
+                        metavar="NAME[:ARG]@SECONDS",
+                        help="inject a fault; names: " + "; ".join(
+                            f"{k}: {v}" for k, v in FAULT_NAMES.items()))  # fmt: skip
+
+
+def config_from_args(args: argparse.Namespace) -> SimConfig:
+    return SimConfig(
+        system_id=args.sysid, component_id=args.compid, udp_bind=args.bind,
+        udp_remote=args.remote, gcs_bind=args.gcs_bind, gcs_remote=args.gcs_remote,
+        tcp_port=args.tcp, pty=args.pty is not None, pty_symlink=args.pty or None,
+        profile=args.profile, double_ack=not args.single_ack, params=dict(args.param),
+        home_lat_deg=args.home[0], home_lon_deg=args.home[1], home_alt_m=args.home[2],
+        faults=tuple(args.fault),
+    )  # fmt: skip
+
+
+async def _serve(config: SimConfig) -> None:
+    from offboardd.sim.server import SimServer  # noqa: PLC0415 (keeps --help fast)
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with SimServer(config) as sim:
+        where = [f"udp {config.udp_bind} -> {config.udp_remote}" if sim.udp_port else "",
+                 f"gcs udp {config.gcs_bind} -> {config.gcs_remote}" if sim.gcs_port else "",
+                 f"tcp 127.0.0.1:{sim.tcp_port}" if sim.tcp_port else "",
+                 f"pty {sim.pty_path}" if sim.pty_path else ""]  # fmt: skip
+        print("offboardd sim: serving " + ", ".join(w for w in where if w), flush=True)
+        await stop.wait()
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        config = config_from_args(args)
+    except ValueError as exc:
+        print(f"offboardd sim: {exc}", file=sys.stderr)
+        return 2
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(config))
+    return 0

@@ -1,0 +1,197 @@
+"""PX4 commander rules: user intent, reported mode, arming, offboard availability and loss.
+
+Models px4-offboard.md §3 and §4: the user's intended mode versus the mode PX4 runs
+(`nav_state`); offboard availability checked every ~100 ms and at once when a sample
+arrives; fallback to the COM_OBL_RC_ACT mode at about COM_OF_LOSS_T + 0.03 s; automatic
+return to OFFBOARD 20-40 ms after valid setpoints resume while the intent is still
+OFFBOARD; failsafe only while armed; auto-disarm after landing and the "mode after
+disarming" restore. Pure: time comes in as `now_s`; it must not build MAVLink messages,
+fly the vehicle or read parameters other than through the table it is given.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from offboardd.sim import modes
+from offboardd.sim.modes import FlightMode
+from offboardd.sim.params import ParamTable
+
+CHECK_PERIOD_S = 0.1  # commander's offboard check cadence (10 Hz)
+LOSS_MARGIN_S = 0.03  # [SITL] threshold ~1.03 s at COM_OF_LOSS_T = 1.0
+RESUME_DELAY_S = 0.03  # [SITL] back in OFFBOARD 20-40 ms after the first valid setpoint
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the vehicle must tell the world and the record."""
+
+    kind: str  # "mode" | "text" | "armed"
+    time_s: float
+    old_mode: str = ""
+    new_mode: str = ""
+    cause: str = ""
+    severity: int = 6
+    text: str = ""
+
+
+class Commander:
+    def __init__(self, params: ParamTable, boot_mode: FlightMode, now_s: float) -> None:
+        self._params = params
+        self.boot_mode = boot_mode
+        self.notices: list[Notice] = []
+        self.reset(now_s)
+
+    def reset(self, now_s: float) -> None:
+        """Power-on state (also after a reboot)."""
+        self.intent: FlightMode = self.boot_mode
+        self.mode: FlightMode = self.boot_mode
+        self.armed = False
+        self.armed_at_s = -math.inf
+        self.flew_since_arming = False
+        self.landed = True
+        self.landed_since_s = now_s
+        self.failsafe = False
+        self.rc_present = False
+        self.estimator_valid = True
+        self.last_valid_setpoint_s = -math.inf
+        self.setpoint_uses_position = False
+        self.setpoint_uses_velocity = False
+        self._offboard_ok = False
+        self._next_check_s = now_s
+        self._resume_at_s: float | None = None
+        self._mode_after_disarming: FlightMode = self.boot_mode
+
+    # ---- availability -------------------------------------------------------
+    def offboard_signal_ok(self, now_s: float) -> bool:
+        """PX4's offboard availability right now (flags, timeout, estimate)."""
+        timeout_s = self._params.get_float("COM_OF_LOSS_T") + LOSS_MARGIN_S
+        if now_s >= self.last_valid_setpoint_s + timeout_s:
+            return False
+        needs_estimate = self.setpoint_uses_position or self.setpoint_uses_velocity
+        return self.estimator_valid or not needs_estimate
+
+    def can_run(self, mode: FlightMode) -> bool:
+        if mode is modes.OFFBOARD:
+            return self._offboard_ok
+        if mode.needs_manual_control and not self.rc_present:
+            return False
+        return not (mode.needs_position and not self.estimator_valid)
+
+    # ---- inputs -------------------------------------------------------------
+    def on_valid_setpoint(self, now_s: float, *, uses_position: bool, uses_velocity: bool) -> None:
+        self.last_valid_setpoint_s = now_s
+        self.setpoint_uses_position = uses_position
+        self.setpoint_uses_velocity = uses_velocity
+        if not self._offboard_ok:  # evaluated at once when a sample arrives after a loss
+            self._offboard_ok = self.offboard_signal_ok(now_s)
+            if self._offboard_ok and self.failsafe and self.intent is modes.OFFBOARD:
+                self._resume_at_s = now_s + RESUME_DELAY_S
+
+    def request_mode(self, mode: FlightMode, now_s: float, cause: str) -> bool:
+        """A user/GCS mode change: disarmed always accepted; armed only if it can run."""
+        if mode is modes.OFFBOARD:
+            self._offboard_ok = self.offboard_signal_ok(now_s)
+        if self.armed and not self.can_run(mode):
+            return False
+        self._set_intent(mode)
+        self._update_mode(now_s, cause)
+        return True
+
+    def arm(self, now_s: float) -> bool:
+        if self.armed:
+            return True
+        if self.intent is modes.OFFBOARD:
+            self._offboard_ok = self.offboard_signal_ok(now_s)
+        if not (self.intent.allows_arming and self.can_run(self.intent)):
+            return False
+        self.armed, self.armed_at_s, self.flew_since_arming = True, now_s, False
+        self.notices.append(Notice("armed", now_s, cause="armed"))
+        self._update_mode(now_s, "armed")
+        return True
+
+    def disarm(self, now_s: float, cause: str, *, forced: bool = False) -> bool:
+        if not self.armed:
+            return True
+        if not (self.landed or forced):
+            return False
+        self.armed, self.failsafe, self._resume_at_s = False, False, None
+        self.notices.append(Notice("armed", now_s, cause=f"disarmed: {cause}"))
+        if not self.intent.allows_arming:  # PX4 restores the last mode that allows arming
+            self.intent = self._mode_after_disarming
+        self._update_mode(now_s, "disarmed")
+        return True
+
+    def set_landed(self, landed: bool, now_s: float) -> None:
+        if landed != self.landed:
+            self.landed, self.landed_since_s = landed, now_s
+        if not landed and self.armed:
+            self.flew_since_arming = True
+
+    def _set_intent(self, mode: FlightMode) -> None:
+        if not mode.allows_arming and self.intent.allows_arming:
+            self._mode_after_disarming = self.intent
+        self.intent = mode
+        self._resume_at_s = None
+
+    # ---- time ---------------------------------------------------------------
+    def step(self, now_s: float) -> None:
+        if now_s >= self._next_check_s:
+            self._next_check_s += CHECK_PERIOD_S * max(
+                1, math.ceil((now_s - self._next_check_s) / CHECK_PERIOD_S + 1e-9)
+            )
+            self._offboard_ok = self.offboard_signal_ok(now_s)
+        if self.armed and self.landed:
+            since_s = now_s - max(self.landed_since_s, self.armed_at_s)
+            if self.flew_since_arming:
+                limit_s = self._params.get_float("COM_DISARM_LAND")  # auto-disarm after landing
+            else:
+                limit_s = self._params.get_float("COM_DISARM_PRFLT")  # armed, never took off
+            if limit_s > 0 and since_s >= limit_s:
+                self.disarm(now_s, "auto disarm after landing" if self.flew_since_arming
+                            else "auto disarm, no takeoff")  # fmt: skip
+                return
+        self._update_mode(now_s, "failsafe")
+
+    def _update_mode(self, now_s: float, cause: str) -> None:
+        new_mode, failsafe = self.intent, False
+        if self.armed and not self.can_run(self.intent):
+            failsafe, self._resume_at_s = True, None
+            fallback = self._fallback_mode(now_s)
+            if fallback is None:  # COM_OBL_RC_ACT Terminate / Disarm
+                self.disarm(now_s, "offboard loss action", forced=True)
+                return
+            new_mode = fallback
+        elif self.failsafe and self._resume_at_s is not None:
+            if now_s < self._resume_at_s:  # leaving the failsafe takes 20-40 ms on PX4
+                return
+            cause = "offboard resumed"
+        if failsafe and not self.failsafe:
+            self.notices.append(Notice("text", now_s, severity=2, text="Failsafe activated"))
+        if not failsafe:
+            self._resume_at_s = None
+        self.failsafe = failsafe
+        self.change_mode(new_mode, now_s, cause)
+
+    def _fallback_mode(self, now_s: float) -> FlightMode | None:
+        fallback: FlightMode | None = modes.LAND
+        if self.intent is modes.OFFBOARD:
+            action = self._params.get_int("COM_OBL_RC_ACT")
+            fallback = modes.OFFBOARD_LOSS_ACTIONS.get(action, modes.POSCTL)
+        if fallback is None:
+            return None
+        # Without a position estimate PX4 cannot Hold or Return: it descends (AUTO.LAND).
+        if fallback.needs_position and not self.estimator_valid:
+            return modes.LAND
+        return fallback
+
+    def change_mode(self, mode: FlightMode, now_s: float, cause: str) -> None:
+        if mode is not self.mode:
+            old, self.mode = self.mode, mode
+            self.notices.append(Notice("mode", now_s, old.name, mode.name, cause))
+
+    def complete_auto_mode(self, mode: FlightMode, now_s: float, cause: str) -> None:
+        """Navigator finished a mode (takeoff done -> Hold); PX4 updates the intent too."""
+        self._set_intent(mode)
+        self._update_mode(now_s, cause)

@@ -1,0 +1,171 @@
+"""Commands, parameters and small protocol replies, with PX4's ACK semantics (§4).
+
+COMMAND_LONG / COMMAND_INT must target our sysid exactly (0 is ignored silently, as in
+PX4 v1.14+) and our compid or 0. DO_SET_MODE is ACKed twice by default (v1.16.2: the
+first always ACCEPTED, the real result a few ms later); the reason for a refusal goes
+out as STATUSTEXT only to GCS links. PARAM_* per the MAVLink parameter protocol with
+byte-wise integers. Pure: returns messages; the vehicle owns the state it changes.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from offboardd.mavlink.codec import Message, dialect
+from offboardd.mavlink.params import decode_param_value, param_id_str
+from offboardd.sim import modes
+from offboardd.sim.outbox import TO_ALL, TO_GCS, LinkRequest, Outgoing
+from offboardd.sim.record import AckEvent, CommandEvent
+from offboardd.sim.telemetry import BUILDER_IDS, BUILDERS
+
+if TYPE_CHECKING:
+    from offboardd.sim.vehicle import Vehicle
+
+d = dialect
+ACCEPTED = d.MAV_RESULT_ACCEPTED
+TEMPORARILY_REJECTED = d.MAV_RESULT_TEMPORARILY_REJECTED
+DENIED = d.MAV_RESULT_DENIED
+UNSUPPORTED = d.MAV_RESULT_UNSUPPORTED
+SECOND_ACK_DELAY_S = 0.004  # the v1.16.2 second DO_SET_MODE ACK follows within ms
+FORCE_DISARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2: force
+MAV_TYPE_GCS = 6
+
+
+def handle(v: Vehicle, msg: Message, now_s: float, link_id: int) -> list[Outgoing]:
+    kind = msg.get_type()
+    if kind in ("COMMAND_LONG", "COMMAND_INT"):
+        return _command(v, msg, now_s, link_id)
+    if kind in ("PARAM_REQUEST_READ", "PARAM_REQUEST_LIST", "PARAM_SET"):
+        if msg.target_system != v.system_id or msg.target_component not in (0, v.component_id):
+            return []
+        return _param(v, kind, msg, now_s, link_id)
+    if kind == "TIMESYNC" and msg.tc1 == 0:  # a request: answer with our time in ns
+        return [Outgoing(d.MAVLink_timesync_message(v.boot_us(now_s) * 1000, msg.ts1), link_id)]
+    return []  # HEARTBEAT, SYSTEM_TIME, anything else: nothing to answer
+
+
+def _command(v: Vehicle, msg: Message, now_s: float, link_id: int) -> list[Outgoing]:
+    if msg.get_type() == "COMMAND_INT":
+        params = (msg.param1, msg.param2, msg.param3, msg.param4, float(msg.x), float(msg.y),
+                  msg.z)  # fmt: skip
+    else:
+        params = (msg.param1, msg.param2, msg.param3, msg.param4, msg.param5, msg.param6,
+                  msg.param7)  # fmt: skip
+    ignored = ""
+    if msg.target_system != v.system_id:
+        ignored = f"target_system {msg.target_system} is not {v.system_id}"
+    elif msg.target_component not in (0, v.component_id):
+        ignored = f"target_component {msg.target_component} is not {v.component_id}"
+    v.record.commands.append(CommandEvent(
+        now_s, int(msg.command), tuple(float(p) for p in params), msg.get_srcSystem(),
+        msg.get_srcComponent(), int(msg.target_system), int(msg.target_component), ignored,
+    ))  # fmt: skip
+    if ignored:
+        return []
+    cmd = int(msg.command)
+    out: list[Outgoing] = []
+    result, text = _execute(v, cmd, params, now_s, link_id=link_id, out=out)
+
+    def ack(res: int) -> Outgoing:
+        v.record.acks.append(AckEvent(now_s, cmd, res))
+        return Outgoing(
+            d.MAVLink_command_ack_message(cmd, res, 0, 0, msg.get_srcSystem(),
+                                          msg.get_srcComponent()), link_id,
+        )  # fmt: skip
+
+    if cmd == d.MAV_CMD_DO_SET_MODE and v.double_ack:
+        first = ack(ACCEPTED)
+        v.later.append((now_s + SECOND_ACK_DELAY_S, ack(result)))
+        v.record.acks[-1] = AckEvent(now_s + SECOND_ACK_DELAY_S, cmd, result)
+        replies = [first]
+    else:
+        replies = [ack(result)]
+    if text:
+        replies.extend(v.statustext(d.MAV_SEVERITY_CRITICAL, text, now_s, TO_GCS))
+    # The mode change itself (CURRENT_MODE) goes out after the ACK, as on PX4.
+    return replies + out + v.drain(now_s)
+
+
+def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_id: int,
+             out: list[Outgoing]) -> tuple[int, str]:  # fmt: skip
+    """(MAV_RESULT, refusal text for GCS links) for one command; side effects on `v`."""
+    c = v.commander
+    if cmd == d.MAV_CMD_DO_SET_MODE:
+        mode = modes.mode_from_main_sub(int(p[1]), int(p[2])) if int(p[0]) & 1 else None
+        if mode is None:
+            return TEMPORARILY_REJECTED, "Mode not supported"
+        if mode is modes.OFFBOARD:
+            v.record.offboard_requests.append(now_s)
+        if c.request_mode(mode, now_s, "command"):
+            return ACCEPTED, ""
+        return TEMPORARILY_REJECTED, f"Switching to {mode.name} is currently not possible"
+    if cmd == d.MAV_CMD_COMPONENT_ARM_DISARM:
+        if p[0] >= 0.5:
+            return (ACCEPTED, "") if c.arm(now_s) else (
+                TEMPORARILY_REJECTED, f"Arming denied: {c.intent.name} not ready")  # fmt: skip
+        forced = int(p[1]) == FORCE_DISARM_MAGIC
+        if c.disarm(now_s, "command", forced=forced):
+            return ACCEPTED, ""
+        return TEMPORARILY_REJECTED, "Disarming denied: not landed"
+    if cmd in (d.MAV_CMD_NAV_TAKEOFF, d.MAV_CMD_NAV_LAND, d.MAV_CMD_NAV_RETURN_TO_LAUNCH):
+        target = {d.MAV_CMD_NAV_TAKEOFF: modes.TAKEOFF, d.MAV_CMD_NAV_LAND: modes.LAND,
+                  d.MAV_CMD_NAV_RETURN_TO_LAUNCH: modes.RTL}[cmd]  # fmt: skip
+        if cmd == d.MAV_CMD_NAV_TAKEOFF:
+            alt_amsl = p[6]  # PX4 takes param7 as the AMSL takeoff altitude if given
+            takeoff = v.params.get_float("MIS_TAKEOFF_ALT")
+            if math.isfinite(alt_amsl) and alt_amsl > v.home_alt_m:
+                takeoff = alt_amsl - v.home_alt_m
+            v.takeoff_alt_m = takeoff
+        if c.request_mode(target, now_s, "command"):
+            return ACCEPTED, ""
+        return TEMPORARILY_REJECTED, f"{target.name} is currently not possible"
+    if cmd == d.MAV_CMD_SET_MESSAGE_INTERVAL:
+        name = BUILDER_IDS.get(int(p[0]))
+        if name is None or name == "AUTOPILOT_VERSION":
+            return DENIED, ""
+        v.link_requests.append(LinkRequest(link_id, name, p[1]))
+        return ACCEPTED, ""
+    if cmd in (d.MAV_CMD_REQUEST_MESSAGE, d.MAV_CMD_REQUEST_AUTOPILOT_CAPABILITIES,
+               d.MAV_CMD_GET_HOME_POSITION):  # fmt: skip
+        msg_id = {d.MAV_CMD_REQUEST_MESSAGE: int(p[0]),
+                  d.MAV_CMD_REQUEST_AUTOPILOT_CAPABILITIES: d.MAVLINK_MSG_ID_AUTOPILOT_VERSION,
+                  d.MAV_CMD_GET_HOME_POSITION: d.MAVLINK_MSG_ID_HOME_POSITION}[cmd]  # fmt: skip
+        name = BUILDER_IDS.get(msg_id)
+        if name is None:  # PROTOCOL_VERSION (#300), COMPONENT_METADATA...: not served
+            return UNSUPPORTED, ""
+        built = BUILDERS[name](v, now_s)
+        if built is None:
+            return TEMPORARILY_REJECTED, ""
+        out.append(Outgoing(built, link_id))
+        return ACCEPTED, ""
+    if cmd == d.MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN and int(p[0]) == 1:
+        if c.armed:
+            return DENIED, ""
+        v.reboot_requested = True  # the server runs the reboot after the ACK is out
+        return ACCEPTED, ""
+    return UNSUPPORTED, ""
+
+
+def _param(v: Vehicle, kind: str, msg: Message, now_s: float, link_id: int) -> list[Outgoing]:
+    table = v.params
+    if kind == "PARAM_REQUEST_LIST":
+        return [Outgoing(table.param_value_msg(n), link_id) for n in table.names()]
+    if kind == "PARAM_REQUEST_READ":
+        name = table.name_at(msg.param_index) if msg.param_index >= 0 else None
+        name = name or param_id_str(msg.param_id)
+        if name not in table:
+            return []
+        return [Outgoing(table.param_value_msg(name), link_id)]
+    name = param_id_str(msg.param_id)
+    if name not in table:
+        return v.statustext(d.MAV_SEVERITY_ERROR, f"[pm] unknown param: {name}", now_s, link_id)
+    value = decode_param_value(msg.param_value, table.param_type(name))
+    if isinstance(value, float) and not math.isfinite(value):
+        return []
+    table.set(name, value)
+    return [Outgoing(table.param_value_msg(name), TO_ALL)]  # PX4 broadcasts the change
+
+
+def is_gcs_heartbeat(msg: Message) -> bool:
+    return bool(msg.get_type() == "HEARTBEAT" and msg.type == MAV_TYPE_GCS)

@@ -1,0 +1,63 @@
+"""SimConfig: everything that shapes one simulated vehicle and its links (a frozen value).
+
+Defaults are laid out like PX4 SITL (px4-offboard.md §5): the companion link binds
+udp 127.0.0.1:14580 and sends to :14540, the GCS link binds :18570 and sends to :14550.
+Tests pass port 0 (kernel-chosen) and read the bound ports back from the server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from offboardd.mavlink.params import ParamValue
+
+Endpoint = tuple[str, int]
+PROFILE_NAMES = ("px4", "light", "heavy")
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """One scheduled fault: `name` at `at_s` seconds after start, with an optional argument.
+
+    Names: estimator_invalid[:duration_s], estimator_valid, mode:<MODE> (a GCS/pilot mode
+    switch), rc_takeover, link_pause:<seconds>, link_drop, link_restore, reboot.
+    """
+
+    name: str
+    at_s: float
+    arg: str = ""
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    system_id: int = 1
+    component_id: int = 1
+    # Companion (offboard/API) link: bind here, send to remote until someone else speaks.
+    udp_bind: Endpoint | None = ("127.0.0.1", 14580)
+    udp_remote: Endpoint | None = ("127.0.0.1", 14540)
+    # GCS link (QGroundControl), PX4's "normal" stream set. None disables it.
+    gcs_bind: Endpoint | None = ("127.0.0.1", 18570)
+    gcs_remote: Endpoint | None = ("127.0.0.1", 14550)
+    tcp_port: int | None = None  # serve MAVLink on tcp 127.0.0.1:PORT (0 = kernel-chosen)
+    pty: bool = False  # serve one end of a pseudo-terminal pair (a serial link)
+    pty_symlink: str | None = None  # also expose the pty's slave under this path
+    profile: str = "px4"  # telemetry on the companion, TCP and pty links
+    double_ack: bool = True  # PX4 v1.16.2 answers DO_SET_MODE twice (first always ACCEPTED)
+    params: Mapping[str, ParamValue] = field(default_factory=dict)
+    home_lat_deg: float = 47.397742  # PX4 SITL's default home (Zurich)
+    home_lon_deg: float = 8.545594
+    home_alt_m: float = 488.0
+    boot_mode: str = "AUTO.LOITER"
+    tick_hz: float = 100.0  # physics and telemetry tick (ATTITUDE is 100/s on PX4)
+    reboot_gap_s: float = 3.0  # silence while "rebooting"
+    faults: tuple[FaultSpec, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILE_NAMES:
+            raise ValueError(f"profile must be one of {PROFILE_NAMES}, not {self.profile!r}")
+        for name, value in (("system_id", self.system_id), ("component_id", self.component_id)):
+            if not 1 <= value <= 255:
+                raise ValueError(f"{name} must be 1..255, not {value}")
+        if not 10.0 <= self.tick_hz <= 1000.0:
+            raise ValueError(f"tick_hz must be 10..1000, not {self.tick_hz}")

@@ -1,0 +1,73 @@
+"""Fault injection by name: parse `--fault NAME[:ARG]@SECONDS` and apply it to a server.
+
+The effects themselves live in the vehicle model (mode switch, stick takeover,
+estimator) and the server (link pause/drop, reboot); this module only names them so
+the command line and scheduled faults in SimConfig share one vocabulary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from offboardd.sim import modes
+from offboardd.sim.config import FaultSpec
+
+if TYPE_CHECKING:
+    from offboardd.sim.server import SimServer
+
+FAULT_NAMES = {
+    "mode": "GCS/pilot mode switch to ARG (e.g. mode:AUTO.LOITER); ends the offboard intent",
+    "rc_takeover": "pilot moves the sticks: POSCTL if COM_RC_OVERRIDE allows it",
+    "estimator_invalid": "position estimate lost (for ARG seconds, else until estimator_valid)",
+    "estimator_valid": "position estimate back",
+    "link_pause": "stop sending and receiving for ARG seconds (default 3)",
+    "link_drop": "stop sending and receiving until link_restore",
+    "link_restore": "end a link pause or drop",
+    "reboot": "heartbeat gap, then boot: disarmed, boot time from 0, params kept",
+}
+
+
+def parse_fault(text: str) -> FaultSpec:
+    """`estimator_invalid@12`, `mode:AUTO.LOITER@5`, `link_pause:2.5@20` -> FaultSpec."""
+    body, sep, at = text.rpartition("@")
+    if not sep:
+        raise ValueError(f"fault {text!r} needs @SECONDS, e.g. estimator_invalid@12")
+    try:
+        at_s = float(at)
+    except ValueError:
+        raise ValueError(f"fault {text!r}: {at!r} is not a number of seconds") from None
+    name, _, arg = body.partition(":")
+    if name not in FAULT_NAMES:
+        raise ValueError(f"unknown fault {name!r}; known: {', '.join(sorted(FAULT_NAMES))}")
+    if name == "mode":
+        modes.mode_by_name(arg)  # raises with the list of known modes
+    elif name in ("estimator_invalid", "link_pause") and arg:
+        try:
+            float(arg)
+        except ValueError:
+            raise ValueError(f"fault {text!r}: {arg!r} is not a number of seconds") from None
+    return FaultSpec(name, at_s, arg)
+
+
+def apply(sim: SimServer, fault: FaultSpec) -> None:
+    name, arg = fault.name, fault.arg
+    if name == "mode":
+        sim.pilot_mode_switch(arg)
+    elif name == "rc_takeover":
+        sim.rc_takeover()
+    elif name == "estimator_invalid":
+        sim.set_estimator_valid(False)
+        if arg:
+            asyncio.get_running_loop().call_later(float(arg), sim.set_estimator_valid, True)
+    elif name == "estimator_valid":
+        sim.set_estimator_valid(True)
+    elif name == "link_pause":
+        sim.pause_link(float(arg) if arg else 3.0)
+    elif name == "link_drop":
+        sim.drop_link()
+    elif name == "link_restore":
+        sim.restore_link()
+    elif name == "reboot":
+        sim.reboot()
+

@@ -1,0 +1,123 @@
+"""PX4 flight modes as the sim reports them: custom_mode encoding, names, requirements.
+
+Owns the table of PX4 main/sub modes (px4-offboard.md §4), the HEARTBEAT `custom_mode`
+and `base_mode` encodings, CURRENT_MODE's standard mode, and what each mode needs to run
+(manual control, a position estimate) and whether it allows arming. Pure data: it must
+not know about time, setpoints or links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# PX4 px4_custom_mode.h main modes and AUTO sub modes.
+MAIN_MANUAL = 1
+MAIN_ALTCTL = 2
+MAIN_POSCTL = 3
+MAIN_AUTO = 4
+MAIN_ACRO = 5
+MAIN_OFFBOARD = 6
+MAIN_STABILIZED = 7
+SUB_TAKEOFF = 2
+SUB_LOITER = 3
+SUB_MISSION = 4
+SUB_RTL = 5
+SUB_LAND = 6
+SUB_PRECLAND = 9
+
+# MAV_MODE_FLAG bits PX4 sets in HEARTBEAT.base_mode.
+_CUSTOM_MODE_ENABLED = 1
+_AUTO_ENABLED = 4
+_GUIDED_ENABLED = 8
+_STABILIZE_ENABLED = 16
+_MANUAL_INPUT_ENABLED = 64
+SAFETY_ARMED = 128
+
+
+@dataclass(frozen=True)
+class FlightMode:
+    """One PX4 mode: `main` and `sub` as in custom_mode, with PX4's display name."""
+
+    name: str
+    main: int
+    sub: int = 0
+    needs_manual_control: bool = False  # PX4 mode requirement "manual_control"
+    needs_position: bool = False  # local/global position estimate
+    allows_arming: bool = True  # PX4 modeAllowsArming(): LAND/RTL do not
+    standard_mode: int = 0  # MAV_STANDARD_MODE for CURRENT_MODE (0 = non-standard)
+
+    @property
+    def custom_mode(self) -> int:
+        # px4-offboard.md §4: custom_mode = (main << 16) | (sub << 24)
+        return (self.main << 16) | (self.sub << 24)
+
+    @property
+    def is_auto(self) -> bool:
+        return self.main == MAIN_AUTO
+
+    def base_mode(self, *, armed: bool) -> int:
+        flags = _CUSTOM_MODE_ENABLED | (SAFETY_ARMED if armed else 0)
+        if self.main in (MAIN_MANUAL, MAIN_ALTCTL, MAIN_POSCTL, MAIN_ACRO, MAIN_STABILIZED):
+            flags |= _MANUAL_INPUT_ENABLED
+        if self.main != MAIN_MANUAL:
+            flags |= _STABILIZE_ENABLED
+        if self.main in (MAIN_AUTO, MAIN_OFFBOARD):
+            flags |= _GUIDED_ENABLED | _AUTO_ENABLED
+        return flags
+
+
+MANUAL = FlightMode("MANUAL", MAIN_MANUAL, needs_manual_control=True)
+ALTCTL = FlightMode("ALTCTL", MAIN_ALTCTL, needs_manual_control=True, standard_mode=4)
+POSCTL = FlightMode(
+    "POSCTL", MAIN_POSCTL, needs_manual_control=True, needs_position=True, standard_mode=1
+)
+ACRO = FlightMode("ACRO", MAIN_ACRO, needs_manual_control=True)
+STABILIZED = FlightMode("STABILIZED", MAIN_STABILIZED, needs_manual_control=True)
+OFFBOARD = FlightMode("OFFBOARD", MAIN_OFFBOARD)
+TAKEOFF = FlightMode("AUTO.TAKEOFF", MAIN_AUTO, SUB_TAKEOFF, needs_position=True, standard_mode=8)
+LOITER = FlightMode("AUTO.LOITER", MAIN_AUTO, SUB_LOITER, needs_position=True)
+MISSION = FlightMode("AUTO.MISSION", MAIN_AUTO, SUB_MISSION, needs_position=True, standard_mode=6)
+RTL = FlightMode(
+    "AUTO.RTL", MAIN_AUTO, SUB_RTL, needs_position=True, allows_arming=False, standard_mode=5
+)
+# LAND can run without a position estimate: PX4 then descends blind ("Descend").
+LAND = FlightMode("AUTO.LAND", MAIN_AUTO, SUB_LAND, allows_arming=False, standard_mode=7)
+PRECLAND = FlightMode("AUTO.PRECLAND", MAIN_AUTO, SUB_PRECLAND, allows_arming=False)
+
+ALL_MODES: tuple[FlightMode, ...] = (
+    MANUAL, ALTCTL, POSCTL, ACRO, STABILIZED, OFFBOARD,
+    TAKEOFF, LOITER, MISSION, RTL, LAND, PRECLAND,
+)  # fmt: skip
+_BY_NAME = {m.name: m for m in ALL_MODES}
+_BY_CUSTOM = {m.custom_mode: m for m in ALL_MODES}
+# Aliases users type (QGroundControl's names).
+_BY_NAME.update({"HOLD": LOITER, "POSITION": POSCTL, "ALTITUDE": ALTCTL, "RETURN": RTL})
+
+# COM_OBL_RC_ACT (px4-offboard.md §3) -> the fallback mode; 6 Terminate and 7 Disarm
+# keep the mode and disarm instead (None).
+OFFBOARD_LOSS_ACTIONS: dict[int, FlightMode | None] = {
+    0: POSCTL, 1: ALTCTL, 2: STABILIZED, 3: RTL, 4: LAND, 5: LOITER, 6: None, 7: None,
+}  # fmt: skip
+
+
+def mode_by_name(name: str) -> FlightMode:
+    """A mode by PX4 name ("OFFBOARD", "AUTO.LOITER") or alias ("HOLD"), case-insensitive."""
+    try:
+        return _BY_NAME[name.strip().upper()]
+    except KeyError:
+        known = ", ".join(sorted(_BY_NAME))
+        raise ValueError(f"unknown PX4 mode {name!r}; known: {known}") from None
+
+
+def mode_from_main_sub(main: int, sub: int) -> FlightMode | None:
+    """The mode DO_SET_MODE asks for (param2 main, param3 sub), or None if PX4 has none.
+
+    PX4 treats AUTO with sub 0 as no valid request; for other main modes sub is ignored.
+    """
+    if main != MAIN_AUTO:
+        sub = 0
+    return _BY_CUSTOM.get((main << 16) | (sub << 24))
+
+
+def mode_from_custom(custom_mode: int) -> FlightMode | None:
+    return _BY_CUSTOM.get(custom_mode)

@@ -1,0 +1,301 @@
+"""SimServer: the asyncio MAVLink server around the vehicle model.
+
+Reads the loop clock once per wake-up, feeds received messages and the time into the
+`Vehicle`, and sends its replies and the telemetry streams on every link (each link has
+its own codec, so its own sequence numbers, and its own stream rates). Owns links,
+pauses and reboots; PX4's rules stay in the model. Usage:
+
+    async with SimServer(SimConfig(udp_bind=("127.0.0.1", 0))) as sim:
+        sim.vehicle.mode_name, sim.record.mode_changes, sim.udp_port ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Protocol
+
+from offboardd.mavlink.codec import MavlinkCodec, Message
+from offboardd.sim import faults
+from offboardd.sim.commands import is_gcs_heartbeat
+from offboardd.sim.config import SimConfig
+from offboardd.sim.outbox import TO_ALL, TO_CURRENT_MODE, TO_GCS, Outgoing
+from offboardd.sim.record import SimRecord
+from offboardd.sim.streams import HEAVY_FILLER_HZ, PROFILES, PrebuiltFrames, StreamScheduler
+from offboardd.sim.telemetry import BUILDERS
+from offboardd.sim.transports import PtyEndpoint, UdpEndpoint
+from offboardd.sim.vehicle import Vehicle
+
+
+class _Sender(Protocol):
+    def send_frames(self, frames: list[bytes]) -> None: ...
+
+
+@dataclass
+class SimLink:
+    """One served link: name ("udp", "gcs", "tcp", "pty"), codec, streams, pending frames."""
+
+    link_id: int
+    name: str
+    profile: str
+    codec: MavlinkCodec
+    streams: StreamScheduler
+    sender: _Sender | None = None
+    prebuilt: PrebuiltFrames | None = None
+    filler: StreamScheduler | None = None
+    is_gcs: bool = False  # a GCS heartbeat was seen on it
+    paused_until_s: float = -math.inf  # link pause / drop fault (inf = dropped)
+    received_msgs: int = 0
+    pending: list[bytes] = field(default_factory=list)
+
+    def paused(self, now_s: float) -> bool:
+        return now_s < self.paused_until_s
+
+
+class _TcpSender:
+    def __init__(self, link: Any) -> None:
+        self._link = link
+
+    def send_frames(self, frames: list[bytes]) -> None:
+        self._link.send(b"".join(frames))
+
+
+class SimServer:
+    def __init__(self, config: SimConfig | None = None) -> None:
+        self.config = config or SimConfig()
+        self.links: list[SimLink] = []
+        self._udp: list[UdpEndpoint] = []
+        self._pty: PtyEndpoint | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._rebooting_until_s: float | None = None
+        self._started_s = 0.0
+        self.vehicle: Vehicle  # set by start()
+        self.udp_port: int | None = None
+        self.gcs_port: int | None = None
+        self.tcp_port: int | None = None
+        self.pty_path: str | None = None
+        self.error: BaseException | None = None  # what killed the tick loop, if anything
+
+    # ---- lifecycle ------------------------------------------------------------
+    async def __aenter__(self) -> SimServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:  # fmt: skip
+        await self.stop()
+
+    def now(self) -> float:
+        """The sim clock: the running loop's time() (what `record` times are in)."""
+        return asyncio.get_running_loop().time()
+
+    async def start(self) -> None:
+        cfg = self.config
+        now = self.now()
+        self._started_s = now
+        self.vehicle = Vehicle(cfg, now)
+        if cfg.udp_bind is not None:
+            link = self._add_link("udp", cfg.profile)
+            ep = await UdpEndpoint.open(cfg.udp_bind, cfg.udp_remote, self._receiver(link))
+            link.sender, self.udp_port = ep, ep.bound[1]
+            self._udp.append(ep)
+        if cfg.gcs_bind is not None:
+            link = self._add_link("gcs", "gcs")
+            ep = await UdpEndpoint.open(cfg.gcs_bind, cfg.gcs_remote, self._receiver(link))
+            link.sender, self.gcs_port = ep, ep.bound[1]
+            self._udp.append(ep)
+        if cfg.pty:
+            link = self._add_link("pty", cfg.profile)
+            self._pty = PtyEndpoint(self._receiver(link), cfg.pty_symlink)
+            link.sender, self.pty_path = self._pty, self._pty.path
+        if cfg.tcp_port is not None:
+            from offboardd.mavlink.links import open_link  # noqa: PLC0415 (only when asked)
+
+            link = self._add_link("tcp", cfg.profile)
+            tcp = open_link(f"tcpin://127.0.0.1:{cfg.tcp_port}", self._receiver(link),
+                            lambda _state: None)  # fmt: skip
+            link.sender, self.tcp_port = _TcpSender(tcp), cfg.tcp_port
+            self._tasks.append(asyncio.create_task(tcp.run()))
+        self._tasks.append(asyncio.create_task(self._tick_loop()))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        for ep in self._udp:
+            ep.close()
+        if self._pty is not None:
+            self._pty.close()
+        if self.error is not None:  # never let a broken sim pass for a quiet vehicle
+            raise RuntimeError(f"the sim's tick loop failed: {self.error!r}") from self.error
+
+    def _add_link(self, name: str, profile: str) -> SimLink:
+        cfg, now = self.config, self.now()
+        link = SimLink(len(self.links), name, profile,
+                       MavlinkCodec(cfg.system_id, cfg.component_id),
+                       StreamScheduler(PROFILES[profile], now))  # fmt: skip
+        if profile == "heavy":
+            link.prebuilt = PrebuiltFrames(cfg.system_id, cfg.component_id)
+            link.filler = StreamScheduler(HEAVY_FILLER_HZ, now)
+        self.links.append(link)
+        return link
+
+    @property
+    def record(self) -> SimRecord:
+        return self.vehicle.record
+
+    def link(self, name: str) -> SimLink:
+        return next(lnk for lnk in self.links if lnk.name == name)
+
+    # ---- receive --------------------------------------------------------------
+    def _receiver(self, link: SimLink) -> Callable[[bytes], None]:
+        def on_bytes(data: bytes) -> None:
+            now = self.now()
+            if link.paused(now) or self._rebooting_until_s is not None:
+                return  # a paused link or a rebooting autopilot hears nothing
+            for msg in link.codec.decode(data):
+                link.received_msgs += 1
+                if is_gcs_heartbeat(msg):
+                    link.is_gcs = True
+                self._dispatch(self.vehicle.handle(msg, now, link.link_id), now)
+            self._after_input(now)
+
+        return on_bytes
+
+    def _after_input(self, now: float) -> None:
+        v = self.vehicle
+        for req in v.link_requests:
+            target = self.links[req.link_id]
+            if req.interval_us is None:
+                continue
+            target.streams.set_interval(req.msg_name, req.interval_us, now)
+        v.link_requests.clear()
+        self._flush(now)
+        if v.reboot_requested:
+            v.reboot_requested = False
+            self.reboot()
+
+    def _dispatch(self, outgoing: list[Outgoing], now: float) -> None:
+        for out in outgoing:
+            for link in self._targets(out.dest):
+                if not link.paused(now):
+                    link.pending.append(link.codec.encode(out.msg))
+
+    def _targets(self, dest: int | str) -> list[SimLink]:
+        if dest == TO_ALL:
+            return self.links
+        if dest == TO_GCS:
+            return [lnk for lnk in self.links if lnk.is_gcs]
+        if dest == TO_CURRENT_MODE:
+            return [lnk for lnk in self.links if lnk.streams.enabled("CURRENT_MODE")]
+        return [self.links[int(dest)]]
+
+    def _flush(self, now: float) -> None:
+        for link in self.links:
+            if link.pending:
+                frames, link.pending = link.pending, []
+                if link.sender is not None and not link.paused(now):
+                    link.sender.send_frames(frames)
+
+    # ---- time -----------------------------------------------------------------
+    async def _tick_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        period = 1.0 / self.config.tick_hz
+        pending_faults = sorted(self.config.faults, key=lambda f: f.at_s)
+        next_s = loop.time()
+        while True:
+            now = loop.time()
+            while pending_faults and now >= self._started_s + pending_faults[0].at_s:
+                faults.apply(self, pending_faults.pop(0))
+            try:
+                self._tick(now)
+            except Exception as exc:
+                self.error = exc
+                raise
+            next_s += period
+            if next_s < now:  # we fell behind (a loaded machine): do not try to catch up
+                next_s = now + period
+            await asyncio.sleep(next_s - loop.time())
+
+    def _tick(self, now: float) -> None:
+        if self._rebooting_until_s is not None:
+            if now < self._rebooting_until_s:
+                return
+            self._finish_reboot(now)
+        self._dispatch(self.vehicle.step(now), now)
+        cache: dict[str, Message | None] = {}
+        for link in self.links:
+            if link.paused(now):
+                continue
+            for name in link.streams.due(now):
+                if name not in cache:
+                    cache[name] = BUILDERS[name](self.vehicle, now)
+                msg = cache[name]
+                if msg is not None:
+                    link.pending.append(link.codec.encode(msg))
+            if link.filler is not None and link.prebuilt is not None:
+                for name in link.filler.due(now):
+                    link.pending.append(link.prebuilt.take(name, link.codec))
+        self._flush(now)
+
+    # ---- faults (see faults.py for the scheduled forms) ------------------------
+    def pilot_mode_switch(self, mode_name: str) -> None:
+        """A GCS/pilot mode switch to any mode; it ends the offboard intent."""
+        now = self.now()
+        self._dispatch(self.vehicle.pilot_mode_switch(mode_name, now), now)
+        self._flush(now)
+
+    def rc_takeover(self) -> None:
+        now = self.now()
+        self._dispatch(self.vehicle.rc_takeover(now), now)
+        self._flush(now)
+
+    def set_estimator_valid(self, valid: bool) -> None:
+        now = self.now()
+        self._dispatch(self.vehicle.set_estimator_valid(valid, now), now)
+        self._flush(now)
+
+    def pause_link(self, duration_s: float, name: str | None = None) -> None:
+        """Stop sending and receiving on one link (or all) for `duration_s`."""
+        until = self.now() + duration_s
+        for link in self.links:
+            if name is None or link.name == name:
+                link.paused_until_s = until
+
+    def drop_link(self, name: str | None = None) -> None:
+        self.pause_link(math.inf, name)
+
+    def restore_link(self, name: str | None = None) -> None:
+        for link in self.links:
+            if name is None or link.name == name:
+                link.paused_until_s = -math.inf
+
+    def reboot(self) -> None:
+        """Silence for `reboot_gap_s`, then boot: disarmed, boot time from 0, params kept."""
+        self._rebooting_until_s = self.now() + self.config.reboot_gap_s
+
+    def _finish_reboot(self, now: float) -> None:
+        self._rebooting_until_s = None
+        self.vehicle.reboot(now)
+        cfg = self.config
+        for link in self.links:  # a rebooted PX4 starts its sequence numbers afresh
+            link.codec = MavlinkCodec(cfg.system_id, cfg.component_id)
+            link.streams = StreamScheduler(PROFILES[link.profile], now)
+            link.pending.clear()
+
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float,
+                         poll_s: float = 0.01) -> bool:  # fmt: skip
+        """Poll `predicate` on the loop until true (True) or `timeout_s` passes (False)."""
+        deadline = self.now() + timeout_s
+        while not predicate():
+            if self.now() >= deadline:
+                return False
+            await asyncio.sleep(poll_s)
+        return True

@@ -1,0 +1,134 @@
+"""Telemetry profiles (rates per message type) and the per-link stream scheduler.
+
+"px4" copies what PX4 v1.16 SITL sends on its onboard link :14580 -> :14540
+(px4-offboard.md §5: ~400 msg/s, ATTITUDE 100/s, ATTITUDE_QUATERNION,
+GLOBAL_POSITION_INT and HIGHRES_IMU 50/s, LOCAL_POSITION_NED and ODOMETRY 30/s, ~10/s
+of the rest); "gcs" is PX4's normal-mode GCS link; "light" suits a slow serial link;
+"heavy" adds ~1,600 msg/s of filler sent from pre-encoded frames so a benchmark load
+costs almost nothing to generate. SET_MESSAGE_INTERVAL changes one link's rates. Pure:
+`now_s` comes in; encoding is done with the link's own codec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from offboardd.mavlink.codec import MavlinkCodec, Message, dialect
+
+PROFILES: dict[str, dict[str, float]] = {
+    "px4": {
+        "HEARTBEAT": 1.0, "ATTITUDE": 100.0, "ATTITUDE_QUATERNION": 50.0,
+        "GLOBAL_POSITION_INT": 50.0, "HIGHRES_IMU": 50.0, "LOCAL_POSITION_NED": 30.0,
+        "ODOMETRY": 30.0, "TIMESYNC": 10.0, "ALTITUDE": 10.0, "VFR_HUD": 10.0,
+        "SERVO_OUTPUT_RAW": 10.0, "POSITION_TARGET_LOCAL_NED": 10.0,
+        "ATTITUDE_TARGET": 10.0, "SYS_STATUS": 5.0, "EXTENDED_SYS_STATE": 5.0,
+        "ESTIMATOR_STATUS": 5.0, "BATTERY_STATUS": 5.0, "GPS_RAW_INT": 5.0,
+        "HOME_POSITION": 0.5,
+    },
+    "gcs": {
+        "HEARTBEAT": 1.0, "ATTITUDE": 20.0, "GLOBAL_POSITION_INT": 5.0,
+        "LOCAL_POSITION_NED": 5.0, "VFR_HUD": 4.0, "SYS_STATUS": 1.0,
+        "EXTENDED_SYS_STATE": 1.0, "BATTERY_STATUS": 0.5, "HOME_POSITION": 0.5,
+        "GPS_RAW_INT": 1.0, "ESTIMATOR_STATUS": 1.0,
+    },
+    "light": {
+        "HEARTBEAT": 1.0, "ATTITUDE": 5.0, "LOCAL_POSITION_NED": 5.0,
+        "GLOBAL_POSITION_INT": 2.0, "EXTENDED_SYS_STATE": 2.0, "SYS_STATUS": 1.0,
+        "ESTIMATOR_STATUS": 1.0, "GPS_RAW_INT": 1.0, "BATTERY_STATUS": 0.5,
+        "HOME_POSITION": 0.5,
+    },
+}  # fmt: skip
+PROFILES["heavy"] = dict(PROFILES["px4"])
+# Filler for "heavy": (message, rate_hz); sent pre-encoded, content static.
+HEAVY_FILLER_HZ: dict[str, float] = {
+    "SCALED_IMU": 400.0, "SCALED_IMU2": 400.0, "RAW_IMU": 400.0, "SCALED_PRESSURE": 400.0,
+}  # fmt: skip
+CURRENT_MODE_MIN_PERIOD_S = 0.55  # [SITL] ~1.5-2 Hz at rest, plus one per mode change
+_MAX_BURST = 3  # at most this many copies of one stream per tick when late
+
+
+def _filler_message(name: str) -> Message:
+    d = dialect
+    if name == "SCALED_IMU":
+        return d.MAVLink_scaled_imu_message(0, 0, 0, -1000, 0, 0, 0, 200, 0, 400, 2500)
+    if name == "SCALED_IMU2":
+        return d.MAVLink_scaled_imu2_message(0, 0, 0, -1000, 0, 0, 0, 200, 0, 400, 2500)
+    if name == "RAW_IMU":
+        return d.MAVLink_raw_imu_message(0, 0, 0, -1000, 0, 0, 0, 200, 0, 400, 0, 2500)
+    return d.MAVLink_scaled_pressure_message(0, 955.0, 0.0, 2500, 0)
+
+
+class PrebuiltFrames:
+    """One frame per sequence number for each filler message, built once per link."""
+
+    def __init__(self, system_id: int, component_id: int) -> None:
+        mav = dialect.MAVLink(None, srcSystem=system_id, srcComponent=component_id)
+        self.frames: dict[str, list[bytes]] = {}
+        for name in HEAVY_FILLER_HZ:
+            msg = _filler_message(name)
+            table = []
+            for seq in range(256):
+                mav.seq = seq
+                table.append(bytes(msg.pack(mav)))
+            self.frames[name] = table
+
+    def take(self, name: str, codec: MavlinkCodec) -> bytes:
+        """The frame carrying the codec's next sequence number; advances it like encode()."""
+        seq = codec.mav.seq
+        codec.mav.seq = (seq + 1) % 256
+        codec.stats.frames_sent += 1
+        frame: bytes = self.frames[name][seq]
+        return frame
+
+
+class StreamScheduler:
+    """Which stream messages are due on one link; rates changeable per message."""
+
+    def __init__(self, rates_hz: Mapping[str, float], now_s: float) -> None:
+        self._defaults = dict(rates_hz)
+        self._period_s: dict[str, float] = {n: 1.0 / r for n, r in rates_hz.items() if r > 0}
+        self._next_s: dict[str, float] = {}
+        # Spread first sends over a period so streams do not all fire in one tick.
+        for i, name in enumerate(sorted(self._period_s)):
+            self._next_s[name] = now_s + (i * 0.0037) % self._period_s[name]
+
+    @property
+    def rates_hz(self) -> dict[str, float]:
+        return {n: 1.0 / p for n, p in self._period_s.items()}
+
+    def set_interval(self, name: str, interval_us: float, now_s: float) -> None:
+        """MAV_CMD_SET_MESSAGE_INTERVAL: -1 stops, 0 restores the default, >0 sets it."""
+        if interval_us < 0:
+            self._period_s.pop(name, None)
+            self._next_s.pop(name, None)
+            return
+        if interval_us > 0:
+            period_s = interval_us / 1e6
+        else:  # 0: the default rate; 1 Hz for a message outside the profile
+            period_s = 1.0 / self._defaults[name] if name in self._defaults else 1.0
+        if name == "CURRENT_MODE":
+            period_s = max(period_s, CURRENT_MODE_MIN_PERIOD_S)
+        self._period_s[name] = period_s
+        self._next_s[name] = now_s
+
+    def enabled(self, name: str) -> bool:
+        return name in self._period_s
+
+    def due(self, now_s: float) -> list[str]:
+        out: list[str] = []
+        for name, next_s in self._next_s.items():
+            if next_s > now_s:
+                continue
+            period = self._period_s[name]
+            count = int((now_s - next_s) / period) + 1
+            if count > _MAX_BURST:  # far behind (a pause): restart the phase, no flood
+                self._next_s[name] = now_s + period
+                count = 1
+            else:
+                self._next_s[name] = next_s + count * period
+            out.extend([name] * count)
+        return out
+
+    def restart(self, now_s: float) -> None:
+        for name in self._next_s:
+            self._next_s[name] = now_s

@@ -1,0 +1,260 @@
+"""Build the telemetry messages PX4 sends, from the vehicle's state.
+
+One builder per message name; a builder returns None when PX4 would not send the
+message now (LOCAL_POSITION_NED, ODOMETRY and GLOBAL_POSITION_INT stop while the
+estimate is invalid, px4-offboard.md §1). Pure: the caller passes `now_s`; rates and
+links are `streams.py`'s and the server's business.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from offboardd.mavlink.codec import Message, dialect
+from offboardd.sim.dynamics import GRAVITY_M_S2, euler_to_quaternion
+from offboardd.sim.setpoints import AttitudeTarget, KinematicTarget
+
+if TYPE_CHECKING:
+    from offboardd.sim.vehicle import Vehicle
+
+d = dialect
+_EARTH_RADIUS_M = 6_371_000.0
+_NAN = float("nan")
+# PX4 v1.16.2 release: major.minor.patch.type, type 255 = FIRMWARE_VERSION_TYPE_OFFICIAL
+FLIGHT_SW_VERSION = (1 << 24) | (16 << 16) | (2 << 8) | 255
+CAPABILITIES = (
+    d.MAV_PROTOCOL_CAPABILITY_MISSION_FLOAT
+    | d.MAV_PROTOCOL_CAPABILITY_PARAM_FLOAT
+    | d.MAV_PROTOCOL_CAPABILITY_MISSION_INT
+    | d.MAV_PROTOCOL_CAPABILITY_COMMAND_INT
+    | d.MAV_PROTOCOL_CAPABILITY_PARAM_ENCODE_BYTEWISE
+    | d.MAV_PROTOCOL_CAPABILITY_SET_ATTITUDE_TARGET
+    | d.MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_LOCAL_NED
+    | d.MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_GLOBAL_INT
+    | d.MAV_PROTOCOL_CAPABILITY_FLIGHT_TERMINATION
+    | d.MAV_PROTOCOL_CAPABILITY_MAVLINK2
+    | d.MAV_PROTOCOL_CAPABILITY_MISSION_FENCE
+    | d.MAV_PROTOCOL_CAPABILITY_MISSION_RALLY
+)
+# EKF2 flags when healthy: attitude, velocities, relative/absolute horizontal and
+# vertical position, predicted positions (ESTIMATOR_STATUS_FLAGS).
+ESTIMATOR_FLAGS_OK = (
+    d.ESTIMATOR_ATTITUDE | d.ESTIMATOR_VELOCITY_HORIZ | d.ESTIMATOR_VELOCITY_VERT
+    | d.ESTIMATOR_POS_HORIZ_REL | d.ESTIMATOR_POS_HORIZ_ABS | d.ESTIMATOR_POS_VERT_ABS
+    | d.ESTIMATOR_POS_VERT_AGL | d.ESTIMATOR_PRED_POS_HORIZ_REL
+    | d.ESTIMATOR_PRED_POS_HORIZ_ABS
+)  # fmt: skip
+ESTIMATOR_FLAGS_BAD = d.ESTIMATOR_ATTITUDE | d.ESTIMATOR_GPS_GLITCH
+_SENSORS = 0x3020FC2F  # gyro, accel, mag, baro, GPS, AHRS, motors, battery... (PX4-ish)
+
+Builder = Callable[["Vehicle", float], Message | None]
+
+
+def _global(v: Vehicle) -> tuple[int, int, int]:
+    n, e, down = v.state.pos_m
+    lat = v.home_lat_deg + math.degrees(n / _EARTH_RADIUS_M)
+    lon = v.home_lon_deg + math.degrees(
+        e / (_EARTH_RADIUS_M * math.cos(math.radians(v.home_lat_deg)))
+    )
+    return int(lat * 1e7), int(lon * 1e7), int((v.home_alt_m - down) * 1000)
+
+
+def heartbeat(v: Vehicle, now_s: float) -> Message:
+    c = v.commander
+    status = d.MAV_STATE_CRITICAL if c.failsafe else (
+        d.MAV_STATE_ACTIVE if c.armed else d.MAV_STATE_STANDBY)  # fmt: skip
+    return d.MAVLink_heartbeat_message(
+        d.MAV_TYPE_QUADROTOR, d.MAV_AUTOPILOT_PX4, c.mode.base_mode(armed=c.armed),
+        c.mode.custom_mode, status, 3,
+    )  # fmt: skip
+
+
+def current_mode(v: Vehicle, now_s: float) -> Message:
+    c = v.commander
+    return d.MAVLink_current_mode_message(
+        c.mode.standard_mode, c.mode.custom_mode, c.intent.custom_mode
+    )
+
+
+def sys_status(v: Vehicle, now_s: float) -> Message:
+    return d.MAVLink_sys_status_message(
+        _SENSORS, _SENSORS, _SENSORS, 250, 16200, 1000, 90, 0, 0, 0, 0, 0, 0, 0, 0, 0
+    )
+
+
+def extended_sys_state(v: Vehicle, now_s: float) -> Message:
+    return d.MAVLink_extended_sys_state_message(d.MAV_VTOL_STATE_UNDEFINED, v.landed_state)
+
+
+def attitude(v: Vehicle, now_s: float) -> Message:
+    s = v.state
+    r = s.rates_rad_s
+    return d.MAVLink_attitude_message(
+        v.boot_ms(now_s), s.roll_rad, s.pitch_rad, s.yaw_rad, r[0], r[1], r[2]
+    )
+
+
+def attitude_quaternion(v: Vehicle, now_s: float) -> Message:
+    s = v.state
+    q = euler_to_quaternion(s.roll_rad, s.pitch_rad, s.yaw_rad)
+    r = s.rates_rad_s
+    return d.MAVLink_attitude_quaternion_message(
+        v.boot_ms(now_s), q[0], q[1], q[2], q[3], r[0], r[1], r[2], [0.0] * 4
+    )
+
+
+def local_position_ned(v: Vehicle, now_s: float) -> Message | None:
+    if not v.commander.estimator_valid:
+        return None
+    p, vel = v.state.pos_m, v.state.vel_m_s
+    return d.MAVLink_local_position_ned_message(v.boot_ms(now_s), *p, *vel)
+
+
+def global_position_int(v: Vehicle, now_s: float) -> Message | None:
+    if not v.commander.estimator_valid:
+        return None
+    lat, lon, alt_mm = _global(v)
+    vel = v.state.vel_m_s
+    hdg = int(math.degrees(v.state.yaw_rad) % 360 * 100)
+    return d.MAVLink_global_position_int_message(
+        v.boot_ms(now_s), lat, lon, alt_mm, int(v.state.altitude_m * 1000),
+        int(vel[0] * 100), int(vel[1] * 100), int(vel[2] * 100), hdg,
+    )  # fmt: skip
+
+
+def odometry(v: Vehicle, now_s: float) -> Message | None:
+    if not v.commander.estimator_valid:
+        return None
+    s = v.state
+    q = euler_to_quaternion(s.roll_rad, s.pitch_rad, s.yaw_rad)
+    c, sn = math.cos(s.yaw_rad), math.sin(s.yaw_rad)
+    vx, vy = c * s.vel_m_s[0] + sn * s.vel_m_s[1], -sn * s.vel_m_s[0] + c * s.vel_m_s[1]
+    return d.MAVLink_odometry_message(
+        v.boot_us(now_s), d.MAV_FRAME_LOCAL_NED, d.MAV_FRAME_BODY_FRD, *s.pos_m, list(q),
+        vx, vy, s.vel_m_s[2], *s.rates_rad_s, [_NAN] * 21, [_NAN] * 21, 0,
+        d.MAV_ESTIMATOR_TYPE_AUTOPILOT, 100,
+    )  # fmt: skip
+
+
+def highres_imu(v: Vehicle, now_s: float) -> Message:
+    s = v.state
+    a = s.acc_m_s2
+    return d.MAVLink_highres_imu_message(
+        v.boot_us(now_s), a[0], a[1], a[2] - GRAVITY_M_S2, *s.rates_rad_s, 0.2, 0.0, 0.4,
+        955.0, 0.0, v.home_alt_m + s.altitude_m, 25.0, 0x1FFF, 0,
+    )  # fmt: skip
+
+
+def estimator_status(v: Vehicle, now_s: float) -> Message:
+    ok = v.commander.estimator_valid
+    return d.MAVLink_estimator_status_message(
+        v.boot_us(now_s), ESTIMATOR_FLAGS_OK if ok else ESTIMATOR_FLAGS_BAD,
+        0.1, 0.1 if ok else 5.0, 0.1 if ok else 5.0, 0.05, 0.0, 0.0,
+        0.5 if ok else 50.0, 0.8 if ok else 50.0,
+    )  # fmt: skip
+
+
+def battery_status(v: Vehicle, now_s: float) -> Message:
+    return d.MAVLink_battery_status_message(
+        0, d.MAV_BATTERY_FUNCTION_ALL, d.MAV_BATTERY_TYPE_LIPO, 2500,
+        [4050] * 4 + [65535] * 6, 1000, -1, -1, 90, 0, d.MAV_BATTERY_CHARGE_STATE_OK,
+        [0] * 4, 0, 0,
+    )  # fmt: skip
+
+
+def home_position(v: Vehicle, now_s: float) -> Message:
+    return d.MAVLink_home_position_message(
+        int(v.home_lat_deg * 1e7), int(v.home_lon_deg * 1e7), int(v.home_alt_m * 1000),
+        0.0, 0.0, 0.0, [1.0, 0.0, 0.0, 0.0], 0.0, 0.0, 0.0, v.boot_us(now_s),
+    )  # fmt: skip
+
+
+def gps_raw_int(v: Vehicle, now_s: float) -> Message:
+    lat, lon, alt_mm = _global(v)
+    fix = d.GPS_FIX_TYPE_3D_FIX if v.commander.estimator_valid else d.GPS_FIX_TYPE_NO_FIX
+    return d.MAVLink_gps_raw_int_message(
+        v.boot_us(now_s), fix, lat, lon, alt_mm, 70, 90, 0, 65535, 12
+    )
+
+
+def vfr_hud(v: Vehicle, now_s: float) -> Message:
+    s = v.state
+    hdg = int(math.degrees(s.yaw_rad) % 360)
+    return d.MAVLink_vfr_hud_message(
+        0.0, math.hypot(s.vel_m_s[0], s.vel_m_s[1]), hdg, int(s.thrust * 100),
+        v.home_alt_m + s.altitude_m, -s.vel_m_s[2],
+    )  # fmt: skip
+
+
+def altitude(v: Vehicle, now_s: float) -> Message:
+    alt = v.state.altitude_m
+    amsl = v.home_alt_m + alt
+    return d.MAVLink_altitude_message(v.boot_us(now_s), amsl, amsl, -v.state.pos_m[2],
+                                      alt, alt, alt)  # fmt: skip
+
+
+def servo_output_raw(v: Vehicle, now_s: float) -> Message:
+    pwm = int(1000 + 1000 * v.state.thrust) if v.commander.armed else 900
+    return d.MAVLink_servo_output_raw_message(
+        v.boot_us(now_s) & 0xFFFFFFFF, 0, *([pwm] * 4), *([0] * 12)
+    )
+
+
+def position_target_local_ned(v: Vehicle, now_s: float) -> Message:
+    t = v.flown_target
+    if not isinstance(t, KinematicTarget):
+        return d.MAVLink_position_target_local_ned_message(
+            v.boot_ms(now_s), d.MAV_FRAME_LOCAL_NED, 0xFFF, *([_NAN] * 11)
+        )
+    mask, vals = 0, []
+    for i, x in enumerate((*t.pos_m, *t.vel_m_s, *t.acc_m_s2)):
+        mask |= (1 << i) if x is None else 0
+        vals.append(_NAN if x is None else x)
+    mask |= 1024 if t.yaw_rad is None else 0
+    mask |= 2048 if t.yaw_rate_rad_s is None else 0
+    return d.MAVLink_position_target_local_ned_message(
+        v.boot_ms(now_s), d.MAV_FRAME_LOCAL_NED, mask, *vals,
+        _NAN if t.yaw_rad is None else t.yaw_rad,
+        _NAN if t.yaw_rate_rad_s is None else t.yaw_rate_rad_s,
+    )  # fmt: skip
+
+
+def attitude_target(v: Vehicle, now_s: float) -> Message:
+    t, s = v.flown_target, v.state
+    thrust = t.thrust if isinstance(t, AttitudeTarget) else s.thrust
+    q = euler_to_quaternion(s.roll_rad, s.pitch_rad, s.yaw_rad)
+    if isinstance(t, AttitudeTarget) and t.q is not None:
+        q = t.q
+    return d.MAVLink_attitude_target_message(v.boot_ms(now_s), 0, list(q), 0.0, 0.0, 0.0, thrust)
+
+
+def timesync(v: Vehicle, now_s: float) -> Message:
+    return d.MAVLink_timesync_message(0, v.boot_us(now_s) * 1000)
+
+
+def autopilot_version(v: Vehicle, now_s: float) -> Message:
+    git_hash = [0x1D, 0x6A, 0x00, 0x5E, 0xC1, 0x0B, 0x8F, 0x2A]
+    return d.MAVLink_autopilot_version_message(
+        CAPABILITIES, FLIGHT_SW_VERSION, 0, 0, 0, git_hash, [0] * 8, [0] * 8,
+        0x26AC, 0x0011, 0x0001_0000_0000_0000 | v.system_id, [0] * 18,
+    )  # fmt: skip
+
+
+BUILDERS: dict[str, Builder] = {
+    "HEARTBEAT": heartbeat, "CURRENT_MODE": current_mode, "SYS_STATUS": sys_status,
+    "EXTENDED_SYS_STATE": extended_sys_state, "ATTITUDE": attitude,
+    "ATTITUDE_QUATERNION": attitude_quaternion, "LOCAL_POSITION_NED": local_position_ned,
+    "GLOBAL_POSITION_INT": global_position_int, "ODOMETRY": odometry,
+    "HIGHRES_IMU": highres_imu, "ESTIMATOR_STATUS": estimator_status,
+    "BATTERY_STATUS": battery_status, "HOME_POSITION": home_position,
+    "GPS_RAW_INT": gps_raw_int, "VFR_HUD": vfr_hud, "ALTITUDE": altitude,
+    "SERVO_OUTPUT_RAW": servo_output_raw,
+    "POSITION_TARGET_LOCAL_NED": position_target_local_ned,
+    "ATTITUDE_TARGET": attitude_target, "TIMESYNC": timesync,
+    "AUTOPILOT_VERSION": autopilot_version,
+}  # fmt: skip
+BUILDER_IDS: dict[int, str] = {
+    getattr(d, f"MAVLINK_MSG_ID_{name}"): name for name in BUILDERS
+}

@@ -1,0 +1,258 @@
+"""The simulated PX4 vehicle: the pure model the server feeds (`sim.vehicle`).
+
+Ties together the commander rules, setpoint judging, flight tasks and dynamics; takes
+decoded MAVLink messages with `now_s` and returns the messages to send, each with a
+destination (a link id, every link, GCS links only, or links that asked for
+CURRENT_MODE). Commands and parameters are handled in `commands.py`. It must not do I/O,
+read a clock or encode bytes.
+"""
+
+from __future__ import annotations
+
+from offboardd.mavlink.codec import Message, dialect
+from offboardd.sim import commands, modes
+from offboardd.sim.commander import Commander
+from offboardd.sim.config import SimConfig
+from offboardd.sim.dynamics import BodyState, Dynamics
+from offboardd.sim.flight import FlightTasks
+from offboardd.sim.outbox import TO_ALL, TO_CURRENT_MODE, Dest, LinkRequest, Outgoing
+from offboardd.sim.params import ParamTable
+from offboardd.sim.record import ModeChange, SetpointEvent, SimRecord, TextEvent
+from offboardd.sim.setpoints import (
+    JudgeContext,
+    Target,
+    Verdict,
+    judge_attitude,
+    judge_global_int,
+    judge_local_ned,
+)
+from offboardd.sim.telemetry import current_mode
+
+_MAX_SUBSTEP_S = 0.01
+_STATUSTEXT_CHUNK = 50  # PX4 splits longer texts into chunks sharing an id
+
+
+_JUDGES = {
+    "SET_POSITION_TARGET_LOCAL_NED": judge_local_ned,
+    "SET_POSITION_TARGET_GLOBAL_INT": judge_global_int,
+    "SET_ATTITUDE_TARGET": judge_attitude,
+}
+
+
+class Vehicle:
+    def __init__(self, config: SimConfig, now_s: float) -> None:
+        self.system_id = config.system_id
+        self.component_id = config.component_id
+        self.home_lat_deg = config.home_lat_deg
+        self.home_lon_deg = config.home_lon_deg
+        self.home_alt_m = config.home_alt_m
+        self.double_ack = config.double_ack
+        self.params = ParamTable(config.params)
+        self.params.set("MAV_SYS_ID", config.system_id)
+        self.record = SimRecord()
+        self.commander = Commander(self.params, modes.mode_by_name(config.boot_mode), now_s)
+        self.dynamics = Dynamics()
+        self.tasks = FlightTasks()
+        self.link_requests: list[LinkRequest] = []
+        self.later: list[tuple[float, Outgoing]] = []  # (due_s, message): the second ACK
+        self._text_id = 0
+        self.reboot_requested = False  # MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN, run by the server
+        self._boot(now_s)
+
+    def _boot(self, now_s: float) -> None:
+        self.boot_s = now_s
+        self._last_step_s = now_s
+        self.offboard_target: Target | None = None
+        self.offboard_failsafe = False
+        self.flown_target: Target | None = None
+        self.takeoff_alt_m = self.params.get_float("MIS_TAKEOFF_ALT")
+
+    # ---- readable state (documented in offboardd/sim/__init__.py) ----------
+    @property
+    def state(self) -> BodyState:
+        return self.dynamics.state
+
+    @property
+    def mode_name(self) -> str:
+        return self.commander.mode.name
+
+    @property
+    def intended_mode_name(self) -> str:
+        return self.commander.intent.name
+
+    @property
+    def armed(self) -> bool:
+        return self.commander.armed
+
+    @property
+    def landed(self) -> bool:
+        return self.commander.landed
+
+    @property
+    def position_ned_m(self) -> tuple[float, float, float]:
+        n, e, d = self.state.pos_m
+        return (n, e, d)
+
+    @property
+    def velocity_ned_m_s(self) -> tuple[float, float, float]:
+        n, e, d = self.state.vel_m_s
+        return (n, e, d)
+
+    @property
+    def attitude_rad(self) -> tuple[float, float, float]:
+        """(roll, pitch, yaw)."""
+        return (self.state.roll_rad, self.state.pitch_rad, self.state.yaw_rad)
+
+    @property
+    def landed_state(self) -> int:
+        """EXTENDED_SYS_STATE.landed_state (MAV_LANDED_STATE)."""
+        if self.commander.landed:
+            return int(dialect.MAV_LANDED_STATE_ON_GROUND)
+        mode = self.commander.mode
+        if mode is modes.TAKEOFF:
+            return int(dialect.MAV_LANDED_STATE_TAKEOFF)
+        if mode is modes.LAND or (mode is modes.RTL and self.state.vel_m_s[2] > 0.3):
+            return int(dialect.MAV_LANDED_STATE_LANDING)
+        return int(dialect.MAV_LANDED_STATE_IN_AIR)
+
+    def boot_ms(self, now_s: float) -> int:
+        return int((now_s - self.boot_s) * 1000) & 0xFFFFFFFF
+
+    def boot_us(self, now_s: float) -> int:
+        return int((now_s - self.boot_s) * 1e6)
+
+    # ---- input --------------------------------------------------------------
+    def handle(self, msg: Message, now_s: float, link_id: int) -> list[Outgoing]:
+        if msg.get_srcSystem() == self.system_id and msg.get_srcComponent() == self.component_id:
+            return []  # PX4 ignores its own identity (loopback)
+        kind = msg.get_type()
+        judge = _JUDGES.get(kind)
+        if judge is not None:
+            return self._setpoint(kind, judge(msg, self._judge_context()), msg, now_s)
+        return commands.handle(self, msg, now_s, link_id)
+
+    def _judge_context(self) -> JudgeContext:
+        s = self.state
+        return JudgeContext(
+            self.system_id, self.component_id, self.params.get_int("MAV_FWDEXTSP") == 1,
+            s.yaw_rad, s.roll_rad, s.pitch_rad, self.commander.estimator_valid,
+            self.home_lat_deg, self.home_lon_deg, self.home_alt_m,
+        )  # fmt: skip
+
+    def _setpoint(self, kind: str, v: Verdict, msg: Message, now_s: float) -> list[Outgoing]:
+        frame = None if kind == "SET_ATTITUDE_TARGET" else int(msg.coordinate_frame)
+        self.record.setpoints.append(SetpointEvent(
+            now_s, kind, v.kind, v.reason, int(msg.type_mask), frame,
+            msg.get_srcSystem(), msg.get_srcComponent(),
+        ))  # fmt: skip
+        if v.kind == "dropped":
+            return self.statustext(2, v.statustext, now_s) if v.statustext else []
+        if self.record.first_valid_setpoint_s is None:
+            self.record.first_valid_setpoint_s = now_s
+        self.offboard_target = v.target
+        self.offboard_failsafe = v.kind == "controller_failsafe"
+        self.commander.on_valid_setpoint(
+            now_s, uses_position=v.uses_position, uses_velocity=v.uses_velocity
+        )
+        return self.drain(now_s)
+
+    def statustext(self, severity: int, text: str, now_s: float, dest: Dest = TO_ALL
+                   ) -> list[Outgoing]:  # fmt: skip
+        """PX4's STATUSTEXT, split into 50-character chunks sharing an id when longer."""
+        self.record.statustexts.append(TextEvent(now_s, severity, text))
+        raw = text.encode("utf-8")
+        if len(raw) <= _STATUSTEXT_CHUNK:
+            return [Outgoing(dialect.MAVLink_statustext_message(severity, raw, 0, 0), dest)]
+        self._text_id = self._text_id % 65535 + 1
+        chunks = [raw[i : i + _STATUSTEXT_CHUNK] for i in range(0, len(raw), _STATUSTEXT_CHUNK)]
+        if len(chunks[-1]) == _STATUSTEXT_CHUNK:
+            chunks.append(b"")  # a NUL-only last chunk tells the receiver the text ended
+        return [
+            Outgoing(dialect.MAVLink_statustext_message(severity, c, self._text_id, i), dest)
+            for i, c in enumerate(chunks)
+        ]
+
+    # ---- time ---------------------------------------------------------------
+    def step(self, now_s: float) -> list[Outgoing]:
+        """Advance physics and commander to `now_s`; return what must go out now."""
+        dt_total = min(now_s - self._last_step_s, 1.0)
+        self._last_step_s = now_s
+        t = now_s - dt_total
+        while dt_total > 1e-9:
+            dt = min(dt_total, _MAX_SUBSTEP_S)
+            dt_total -= dt
+            t += dt
+            self._physics(dt, t)
+        self.commander.step(now_s)
+        out = self.drain(now_s)
+        due = [item for item in self.later if item[0] <= now_s]
+        if due:
+            self.later = [item for item in self.later if item[0] > now_s]
+            out.extend(o for _, o in due)
+        return out
+
+    def _physics(self, dt_s: float, now_s: float) -> None:
+        c = self.commander
+        plan = self.tasks.plan(
+            c.mode, armed=c.armed, rc_present=c.rc_present, estimator_valid=c.estimator_valid,
+            offboard=self.offboard_target, offboard_failsafe=self.offboard_failsafe,
+            state=self.state, params=self.params, takeoff_alt_m=self.takeoff_alt_m,
+        )  # fmt: skip
+        self.flown_target = plan.target
+        self.dynamics.step(dt_s, plan.target, plan.limits)
+        c.set_landed(self.tasks.landed(self.state, armed=c.armed, was_landed=c.landed,
+                                       now_s=now_s), now_s)  # fmt: skip
+        if plan.takeoff_done and c.mode is modes.TAKEOFF:
+            c.complete_auto_mode(modes.LOITER, now_s, "takeoff complete")
+
+    def drain(self, now_s: float) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        for n in self.commander.notices:
+            if n.kind == "mode":
+                self.record.mode_changes.append(ModeChange(n.time_s, n.old_mode, n.new_mode,
+                                                           n.cause))  # fmt: skip
+                out.append(Outgoing(current_mode(self, now_s), TO_CURRENT_MODE))
+            elif n.kind == "text":
+                out.extend(self.statustext(n.severity, n.text, now_s))
+            else:
+                self.record.armed_changes.append((n.time_s, self.commander.armed, n.cause))
+        self.commander.notices.clear()
+        return out
+
+    # ---- faults -------------------------------------------------------------
+    def pilot_mode_switch(self, mode_name: str, now_s: float) -> list[Outgoing]:
+        """A GCS or the pilot's mode switch: always obeyed; it replaces the user's intent."""
+        mode = modes.mode_by_name(mode_name)
+        self.commander.rc_present = self.commander.rc_present or mode.needs_manual_control
+        self.commander.request_mode(mode, now_s, "gcs")
+        return self.drain(now_s)
+
+    def rc_takeover(self, now_s: float) -> list[Outgoing]:
+        """Sticks moved past COM_RC_STICK_OV: POSCTL if COM_RC_OVERRIDE allows it here."""
+        c = self.commander
+        c.rc_present = True
+        bit = 2 if c.mode is modes.OFFBOARD else 1  # bit 1: offboard, bit 0: auto modes
+        if c.armed and (c.mode is modes.OFFBOARD or c.mode.is_auto) and (
+            self.params.get_int("COM_RC_OVERRIDE") & bit
+        ):
+            c.request_mode(modes.POSCTL, now_s, "rc override")
+        return self.drain(now_s)
+
+    def set_estimator_valid(self, valid: bool, now_s: float) -> list[Outgoing]:
+        self.commander.estimator_valid = valid
+        self.commander.step(now_s)
+        return self.drain(now_s)
+
+    def reboot(self, now_s: float) -> None:
+        """Power cycle: disarmed on the ground at home, boot time from 0, params kept."""
+        self.record.reboots.append(now_s)
+        if self.commander.armed:
+            self.record.armed_changes.append((now_s, False, "reboot"))
+        old = self.commander.mode.name
+        self.commander.reset(now_s)
+        self.dynamics.reset()
+        self.tasks = FlightTasks()
+        self.later.clear()
+        self._boot(now_s)
+        if old != self.commander.mode.name:
+            self.record.mode_changes.append(ModeChange(now_s, old, self.mode_name, "reboot"))
