@@ -18,6 +18,7 @@ from offboardd import __version__
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("offboardd.runtime_cli", "run the daemon"),
     "sim": ("offboardd.sim.cli", "run the simulated PX4 vehicle"),
+    "ctl": ("offboardd.mqtt.ctl", "send a command and print the reply / watch state"),
     "check-config": ("offboardd.check_config", "validate a configuration file"),
 }
 

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import json
 import secrets
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
@@ -67,6 +67,14 @@ class Reply:
                    str(doc.get("message", "")), {k: v for k, v in doc.items() if k not in known})
 
 
+@dataclass(frozen=True)
+class Watched:
+    topic: str
+    relative_topic: str  # without the vehicle prefix, e.g. "state", "telemetry/position"
+    payload: bytes
+    retained: bool
+
+
 class ClientError(Exception):
     """Base of the client's errors."""
 
@@ -95,6 +103,7 @@ class OffboardClient:
         reply_timeout_s: float = 5.0,
         engage_timeout_s: float = 20.0,
         heartbeat_period_s: float = 0.25,
+        follow_state: bool = True,
     ) -> None:
         self.topics = Topics.for_vehicle(vehicle_id, topic_root)
         self.client_id = f"offboardd-client-{secrets.token_hex(4)}"
@@ -109,6 +118,7 @@ class OffboardClient:
         self.reply_timeout_s = reply_timeout_s
         self.engage_timeout_s = engage_timeout_s
         self.heartbeat_period_s = heartbeat_period_s
+        self._follow_state = follow_state
         self.state: dict[str, Any] | None = None  # latest retained state document
         self.last_stream_error: Reply | None = None  # a refused setpoint-topic message
         self.heartbeat_failures = 0
@@ -119,13 +129,16 @@ class OffboardClient:
         self._state_changed = asyncio.Condition()
         self._holding_lease = False
         self._tasks: list[asyncio.Task[None]] = []
+        self._watch_queue: asyncio.Queue[Watched] | None = None
+        self.watch_dropped = 0
 
     # -- life cycle ---------------------------------------------------------------------
     async def __aenter__(self) -> OffboardClient:
         await self._mqtt.__aenter__()
         try:
             await self._mqtt.subscribe(self._inbox, 1)
-            await self._mqtt.subscribe(self.topics.state, 1)
+            if self._follow_state:  # off for `watch`, which subscribes to what it shows
+                await self._mqtt.subscribe(self.topics.state, 1)
         except BaseException:
             await self._mqtt.__aexit__(None, None, None)
             raise
@@ -149,7 +162,7 @@ class OffboardClient:
         The heartbeat starts as the engage is sent: the lease runs through the warm-up."""
         self._holding_lease = True
         try:
-            command = Engage(self._next_id(), setpoint=setpoint, arm=arm)
+            command = Engage(self.new_command_id(), setpoint=setpoint, arm=arm)
             return await self.send(command, timeout_s=self.engage_timeout_s)
         except BaseException:
             self._holding_lease = False
@@ -165,31 +178,31 @@ class OffboardClient:
 
     async def setpoint_confirmed(self, setpoint: Setpoint) -> Reply:
         """A setpoint sent as a command on `cmd`, waiting for its reply."""
-        return await self.send(SetSetpoint(self._next_id(), setpoint))
+        return await self.send(SetSetpoint(self.new_command_id(), setpoint))
 
     async def release(self) -> Reply:
-        return await self._stop(Release(self._next_id()))
+        return await self._stop(Release(self.new_command_id()))
 
     async def hold(self) -> Reply:
-        return await self._stop(Hold(self._next_id()))
+        return await self._stop(Hold(self.new_command_id()))
 
     async def land(self) -> Reply:
-        return await self._stop(Land(self._next_id()))
+        return await self._stop(Land(self.new_command_id()))
 
     async def rtl(self) -> Reply:
-        return await self._stop(Rtl(self._next_id()))
+        return await self._stop(Rtl(self.new_command_id()))
 
     async def arm(self) -> Reply:
-        return await self.send(Arm(self._next_id()))
+        return await self.send(Arm(self.new_command_id()))
 
     async def disarm(self, *, force: bool = False) -> Reply:
-        return await self.send(Disarm(self._next_id(), force=force))
+        return await self.send(Disarm(self.new_command_id(), force=force))
 
     async def emergency_stop(self, *, confirm: bool) -> Reply:
-        return await self._stop(EmergencyStop(self._next_id(), confirm=confirm))
+        return await self._stop(EmergencyStop(self.new_command_id(), confirm=confirm))
 
     async def heartbeat(self) -> Reply:
-        return await self.send(CommanderHeartbeat(self._next_id()))
+        return await self.send(CommanderHeartbeat(self.new_command_id()))
 
     async def send(self, command: Command, *, timeout_s: float | None = None,
                    check: bool = True) -> Reply:
@@ -203,8 +216,19 @@ class OffboardClient:
     async def send_document(self, doc: dict[str, Any], *, timeout_s: float | None = None
                             ) -> Reply:
         """Publish a raw command document (as `offboardd ctl` does); never raises on ok=false."""
-        command_id = str(doc.get("id") or self._next_id())
+        command_id = str(doc.get("id") or self.new_command_id())
         return await self._request({**doc, "id": command_id}, command_id, timeout_s)
+
+    async def watch(self, filters: Sequence[str] | None = None) -> AsyncIterator[Watched]:
+        """Yield every message on `filters` (default: everything under the vehicle prefix).
+
+        Bounded: when the consumer is slower than the broker, the newest messages are
+        dropped (and counted in `watch_dropped`) rather than memory growing."""
+        self._watch_queue = asyncio.Queue(maxsize=1000)
+        for topic_filter in filters or [self.topics.everything]:
+            await self._mqtt.subscribe(topic_filter, 0)
+        while True:
+            yield await self._watch_queue.get()
 
     async def wait_for_state(self, predicate: StatePredicate, timeout_s: float) -> dict[str, Any]:
         """Wait until the published state satisfies `predicate`; return that state."""
@@ -226,7 +250,8 @@ class OffboardClient:
         self._holding_lease = False  # control handed back: stop renewing the lease
         return reply
 
-    def _next_id(self) -> str:
+    def new_command_id(self) -> str:
+        """A command id unique to this client (its replies are matched on it)."""
         self._ids += 1
         return f"{self.client_id}-{self._ids}"
 
@@ -262,6 +287,14 @@ class OffboardClient:
 
     async def _read_loop(self) -> None:
         async for message in self._mqtt.messages:
+            if self._watch_queue is not None and isinstance(message.payload, bytes):
+                topic = message.topic.value
+                relative = topic.removeprefix(self.topics.prefix)
+                try:
+                    self._watch_queue.put_nowait(
+                        Watched(topic, relative, message.payload, message.retain))
+                except asyncio.QueueFull:
+                    self.watch_dropped += 1
             try:
                 doc = json.loads(message.payload) if isinstance(message.payload, bytes) else None
             except ValueError:
@@ -290,7 +323,7 @@ class OffboardClient:
             await asyncio.sleep(self.heartbeat_period_s)
             if not self._holding_lease:
                 continue
-            doc = encode_command(CommanderHeartbeat(self._next_id()))
+            doc = encode_command(CommanderHeartbeat(self.new_command_id()))
             # QoS 0 and no waiting: a lost heartbeat is replaced by the next one
             with contextlib.suppress(aiomqtt.MqttError):
                 await self._mqtt.publish(self.topics.cmd, encode_document(doc), qos=0,

@@ -1,0 +1,201 @@
+"""`offboardd ctl`: send any command from the shell and print its reply; watch the vehicle.
+
+    offboardd ctl --vehicle v1 hold
+    offboardd ctl engage --arm --keep-lease \\
+        --setpoint '{"kind":"position_ned","north_m":0,"east_m":0,"down_m":-5}'
+    offboardd ctl setpoint '{"kind":"velocity_ned","north_m_s":1,"east_m_s":0,"down_m_s":0}'
+    offboardd ctl disarm --force
+    offboardd ctl emergency-stop --confirm
+    offboardd ctl send '{"v":1,"id":"x","cmd":"heartbeat"}'
+    offboardd ctl state
+    offboardd ctl watch [--all] [--count N] [--duration S]
+
+Replies are printed as one JSON line on stdout. Exit status: 0 ok, 1 refused,
+2 bad usage, 3 no reply in time, 4 broker unreachable. Built on `offboardd.client`; it
+keeps no state of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from typing import Any
+
+import aiomqtt
+
+from offboardd.client import ClientError, CommandRefused, OffboardClient, Reply, ReplyTimeout
+from offboardd.core.commands import (
+    Arm,
+    Command,
+    CommanderHeartbeat,
+    Disarm,
+    EmergencyStop,
+    Hold,
+    Land,
+    Release,
+    Rtl,
+)
+from offboardd.errors import OffboarddError
+from offboardd.mqtt.schema import CommandDecoder
+from offboardd.mqtt.wire import Rejection
+
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_TIMEOUT, EXIT_UNREACHABLE = 0, 1, 2, 3, 4
+_SIMPLE: dict[str, type[Release | Hold | Land | Rtl | Arm | CommanderHeartbeat]] = {
+    "release": Release, "hold": Hold, "land": Land, "rtl": Rtl, "arm": Arm,
+           "heartbeat": CommanderHeartbeat}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=1883)
+    parser.add_argument("--vehicle", default="vehicle1", help="vehicle id (topic prefix)")
+    parser.add_argument("--protocol", choices=["5", "3.1.1"], default="5")
+    parser.add_argument("--username")
+    parser.add_argument("--password")
+    parser.add_argument("--timeout", type=float, default=5.0, dest="timeout_s",
+                        help="seconds to wait for a reply (engage: 4x this)")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for name in _SIMPLE:
+        actions.add_parser(name, help=f"send {name}")
+    disarm = actions.add_parser("disarm", help="disarm (refused in flight unless --force)")
+    disarm.add_argument("--force", action="store_true")
+    stop = actions.add_parser("emergency-stop", help="force-disarm at once: the vehicle falls")
+    stop.add_argument("--confirm", action="store_true", help="required")
+    engage = actions.add_parser("engage", help="engage with a first setpoint (default: hold here)")
+    engage.add_argument("--setpoint", help='setpoint JSON, e.g. {"kind":"position_ned",...}')
+    engage.add_argument("--arm", action="store_true")
+    engage.add_argument("--keep-lease", action="store_true",
+                        help="keep the lease alive until Ctrl-C/SIGTERM (or --duration), "
+                             "then send --then")
+    engage.add_argument("--duration", type=float, dest="duration_s")
+    engage.add_argument("--then", choices=["release", "hold", "land", "rtl"], default="release")
+    setpoint = actions.add_parser("setpoint", help="send one setpoint as a command")
+    setpoint.add_argument("json", help='setpoint JSON, e.g. {"kind":"velocity_ned",...}')
+    send = actions.add_parser("send", help="send a raw command document")
+    send.add_argument("json", help='e.g. {"v":1,"id":"x","cmd":"hold"}')
+    actions.add_parser("state", help="print the retained state once")
+    watch = actions.add_parser("watch", help="print live state, telemetry and events")
+    watch.add_argument("--all", action="store_true", help="every topic of the vehicle")
+    watch.add_argument("--count", type=int, help="exit after this many messages")
+    watch.add_argument("--duration", type=float, dest="duration_s", help="exit after seconds")
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_run(args))
+    except KeyboardInterrupt:
+        return 130  # the shell's convention for "ended by SIGINT"
+
+
+def _setpoint_json(text: str, where: str) -> Any:
+    """Check a setpoint given on the command line with the daemon's own schema."""
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise OffboarddError(f"{where}: not JSON: {exc}") from None
+    probe = {"v": 1, "id": "ctl", "cmd": "setpoint", "setpoint": doc}
+    decoded = CommandDecoder().decode("cmd", probe)
+    if isinstance(decoded, Rejection):
+        raise OffboarddError(f"{where}: {decoded.code}: {decoded.message}")
+    return decoded.setpoint  # type: ignore[union-attr]
+
+
+def _print_reply(reply: Reply) -> int:
+    doc = {"id": reply.id, "ok": reply.ok, "code": reply.code, "message": reply.message,
+           **reply.extra}
+    print(json.dumps(doc), flush=True)
+    return EXIT_OK if reply.ok else EXIT_REFUSED
+
+
+async def _run(args: argparse.Namespace) -> int:
+    try:
+        client = OffboardClient(args.host, args.port, args.vehicle, protocol=args.protocol,
+                                username=args.username, password=args.password,
+                                reply_timeout_s=args.timeout_s,
+                                engage_timeout_s=4 * args.timeout_s,
+                                follow_state=args.action != "watch")
+        async with client:
+            return await _act(client, args)
+    except (OffboarddError, ValueError) as exc:
+        print(f"offboardd ctl: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ReplyTimeout as exc:
+        print(f"offboardd ctl: {exc}", file=sys.stderr)
+        return EXIT_TIMEOUT
+    except (aiomqtt.MqttError, ClientError) as exc:
+        print(f"offboardd ctl: broker {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+
+
+async def _act(c: OffboardClient, args: argparse.Namespace) -> int:
+    action: str = args.action
+    if action == "watch":
+        return await _watch(c, args)
+    if action == "state":
+        state = await c.wait_for_state(lambda s: True, timeout_s=args.timeout_s)
+        print(json.dumps(state), flush=True)
+        return EXIT_OK
+    if action == "send":
+        doc = json.loads(args.json)
+        if not isinstance(doc, dict):
+            raise ValueError("send: the document must be a JSON object")
+        return _print_reply(await c.send_document({"v": 1, **doc}))
+    if action == "engage":
+        return await _engage(c, args)
+    if action == "setpoint":
+        return _print_reply(await c.setpoint_confirmed(_setpoint_json(args.json, "setpoint")))
+    command_id = c.new_command_id()
+    command: Command
+    if action == "disarm":
+        command = Disarm(command_id, force=args.force)
+    elif action == "emergency-stop":
+        command = EmergencyStop(command_id, confirm=args.confirm)
+    else:
+        command = _SIMPLE[action](command_id)
+    return _print_reply(await c.send(command, check=False))
+
+
+async def _engage(c: OffboardClient, args: argparse.Namespace) -> int:
+    setpoint = None if args.setpoint is None else _setpoint_json(args.setpoint, "--setpoint")
+    try:
+        reply = await c.engage(setpoint, arm=args.arm)
+    except CommandRefused as exc:
+        reply = exc.reply
+    status = _print_reply(reply)
+    if status != EXIT_OK or not args.keep_lease:
+        return status
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), args.duration_s)
+    then = {"release": c.release, "hold": c.hold, "land": c.land, "rtl": c.rtl}[args.then]
+    try:
+        return _print_reply(await then())
+    except CommandRefused as exc:
+        return _print_reply(exc.reply)
+
+
+async def _watch(c: OffboardClient, args: argparse.Namespace) -> int:
+    t = c.topics
+    filters = [t.everything] if args.all else [
+        t.state, t.availability, t.events, t.telemetry_all, t.mavlink_all]
+    seen = 0
+
+    async def printer() -> None:
+        nonlocal seen
+        async for message in c.watch(filters):
+            text = message.payload.decode("utf-8", errors="replace")
+            print(f"{message.relative_topic} {text}", flush=True)
+            seen += 1
+            if args.count is not None and seen >= args.count:
+                return
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(printer(), args.duration_s)
+    return EXIT_OK
