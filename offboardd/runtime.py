@@ -1,0 +1,294 @@
+"""The asyncio shell around the pure engine: one TaskGroup, one clock, one timer.
+
+Data flows one way each (design.md): FC bytes -> link -> codec -> translate_in -> engine
+-> actions -> translate_out -> codec -> link; MQTT -> bridge -> engine -> replies / state /
+events -> bridge. The clock (`loop.time()`, monotonic) is read once per wake-up and passed
+in as `now`; the engine says when it next needs waking and a single `call_at` timer is
+re-armed from that after every batch, so a new setpoint goes out at once and the stream
+keeps its absolute schedule. The systemd watchdog is fed from that same timer, so a stalled
+event loop stops feeding it whether idle or flying.
+
+This module must not decide anything about flying: every decision is the engine's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections import OrderedDict
+from typing import Any
+
+import structlog
+
+from offboardd.config import DaemonConfig
+from offboardd.core.actions import Action, Notice, NoticeKind, Reply, SendCompanionHeartbeat
+from offboardd.core.commands import Command, Release
+from offboardd.core.events import FcLinkDown, FcLinkUp
+from offboardd.core.offboard import OffboardEngine
+from offboardd.core.reasons import STREAMING_PHASES, Phase
+from offboardd.mavlink import translate
+from offboardd.mavlink.codec import MavlinkCodec, Message, dialect
+from offboardd.mavlink.links import Link, LinkState, open_link
+from offboardd.mavlink.telemetry import WANTED_MESSAGE_IDS as TELEMETRY_IDS
+from offboardd.mavlink.telemetry import TelemetryCache, message_document
+from offboardd.mqtt.bridge import InboundCommand, MqttBridge
+from offboardd.mqtt.wire import ReplyRoute
+from offboardd.systemd import SystemdNotifier
+
+log = structlog.get_logger("offboardd")
+
+_MAX_TIMER_SLEEP_S = 0.5  # wake at least this often: watchdog and state stay fresh
+_STATE_PERIOD_S = 1.0  # retained state is re-published this often even when unchanged
+_MAX_PENDING_REPLIES = 1024
+_SHUTDOWN_RELEASE_S = 5.0  # SIGTERM while flying: time allowed to hand the vehicle back
+
+ReplySink = ReplyRoute | asyncio.Future[Reply]
+
+
+class Runtime:
+    """Owns the link, the codec, the engine and (optionally) the MQTT bridge."""
+
+    def __init__(
+        self,
+        config: DaemonConfig,
+        *,
+        mqtt: bool = True,
+        notifier: SystemdNotifier | None = None,
+    ) -> None:
+        self.config = config
+        self.notifier = notifier if notifier is not None else SystemdNotifier()
+        relay_ids = {
+            getattr(dialect, f"MAVLINK_MSG_ID_{name}")
+            for name in config.mqtt.mavlink_relay
+            if hasattr(dialect, f"MAVLINK_MSG_ID_{name}")
+        }
+        self.codec = MavlinkCodec(
+            1,  # replaced by the vehicle's sysid once its heartbeat is heard (§5)
+            config.engine.companion_component_id,
+            wanted_ids=translate.WANTED_MESSAGE_IDS | TELEMETRY_IDS | relay_ids,
+        )
+        self.translator = translate.InboundTranslator()
+        self.telemetry = TelemetryCache()
+        self.link: Link = open_link(config.mavlink.url, self._on_bytes, self._on_link_state)
+        self.bridge: MqttBridge | None = (
+            MqttBridge(config.mqtt, self._on_inbound) if mqtt else None
+        )
+        self.engine: OffboardEngine | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._replies: OrderedDict[str, ReplySink] = OrderedDict()
+        self._last_watchdog_s = -1e9
+        self._last_state: dict[str, object] | None = None
+        self._last_state_s = -1e9
+        self.internal_errors = 0
+        self.running = asyncio.Event()
+
+    # -- life cycle --------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Serve until `stop` is set (or SIGTERM/SIGINT when `stop` is None), then release."""
+        loop = self._loop = asyncio.get_running_loop()
+        stop = stop if stop is not None else _signal_event(loop)
+        self.engine = OffboardEngine(self.config.engine, loop.time())
+        log.info("starting", link=str(self.config.mavlink.url), mqtt=self.bridge is not None)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tasks = [tg.create_task(self.link.run(), name="link")]
+                if self.bridge is not None:
+                    tasks.append(tg.create_task(self.bridge.run(), name="mqtt"))
+                    tasks.append(tg.create_task(self._telemetry_loop(), name="telemetry"))
+                self._rearm()
+                # READY as soon as the loops run: never wait for the FC or the broker.
+                self.notifier.ready("waiting for the flight controller")
+                self.running.set()
+                await stop.wait()
+                await self._release_for_shutdown()
+                for task in tasks:
+                    task.cancel()
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+            self.notifier.stopping()
+            log.info("stopped")
+
+    async def _release_for_shutdown(self) -> None:
+        engine, loop = self._engine(), self._loop
+        assert loop is not None
+        self.notifier.stopping("releasing the vehicle")
+        if Phase(engine.phase) not in STREAMING_PHASES:
+            return
+        log.info("shutdown_release")
+        reply = self.submit(Release(command_id="shutdown"))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(reply), _SHUTDOWN_RELEASE_S)
+        deadline = loop.time() + _SHUTDOWN_RELEASE_S
+        while Phase(engine.phase) in STREAMING_PHASES | {Phase.RELEASING}:
+            if loop.time() > deadline:
+                log.warning("shutdown_release_unconfirmed", phase=engine.phase.value)
+                break
+            await asyncio.sleep(0.05)
+
+    # -- inputs ------------------------------------------------------------------------
+
+    def submit(self, command: Command) -> asyncio.Future[Reply]:
+        """Hand a command to the engine; the future resolves with its reply."""
+        assert self._loop is not None
+        future: asyncio.Future[Reply] = self._loop.create_future()
+        self._feed_command(command, future)
+        return future
+
+    def _on_inbound(self, inbound: InboundCommand) -> None:
+        self._feed_command(inbound.command, inbound.route)
+
+    def _feed_command(self, command: Command, sink: ReplySink) -> None:
+        self._replies[command.command_id] = sink
+        while len(self._replies) > _MAX_PENDING_REPLIES:
+            _, old = self._replies.popitem(last=False)
+            if isinstance(old, asyncio.Future) and not old.done():
+                old.cancel()
+        if command.kind.value != "setpoint":  # setpoints are high rate: not logged one by one
+            log.info("command", command=command.kind.value, id=command.command_id)
+        self._handle(command)
+
+    def _on_bytes(self, data: bytes) -> None:
+        fc_sysid = self.config.mavlink.fc_system_id
+        for msg in self.codec.decode(data):
+            if fc_sysid and msg.get_srcSystem() != fc_sysid:
+                continue
+            try:
+                self._on_message(msg)
+            except Exception:  # a bug must not take the FC link down mid-flight
+                self.internal_errors += 1
+                log.exception("internal_error", message_type=msg.get_type())
+
+    def _on_message(self, msg: Message) -> None:
+        self.telemetry.update(msg)
+        if self.bridge is not None and self.bridge.wants_mavlink(msg.get_type()):
+            self.bridge.relay_mavlink(msg.get_type(), message_document(msg))
+        for event in self.translator.events(msg, self._now()):
+            self._handle(event)
+
+    def _on_link_state(self, state: LinkState) -> None:
+        log.info("fc_link", up=state.up, detail=state.detail)
+        self.codec.reset()
+        if self.engine is not None:
+            self._handle(FcLinkUp() if state.up else FcLinkDown(detail=state.detail))
+
+    # -- the engine and its actions ----------------------------------------------------
+
+    def _engine(self) -> OffboardEngine:
+        assert self.engine is not None, "Runtime.run() has not started"
+        return self.engine
+
+    def _now(self) -> float:
+        assert self._loop is not None
+        return self._loop.time()
+
+    def _handle(self, event: Any) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        self._dispatch(engine.handle(event, self._now()))
+        self._rearm()
+
+    def _wake(self) -> None:
+        """The one timer: stream ticks, timeouts, heartbeats, watchdog, periodic state."""
+        self._timer = None
+        now = self._now()
+        engine = self._engine()
+        self._dispatch(engine.poll(now))
+        for event in self.translator.flush(now):  # chunked STATUSTEXTs whose end never came
+            self._dispatch(engine.handle(event, now))
+        period_s = self.notifier.watchdog_period_s
+        if period_s is not None and now - self._last_watchdog_s >= period_s / 2:
+            self.notifier.watchdog()
+            self._last_watchdog_s = now
+        if now - self._last_state_s >= _STATE_PERIOD_S:
+            self._publish_state(now, force=True)
+        self._rearm()
+
+    def _rearm(self) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+        deadline = min(self._engine().next_deadline(), loop.time() + _MAX_TIMER_SLEEP_S)
+        if self._timer is not None:
+            if self._timer.when() == deadline:
+                return
+            self._timer.cancel()
+        self._timer = loop.call_at(deadline, self._wake)
+
+    def _dispatch(self, actions: list[Action]) -> None:
+        transition = False
+        for action in actions:
+            if isinstance(action, Reply):
+                self._reply(action)
+            elif isinstance(action, Notice):
+                transition |= action.kind is NoticeKind.TRANSITION
+                self._notice(action)
+            else:
+                if isinstance(action, SendCompanionHeartbeat):
+                    self.codec.mav.srcSystem = action.system_id
+                for msg in translate.messages_for(action):
+                    self.link.send(self.codec.encode(msg))
+        if transition:
+            self._publish_state(self._now(), force=True)
+
+    def _reply(self, reply: Reply) -> None:
+        sink = self._replies.pop(reply.command_id, None)
+        if not reply.ok:
+            log.info("command_refused", id=reply.command_id, code=reply.code,
+                     reason=reply.reason, message=reply.message)
+        if isinstance(sink, asyncio.Future):
+            if not sink.done():
+                sink.set_result(reply)
+        elif sink is not None and self.bridge is not None:
+            self.bridge.reply(
+                sink, ok=reply.ok, code=None if reply.code is None else reply.code.value,
+                message=reply.message,
+                reason=None if reply.reason is None else reply.reason.value,
+            )
+
+    def _notice(self, notice: Notice) -> None:
+        fields = notice.as_dict()
+        level = "warning" if notice.kind in (NoticeKind.FAILSAFE, NoticeKind.WARNING) else "info"
+        getattr(log, level)("engine_" + notice.kind.value,
+                            **{k: v for k, v in fields.items() if k != "kind"})
+        if notice.kind is NoticeKind.TRANSITION:
+            self.notifier.status(f"{notice.phase.value}: {notice.message}")
+        if self.bridge is not None:
+            self.bridge.publish_event(fields)
+
+    def _publish_state(self, now: float, *, force: bool = False) -> None:
+        if self.bridge is None:
+            return
+        state = self._engine().snapshot(now).as_dict()
+        if force or state != self._last_state:
+            self.bridge.publish_state(state)
+            self._last_state, self._last_state_s = state, now
+
+    async def _telemetry_loop(self) -> None:
+        """Publish each telemetry kind at its configured rate (0 = off)."""
+        assert self.bridge is not None
+        rates = {k: r for k, r in self.config.mqtt.telemetry_rates_hz.items() if r > 0}
+        if not rates:
+            return
+        loop = asyncio.get_running_loop()
+        next_due = {kind: loop.time() for kind in rates}
+        while True:
+            now = loop.time()
+            for kind, due in next_due.items():
+                if now >= due:
+                    doc = self.telemetry.document(kind)
+                    if doc is not None:
+                        self.bridge.publish_telemetry(kind, doc)
+                    next_due[kind] = max(due + 1.0 / rates[kind], now)
+            await asyncio.sleep(max(0.0, min(next_due.values()) - loop.time()))
+
+
+def _signal_event(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    return stop

@@ -1,0 +1,190 @@
+"""The offboard engine end to end: daemon runtime <-> real MAVLink over UDP <-> the sim.
+
+Safety bounds are asserted with slack; speed belongs to the benchmark (bench/).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+
+import pytest
+
+from offboardd.core.commands import Engage, Release, SetSetpoint
+from offboardd.core.setpoints import (
+    AccelerationNed,
+    AltitudeFrame,
+    Attitude,
+    BodyRates,
+    GlobalPosition,
+    PositionNed,
+    PositionVelocityNed,
+    Setpoint,
+    VelocityBody,
+    VelocityNed,
+)
+from tests.integration.harness import flight
+
+pytestmark = pytest.mark.integration
+
+
+async def test_warmup_honoured_as_measured_at_the_sim() -> None:
+    async with flight() as fl:
+        await fl.takeoff(-2.0)
+        rec = fl.sim.record
+        assert rec.first_valid_setpoint_s is not None and rec.offboard_requests
+        warmup_s = rec.offboard_requests[0] - rec.first_valid_setpoint_s
+        # Never before 1 s of valid streaming (2 ms slack for loopback delivery jitter).
+        assert warmup_s >= 1.0 - 0.002, warmup_s
+        assert warmup_s < 1.5, "OFFBOARD requested promptly after the warm-up"
+        assert fl.sim.vehicle.mode_name == "OFFBOARD" and fl.sim.vehicle.armed
+
+
+async def test_offboard_takeoff_reaches_and_holds_5_m_within_10_s() -> None:
+    async with flight() as fl:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        await fl.takeoff(-5.0, timeout_s=12.0)
+        assert loop.time() - t0 < 12.0
+        await asyncio.sleep(1.0)
+        assert abs(fl.sim.vehicle.position_ned_m[2] + 5.0) < 0.3
+        assert fl.phase == "active"
+
+
+def _speed_ned(fl_velocity: tuple[float, float, float]) -> float:
+    return math.hypot(fl_velocity[0], fl_velocity[1])
+
+
+Vec3 = tuple[float, float, float]
+# kind -> (setpoint, "the vehicle moved as a user expects" given position and velocity NED)
+SETPOINT_CASES: dict[str, tuple[Setpoint, Callable[[Vec3, Vec3], bool]]] = {
+    "velocity_ned": (VelocityNed(1.5, 0.0, 0.0), lambda p, v: v[0] > 1.0),
+    "velocity_body": (VelocityBody(1.5, 0.0, 0.0), lambda p, v: _speed_ned(v) > 1.0),
+    "acceleration_ned": (AccelerationNed(0.0, 1.0, 0.0), lambda p, v: v[1] > 0.5),
+    "position_ned": (PositionNed(3.0, 0.0, -3.0), lambda p, v: abs(p[0] - 3.0) < 0.5),
+    "position_velocity_ned": (
+        PositionVelocityNed(0.0, 3.0, -3.0, 0.0, 1.0, 0.0), lambda p, v: abs(p[1] - 3.0) < 0.5
+    ),
+    "attitude": (Attitude(1.0, 0.0, 0.0, 0.0, thrust=0.7), lambda p, v: v[2] < -0.5),
+    "body_rates": (BodyRates(0.0, 0.0, 0.0, thrust=0.3), lambda p, v: v[2] > 0.3),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SETPOINT_CASES))
+async def test_every_setpoint_kind_moves_the_sim(kind: str) -> None:
+    setpoint, moved = SETPOINT_CASES[kind]
+    async with flight() as fl:
+        await fl.takeoff(-3.0)
+        reply = await fl.command(SetSetpoint(fl.next_id(), setpoint))
+        assert reply.ok, reply
+        vehicle = fl.sim.vehicle
+        await fl.wait_for(
+            lambda: moved(vehicle.position_ned_m, vehicle.velocity_ned_m_s), 6.0, kind
+        )
+        assert vehicle.mode_name == "OFFBOARD"
+
+
+async def test_global_position_setpoint_flies_to_the_coordinates() -> None:
+    async with flight() as fl:
+        await fl.takeoff(-3.0)
+        home_lat, home_lon = fl.sim.config.home_lat_deg, fl.sim.config.home_lon_deg
+        target = GlobalPosition(home_lat + 3.0 / 111_320.0, home_lon, 4.0,
+                                altitude_frame=AltitudeFrame.RELATIVE)
+        assert (await fl.command(SetSetpoint(fl.next_id(), target))).ok
+        vehicle = fl.sim.vehicle
+        await fl.wait_for(
+            lambda: abs(vehicle.position_ned_m[0] - 3.0) < 0.5
+            and abs(vehicle.position_ned_m[2] + 4.0) < 0.5,
+            8.0, "global target",
+        )
+
+
+async def test_release_hands_over_to_hold_and_stops_streaming() -> None:
+    async with flight() as fl:
+        await fl.takeoff(-2.0)
+        reply = await fl.command(Release(fl.next_id()))
+        assert reply.ok, reply
+        assert fl.sim.vehicle.mode_name == "AUTO.LOITER"
+        assert fl.phase == "idle"
+        count = len(fl.sim.record.setpoints)
+        await asyncio.sleep(0.5)
+        assert len(fl.sim.record.setpoints) == count, "no setpoint after the release"
+
+
+async def test_lease_lapse_holds_then_runs_the_loss_action() -> None:
+    engine = {"command_timeout_s": 1.0, "hold_s": 1.5, "command_loss_action": "land"}
+    async with flight(engine=engine) as fl:
+        await fl.takeoff(-3.0)
+        assert (await fl.command(SetSetpoint(fl.next_id(), VelocityNed(1.0, 0.0, 0.0)))).ok
+        loop = asyncio.get_running_loop()
+        fl.drop_lease()
+        t_dead = loop.time()
+        t_hold = await fl.wait_for(lambda: fl.phase == "holding", 2.5, "holding")
+        assert 0.8 <= t_hold - t_dead <= 1.5, t_hold - t_dead
+        # Holding means stopping where it is: the 1 m/s velocity leg is over.
+        await asyncio.sleep(1.0)
+        assert _speed_ned(fl.sim.vehicle.velocity_ned_m_s) < 0.4
+        t_land = await fl.wait_for(
+            lambda: fl.sim.vehicle.mode_name == "AUTO.LAND", 3.0, "AUTO.LAND"
+        )
+        assert 1.2 <= t_land - t_hold <= 2.5, t_land - t_hold
+        await asyncio.sleep(0.3)
+        count = len(fl.sim.record.setpoints)
+        await asyncio.sleep(0.5)
+        assert len(fl.sim.record.setpoints) == count, "stream stopped after the loss action"
+
+
+async def test_gcs_takeover_stops_the_stream_and_stays_stopped() -> None:
+    async with flight() as fl:
+        await fl.takeoff(-3.0)
+        fl.sim.pilot_mode_switch("AUTO.LOITER")
+        await fl.wait_for(lambda: fl.phase == "preempted", 1.5, "preempted")
+        await asyncio.sleep(0.2)
+        count = len(fl.sim.record.setpoints)
+        await asyncio.sleep(2.0)
+        assert len(fl.sim.record.setpoints) == count, "no setpoints after a takeover"
+        assert fl.sim.vehicle.mode_name == "AUTO.LOITER"
+        assert fl.sim.record.offboard_requests and all(
+            t < fl.sim.record.mode_changes[-1].time_s for t in fl.sim.record.offboard_requests
+        ), "never asked for OFFBOARD again"
+        # A setpoint is not an engage: refused, and the vehicle stays with the pilot.
+        reply = await fl.command(SetSetpoint(fl.next_id(), PositionNed(0.0, 0.0, -3.0)))
+        assert not reply.ok
+        await asyncio.sleep(0.3)
+        assert fl.sim.vehicle.mode_name == "AUTO.LOITER"
+
+
+async def test_fc_link_loss_stops_and_does_not_reengage_on_return() -> None:
+    async with flight(engine={"fc_timeout_s": 2.0}) as fl:
+        await fl.takeoff(-3.0)
+        loop = asyncio.get_running_loop()
+        fl.sim.pause_link(4.0)
+        t_pause = loop.time()
+        t_lost = await fl.wait_for(lambda: fl.snapshot()["fc_link"] == "lost", 4.0, "fc lost")
+        assert 1.5 <= t_lost - t_pause <= 3.0
+        assert fl.phase in ("failsafe", "idle")
+        await fl.wait_for(lambda: fl.snapshot()["fc_link"] == "up", 6.0, "fc back")
+        await asyncio.sleep(1.5)
+        assert fl.phase in ("failsafe", "idle")
+        # PX4 fell back on its own (COM_OBL_RC_ACT) and nobody took control back.
+        assert fl.sim.vehicle.mode_name != "OFFBOARD"
+
+
+async def test_engage_refused_without_a_position_estimate() -> None:
+    async with flight() as fl:
+        await fl.wait_fc_ready()
+        fl.sim.set_estimator_valid(False)
+        await fl.wait_for(
+            lambda: not fl.snapshot()["estimates"].get("local_position"), 3.0, "estimate lost"
+        )
+        reply = await fl.command(Engage(fl.next_id(), PositionNed(0.0, 0.0, -3.0), arm=True))
+        assert not reply.ok and reply.reason is not None
+        assert reply.reason.value == "estimate_missing"
+        assert not fl.sim.record.offboard_requests and not fl.sim.vehicle.armed
+
+
+async def test_serial_pty_link_flies_a_takeoff() -> None:
+    async with flight(link="serial") as fl:
+        await fl.takeoff(-2.0)
+        assert fl.sim.vehicle.mode_name == "OFFBOARD" and fl.sim.vehicle.armed
