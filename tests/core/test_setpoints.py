@@ -37,8 +37,10 @@ BAD_NUMBERS = [math.nan, math.inf, -math.inf]
         (lambda v: VelocityBody(0, 0, 0, v), "yaw_rate_rad_s"),
         (lambda v: AccelerationNed(0, 0, v), "down_m_s2"),
         (lambda v: PositionVelocityNed(0, 0, 0, 0, v, 0), "east_m_s"),
-        (lambda v: PositionVelocityNed(0, 0, 0, 0, 0, 0, north_m_s2=v, east_m_s2=0,
-                                       down_m_s2=0), "north_m_s2"),
+        (
+            lambda v: PositionVelocityNed(0, 0, 0, 0, 0, 0, north_m_s2=v, east_m_s2=0, down_m_s2=0),
+            "north_m_s2",
+        ),
         (lambda v: GlobalPosition(47.0, 8.0, v), "alt_m"),
         (lambda v: Attitude(v, 0, 0, 0, 0.5), "w"),
         (lambda v: Attitude(1, 0, 0, 0, v), "thrust"),
@@ -110,7 +112,9 @@ def test_global_position_ranges_and_frames() -> None:
         GlobalPosition(47.0, -180.5, 500)
     with pytest.raises(SetpointError, match="altitude_frame"):
         GlobalPosition(47.0, 8.0, 500, altitude_frame="ellipsoid")  # type: ignore[arg-type]
-    assert GlobalPosition(47, 8, 10, AltitudeFrame.RELATIVE).altitude_frame is AltitudeFrame.RELATIVE
+    assert (
+        GlobalPosition(47, 8, 10, AltitudeFrame.RELATIVE).altitude_frame is AltitudeFrame.RELATIVE
+    )
 
 
 def test_values_are_frozen() -> None:

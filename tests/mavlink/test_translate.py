@@ -4,6 +4,7 @@ MAVSDK sends), outbound messages through a real codec, inbound messages -> core 
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import pytest
 
@@ -58,8 +59,14 @@ MAVSDK_CASES: list[tuple[Setpoint, int, int, int | None]] = [
     (VelocityBody(1, 0, 0, yaw_rate_rad_s=0.1), 1479, 84, 8),
     (AccelerationNed(0, 0, -1), 3135, 84, 1),
     (PositionVelocityNed(1, 2, -3, 0.5, 0, 0, yaw_rad=0.2), 2496, 84, 1),
-    (PositionVelocityNed(1, 2, -3, 0.5, 0, 0, yaw_rad=0.2, north_m_s2=0.1, east_m_s2=0,
-                         down_m_s2=0), 2048, 84, 1),
+    (
+        PositionVelocityNed(
+            1, 2, -3, 0.5, 0, 0, yaw_rad=0.2, north_m_s2=0.1, east_m_s2=0, down_m_s2=0
+        ),
+        2048,
+        84,
+        1,
+    ),
     (GlobalPosition(47.4, 8.5, 500, yaw_rad=0.0), 2552, 86, 5),
     (Attitude(1, 0, 0, 0, 0.5), 7, 82, None),
     (BodyRates(0.1, 0, 0, 0.5), 128, 82, None),
@@ -67,8 +74,9 @@ MAVSDK_CASES: list[tuple[Setpoint, int, int, int | None]] = [
 
 
 @pytest.mark.parametrize(("sp", "mask", "msg_id", "frame"), MAVSDK_CASES)
-def test_masks_match_mavsdk_and_px4_table(sp: Setpoint, mask: int, msg_id: int,
-                                          frame: int | None) -> None:
+def test_masks_match_mavsdk_and_px4_table(
+    sp: Setpoint, mask: int, msg_id: int, frame: int | None
+) -> None:
     assert type_mask(sp) == mask
     assert SETPOINT_WIRE[sp.kind].message_id == msg_id
     assert frame_of(sp) == frame
@@ -127,8 +135,9 @@ def test_body_velocity_message() -> None:
 
 
 def test_global_and_attitude_messages() -> None:
-    (g,) = roundtrip(SendSetpoint(PX4, GlobalPosition(47.3977419, 8.5455938, 488.5,
-                                                     AltitudeFrame.RELATIVE)))
+    (g,) = roundtrip(
+        SendSetpoint(PX4, GlobalPosition(47.3977419, 8.5455938, 488.5, AltitudeFrame.RELATIVE))
+    )
     assert (g.lat_int, g.lon_int, g.coordinate_frame) == (473977419, 85455938, 6)
     assert g.alt == pytest.approx(488.5)
     (a,) = roundtrip(SendSetpoint(PX4, Attitude(1, 0, 0, 0, 0.5)))
@@ -182,26 +191,36 @@ def test_inbound_messages_become_events() -> None:
         d.MAVLink_command_ack_message(176, 1),
         d.MAVLink_param_value_message(b"COM_OBL_RC_ACT", encode_param_value(5, 6), 6, 10, 1),
         d.MAVLink_param_value_message(b"COM_OF_LOSS_T", 0.5, 9, 10, 2),
-        d.MAVLink_autopilot_version_message(0xFFFF, 0x010F0200, 0, 0, 0, [0] * 8, [0] * 8,
-                                            [0] * 8, 0, 0, 0),
+        d.MAVLink_autopilot_version_message(
+            0xFFFF, 0x010F0200, 0, 0, 0, [0] * 8, [0] * 8, [0] * 8, 0, 0, 0
+        ),
         d.MAVLink_local_position_ned_message(1234, 1, 2, -3, 0.1, 0.2, 0.3),
-        d.MAVLink_global_position_int_message(1234, 473977419, 85455938, 488500, 10000,
-                                              0, 0, 0, 0),
+        d.MAVLink_global_position_int_message(1234, 473977419, 85455938, 488500, 10000, 0, 0, 0, 0),
         d.MAVLink_attitude_message(1234, 0.1, 0.2, 1.5, 0, 0, 0),
         d.MAVLink_extended_sys_state_message(0, 2),
         d.MAVLink_estimator_status_message(0, 0x3F, 0, 0, 0, 0, 0, 0, 0, 0),
         d.MAVLink_statustext_message(2, b"Failsafe activated"),
         d.MAVLink_sys_status_message(*[0] * 13),  # not wanted: filtered by the codec
     ]
-    got = []
+    got: list[Any] = []
     for m in msgs:
         for decoded in decode_from_px4(m):
             got.extend(tr.events(decoded, now=1.0))
     types = [type(e) for e in got]
-    assert types == [ev.FcHeartbeat, ev.FcCurrentMode, ev.FcCommandAck, ev.FcParamValue,
-                     ev.FcParamValue, ev.FcAutopilotVersion, ev.FcLocalPosition,
-                     ev.FcGlobalPosition, ev.FcAttitude, ev.FcExtendedSysState,
-                     ev.FcEstimatorStatus, ev.FcStatusText]
+    assert types == [
+        ev.FcHeartbeat,
+        ev.FcCurrentMode,
+        ev.FcCommandAck,
+        ev.FcParamValue,
+        ev.FcParamValue,
+        ev.FcAutopilotVersion,
+        ev.FcLocalPosition,
+        ev.FcGlobalPosition,
+        ev.FcAttitude,
+        ev.FcExtendedSysState,
+        ev.FcEstimatorStatus,
+        ev.FcStatusText,
+    ]
     hb = got[0]
     assert hb.armed and hb.autopilot == 12 and (hb.source_system, hb.source_component) == (1, 1)
     assert got[3].value == 5 and isinstance(got[3].value, int)  # byte-wise, not 7e-45
@@ -218,6 +237,7 @@ def test_chunked_statustext_is_joined() -> None:
     b = decode_from_px4(dialect.MAVLink_statustext_message(3, b"tail", 7, 1))
     assert tr.events(a[0], 0.0) == []
     (done,) = tr.events(b[0], 0.01)
+    assert isinstance(done, ev.FcStatusText)
     assert done.text == first + "tail"
 
 

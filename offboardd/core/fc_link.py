@@ -1,0 +1,179 @@
+"""Connect checks: what offboardd must learn from a (re)appearing FC before engaging.
+
+On every appearance of the FC (first heartbeat, return after a loss, reboot) this asks
+for AUTOPILOT_VERSION, for CURRENT_MODE to be streamed (fast mode reports, §4) and for
+the parameters that decide whether offboard can work at all (§3): COM_OF_LOSS_T,
+COM_OBL_RC_ACT, MAV_FWDEXTSP; plus COM_RC_OVERRIDE and COM_RCL_EXCEPT, which only
+surprise users. Requests are retried a bounded number of times. Pure: returns actions
+and warning texts, decides nothing about phases.
+"""
+
+from __future__ import annotations
+
+import math
+
+from offboardd.core.actions import (
+    AUTOPILOT_VERSION_ID,
+    CURRENT_MODE_ID,
+    FcAction,
+    RequestMessage,
+    RequestParams,
+    SetMessageInterval,
+    Target,
+)
+from offboardd.core.events import FcAutopilotVersion
+from offboardd.core.reasons import Reason
+
+REQUIRED_PARAMS = ("COM_OF_LOSS_T", "COM_OBL_RC_ACT", "MAV_FWDEXTSP")
+OPTIONAL_PARAMS = ("COM_RC_OVERRIDE", "COM_RCL_EXCEPT")
+# The stream must beat PX4's loss timeout by this factor, so that a few late or lost
+# setpoints never trigger PX4's offboard-loss failsafe.
+LOSS_TIMEOUT_MARGIN = 4.0
+# MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_LOCAL_NED (common.xml)
+_CAP_SET_POSITION_TARGET_LOCAL_NED = 128
+_COM_OBL_RC_ACT_NAMES = {
+    0: "Position",
+    1: "Altitude",
+    2: "Stabilized",
+    3: "Return",
+    4: "Land",
+    5: "Hold",
+    6: "Terminate",
+    7: "Disarm",
+}
+
+
+class FcChecks:
+    def __init__(self, retry_s: float, retries: int, current_mode_interval_s: float) -> None:
+        self.retry_s = retry_s
+        self.retries = retries
+        self.current_mode_interval_us = round(current_mode_interval_s * 1e6)
+        self.params: dict[str, int | float] = {}
+        self.version: FcAutopilotVersion | None = None
+        self._rounds = 0
+        self._next_s: float | None = None
+        self._warned = False
+
+    def start(self, now: float) -> None:
+        """The FC (re)appeared: forget what we read and ask again."""
+        self.params.clear()
+        self.version = None
+        self._rounds = 0
+        self._next_s = now
+        self._warned = False
+
+    def stop(self) -> None:
+        self._next_s = None
+
+    def deadline(self) -> float:
+        return math.inf if self._next_s is None else self._next_s
+
+    def missing(self) -> tuple[str, ...]:
+        return tuple(n for n in REQUIRED_PARAMS + OPTIONAL_PARAMS if n not in self.params)
+
+    def poll(self, now: float, target: Target) -> tuple[list[FcAction], list[str]]:
+        """Requests due now, and warnings (e.g. a parameter that never came)."""
+        if self._next_s is None or now < self._next_s:
+            return [], []
+        actions: list[FcAction] = []
+        warnings: list[str] = []
+        missing = self.missing()
+        if self._rounds > self.retries:
+            self._next_s = None
+            for name in missing:
+                warnings.append(f"parameter {name} could not be read from the FC")
+            if self.version is None:
+                warnings.append("the FC never answered the AUTOPILOT_VERSION request")
+            return actions, warnings
+        if self._rounds == 0:
+            actions.append(
+                SetMessageInterval(target, CURRENT_MODE_ID, self.current_mode_interval_us)
+            )
+        if missing:
+            actions.append(RequestParams(target, missing))
+        if self.version is None:
+            actions.append(RequestMessage(target, AUTOPILOT_VERSION_ID))
+        self._rounds += 1
+        self._next_s = now + self.retry_s if (missing or self.version is None) else None
+        return actions, warnings
+
+    def on_version(self, event: FcAutopilotVersion) -> list[str]:
+        self.version = event
+        self._stop_if_done()
+        if not event.capabilities & _CAP_SET_POSITION_TARGET_LOCAL_NED:
+            return ["the FC does not announce SET_POSITION_TARGET_LOCAL_NED support"]
+        return []
+
+    def on_param(self, name: str, value: int | float) -> list[str]:
+        """Record a parameter; once all are known, the settings users trip over."""
+        if name not in REQUIRED_PARAMS + OPTIONAL_PARAMS:
+            return []
+        self.params[name] = value
+        self._stop_if_done()
+        if self.missing() or self._warned:
+            return []
+        self._warned = True
+        return self._surprises()
+
+    def _stop_if_done(self) -> None:
+        if not self.missing() and self.version is not None:
+            self._next_s = None
+
+    def _surprises(self) -> list[str]:
+        out = []
+        override = int(self.params["COM_RC_OVERRIDE"])
+        if not override & 2:
+            out.append(
+                f"COM_RC_OVERRIDE={override}: moving the RC sticks does not take over from "
+                "OFFBOARD (bit 1 clear); a pilot must switch modes"
+            )
+        if int(self.params["COM_RCL_EXCEPT"]) & 4:
+            out.append("COM_RCL_EXCEPT has bit 2 set: RC loss is ignored while in OFFBOARD")
+        action = int(self.params["COM_OBL_RC_ACT"])
+        if action == 0:
+            out.append(
+                "COM_OBL_RC_ACT=0 (Position): without RC PX4 cannot hold position on "
+                "offboard loss and descends until it lands"
+            )
+        elif action in (6, 7):
+            out.append(
+                f"COM_OBL_RC_ACT={action} ({_COM_OBL_RC_ACT_NAMES[action]}): on offboard "
+                "loss PX4 cuts the motors in the air"
+            )
+        return out
+
+    # -- gate ------------------------------------------------------------------------------
+
+    @property
+    def loss_timeout_s(self) -> float | None:
+        value = self.params.get("COM_OF_LOSS_T")
+        return None if value is None else float(value)
+
+    def loss_action_name(self) -> str | None:
+        value = self.params.get("COM_OBL_RC_ACT")
+        if value is None:
+            return None
+        return _COM_OBL_RC_ACT_NAMES.get(int(value), f"unknown({int(value)})")
+
+    def engage_blocker(self, stream_period_s: float) -> tuple[Reason, str] | None:
+        """Why offboard cannot work with this FC, or None."""
+        missing = [n for n in REQUIRED_PARAMS if n not in self.params]
+        if missing:
+            return (
+                Reason.FC_PARAMS_UNKNOWN,
+                f"FC parameters not read yet: {', '.join(missing)}",
+            )
+        if int(self.params["MAV_FWDEXTSP"]) == 0:
+            return (
+                Reason.FWDEXTSP_DISABLED,
+                "MAV_FWDEXTSP=0: PX4 ignores every setpoint from this link; set it to 1",
+            )
+        loss_t = float(self.params["COM_OF_LOSS_T"])
+        if stream_period_s > loss_t / LOSS_TIMEOUT_MARGIN:
+            return (
+                Reason.STREAM_TOO_SLOW,
+                f"stream period {stream_period_s:.3f} s exceeds COM_OF_LOSS_T/"
+                f"{LOSS_TIMEOUT_MARGIN:g} = {loss_t / LOSS_TIMEOUT_MARGIN:.3f} s: "
+                "raise setpoint_rate_hz or COM_OF_LOSS_T",
+            )
+        return None

@@ -1,0 +1,40 @@
+"""The commander lease: a deadline renewed by every accepted command.
+
+When it lapses the commander is presumed gone (hung app, lost network) and the engine
+must stop flying its last setpoint (px4-offboard.md §6: MAVSDK's top complaint). Pure.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+class Lease:
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self._expires_s: float | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._expires_s is not None
+
+    def grant(self, now: float) -> None:
+        """Start (or renew) the lease from `now`."""
+        self._expires_s = now + self.timeout_s
+
+    def renew(self, now: float) -> None:
+        """Renew only a lease that is held: a command never creates one by itself."""
+        if self._expires_s is not None:
+            self._expires_s = now + self.timeout_s
+
+    def end(self) -> None:
+        self._expires_s = None
+
+    def lapsed(self, now: float) -> bool:
+        return self._expires_s is not None and now >= self._expires_s
+
+    def deadline(self) -> float:
+        return math.inf if self._expires_s is None else self._expires_s
+
+    def remaining_s(self, now: float) -> float | None:
+        return None if self._expires_s is None else max(0.0, self._expires_s - now)

@@ -1,0 +1,466 @@
+"""OffboardEngine: the offboard state machine, pure (h11 / aioquic style).
+
+`handle(event, now)` and `poll(now)` return the actions to take; `next_deadline()` says
+when to call `poll` next (the shell's one timer); `snapshot(now)` is the published state.
+No asyncio, no sockets, no logging, no clock reads: time is always the `now` passed in.
+
+Phases (reasons.Phase): IDLE -> WARMUP -> ENGAGING -> [ARMING] -> ACTIVE <-> HOLDING,
+then RELEASING (asking the FC for another mode) -> IDLE / FAILSAFE, or PREEMPTED when
+the FC leaves OFFBOARD unasked. Leaving FAILSAFE / PREEMPTED needs a new engage: the
+engine never takes control back by itself (PX4 would re-enter OFFBOARD as soon as
+setpoints resumed, px4-offboard.md §3). Operator commands are in engine_commands.py.
+"""
+
+from __future__ import annotations
+
+from offboardd.core.actions import (
+    Action,
+    ArmDisarm,
+    Notice,
+    NoticeKind,
+    Reply,
+    RequestMode,
+    SendCompanionHeartbeat,
+    SendSetpoint,
+)
+from offboardd.core.commands import COMMAND_TYPES
+from offboardd.core.diagnosis import diagnose
+from offboardd.core.engine_commands import EngineCommands
+from offboardd.core.engine_state import Handover
+from offboardd.core.events import (
+    FC_MESSAGE_TYPES,
+    MAV_CMD_COMPONENT_ARM_DISARM,
+    MAV_CMD_DO_SET_MODE,
+    AckResult,
+    Event,
+    FcAutopilotVersion,
+    FcCommandAck,
+    FcCurrentMode,
+    FcHeartbeat,
+    FcLinkDown,
+    FcLinkUp,
+    FcMessageEvent,
+    FcParamValue,
+    FcStatusText,
+)
+from offboardd.core.modes import Px4Mode, mode_name
+from offboardd.core.reasons import Phase, Reason
+from offboardd.core.retry import RetryStep
+from offboardd.core.settings import ESCALATION, EngineSettings, LossAction
+from offboardd.core.snapshot import EngineSnapshot
+
+# HEARTBEAT from the companion: 1 Hz by MAVLink convention (§5).
+COMPANION_HEARTBEAT_PERIOD_S = 1.0
+_LEASE_PHASES = frozenset({Phase.WARMUP, Phase.ENGAGING, Phase.ARMING, Phase.ACTIVE})
+
+
+class OffboardEngine(EngineCommands):
+    """`OffboardEngine(settings, now)`; see the module docstring for the contract."""
+
+    def __init__(self, settings: EngineSettings, now: float) -> None:
+        super().__init__(settings, now)
+
+    # -- public entry points -----------------------------------------------------------------
+
+    def handle(self, event: Event, now: float) -> list[Action]:
+        """Feed one event; timers due up to `now` are processed first."""
+        self._timers(now)
+        if isinstance(event, FcLinkDown):
+            if self.fc_up:
+                self._fc_lost(now, f"link down: {event.detail}" if event.detail else "link down")
+        elif isinstance(event, FcLinkUp):
+            pass  # the FC still has to prove itself with a heartbeat
+        elif isinstance(event, COMMAND_TYPES):
+            self.on_command(event, now)
+        elif isinstance(event, FC_MESSAGE_TYPES):
+            self._on_fc_event(event, now)
+        self._timers(now)
+        return self._take()
+
+    def poll(self, now: float) -> list[Action]:
+        """The timer entry: call at (or after) `next_deadline()`."""
+        self._timers(now)
+        return self._take()
+
+    def next_deadline(self) -> float:
+        """When `poll` must next run (math.inf: nothing scheduled)."""
+        times = [self.stream.next_deadline(), self.checks.deadline()]
+        if self.fc_up and self.vehicle.last_heartbeat_s is not None:
+            times.append(self.vehicle.last_heartbeat_s + self.settings.fc_timeout_s)
+        if self.vehicle.target is not None and self.fc_up:
+            times.append(self._next_companion_hb_s)
+        if self.phase in _LEASE_PHASES:
+            times.append(self.lease.deadline())
+        if self.phase is Phase.WARMUP and self._warmup_end_s is not None:
+            times.append(self._warmup_end_s)
+        if self.phase is Phase.ENGAGING:
+            times.append(self._mode_try.deadline())
+        if self.phase is Phase.ARMING:
+            times.append(self._arm_try.deadline())
+        if self.phase is Phase.HOLDING and self._hold_end_s is not None:
+            times.append(self._hold_end_s)
+        if self._handover is not None:
+            times.append(self._handover.retrier.deadline())
+        if self._pending_arm is not None:
+            times.append(self._pending_arm.deadline_s)
+        return min(times)
+
+    def snapshot(self, now: float) -> EngineSnapshot:
+        v, s, p = self.vehicle, self.stream, self.checks.params
+        fwd = p.get("MAV_FWDEXTSP")
+        return EngineSnapshot(
+            phase=self.phase.value,
+            reason=None if self.reason is None else self.reason.value,
+            fc_link="up" if self.fc_up else ("lost" if self._fc_ever_seen else "unknown"),
+            fc_system_id=None if v.target is None else v.target.system_id,
+            fc_is_px4=None if v.autopilot is None else v.is_px4,
+            fc_heartbeat_age_s=v.heartbeat_age_s(now),
+            fc_mode=mode_name(v.custom_mode),
+            fc_custom_mode=v.custom_mode,
+            armed=v.armed,
+            landed_state=v.landed_state.name.lower(),
+            in_control=v.in_control(),
+            lease_remaining_s=self.lease.remaining_s(now),
+            estimates=v.estimates(now),
+            streaming=s.running,
+            setpoint_kind=None if self.setpoint is None else self.setpoint.kind.value,
+            stream_rate_hz=s.achieved_rate_hz(now),
+            stream_worst_gap_s=s.worst_gap_s,
+            missed_ticks=s.missed_ticks,
+            setpoints_sent=s.sends,
+            hold_remaining_s=(
+                None if self._hold_end_s is None else max(0.0, self._hold_end_s - now)
+            ),
+            com_of_loss_t_s=self.checks.loss_timeout_s,
+            com_obl_rc_act=self.checks.loss_action_name(),
+            mav_fwdextsp=None if fwd is None else int(fwd),
+            warnings=tuple(self.warnings),
+        )
+
+    # -- FC events ---------------------------------------------------------------------------
+
+    def _on_fc_event(self, event: FcMessageEvent, now: float) -> None:
+        v = self.vehicle
+        if not v.accepts(event):
+            return
+        armed_before = v.armed
+        rebooted = v.fold(event, now)
+        if isinstance(event, FcHeartbeat) and not self.fc_up:
+            self._fc_appeared(now)
+        if rebooted:
+            self._fc_rebooted(now)
+            return
+        if isinstance(event, FcHeartbeat | FcCurrentMode):
+            self._on_fc_state(now, armed_before)
+        elif isinstance(event, FcCommandAck):
+            self._on_ack(event, now)
+        elif isinstance(event, FcParamValue):
+            self._warn(self.checks.on_param(event.name, event.value))
+        elif isinstance(event, FcAutopilotVersion):
+            self._warn(self.checks.on_version(event))
+        elif isinstance(event, FcStatusText):
+            self.emit(
+                Notice(NoticeKind.FC_STATUSTEXT, event.text, self.phase, severity=event.severity)
+            )
+
+    def _fc_appeared(self, now: float) -> None:
+        v = self.vehicle
+        assert v.target is not None
+        self.fc_up = True
+        self._fc_ever_seen = True
+        self._next_companion_hb_s = now
+        self.checks.start(now)
+        who = "PX4" if v.is_px4 else f"autopilot {v.autopilot} (not PX4)"
+        self.emit(
+            Notice(
+                NoticeKind.FC_LINK,
+                f"FC up: {who}, system {v.target.system_id} component {v.target.component_id}",
+                self.phase,
+            )
+        )
+        if not v.is_px4:
+            self._warn([f"autopilot type {v.autopilot} is not PX4: engage will be refused"])
+
+    def _fc_lost(self, now: float, detail: str) -> None:
+        self.fc_up = False
+        self.checks.stop()
+        self.vehicle.forget_estimates()
+        self.vehicle.target = None
+        self.emit(Notice(NoticeKind.FC_LINK, f"FC lost ({detail})", self.phase))
+        self._abandon(Reason.FC_LINK_LOST, f"FC lost ({detail}); stopped streaming", now)
+
+    def _fc_rebooted(self, now: float) -> None:
+        self.vehicle.forget_estimates()
+        self.checks.start(now)
+        self.emit(Notice(NoticeKind.FC_LINK, "FC rebooted: re-reading its parameters", self.phase))
+        self._abandon(Reason.FC_REBOOTED, "FC rebooted; stopped streaming", now)
+
+    def _abandon(self, reason: Reason, message: str, now: float) -> None:
+        """Stop whatever we were doing with the vehicle; FAILSAFE if we were flying it."""
+        was_streaming = self.stream.running
+        self._fail_pending(reason, message)
+        if was_streaming or self.phase is Phase.RELEASING:
+            self.stop_stream()
+            self.enter(Phase.FAILSAFE, reason, message)
+
+    def _on_fc_state(self, now: float, armed_before: bool) -> None:
+        """A HEARTBEAT or CURRENT_MODE: confirm what we asked for, or notice a takeover."""
+        v, phase = self.vehicle, self.phase
+        disarm_expected = self._disarm_expected()
+        pending = self._pending_arm
+        if pending is not None and v.armed == pending.arm:
+            self._pending_arm = None
+            self.emit(Reply.success(pending.command_id, "armed" if pending.arm else "disarmed"))
+        if phase in (Phase.WARMUP, Phase.ENGAGING):
+            if v.custom_mode not in (self._mode_at_engage, Px4Mode.OFFBOARD.custom_mode):
+                self.preempt(
+                    Reason.PREEMPTED_MODE,
+                    f"FC switched to {mode_name(v.custom_mode)} during the engage",
+                )
+            elif phase is Phase.ENGAGING and v.in_offboard:
+                self._offboard_confirmed(now)
+        elif phase in (Phase.ARMING, Phase.ACTIVE, Phase.HOLDING):
+            if not v.in_offboard:
+                self.preempt(
+                    Reason.PREEMPTED_MODE,
+                    f"FC left OFFBOARD for {mode_name(v.custom_mode)} without being asked",
+                )
+            elif phase is Phase.ARMING and v.armed:
+                self._engaged(now, "engaged in OFFBOARD and armed")
+            elif armed_before and not v.armed and not disarm_expected:
+                self.preempt(Reason.PREEMPTED_DISARMED, "FC disarmed without being asked")
+        elif phase is Phase.RELEASING and self._handover is not None:
+            self._handover_progress(now)
+
+    def _disarm_expected(self) -> bool:
+        return self._pending_arm is not None and not self._pending_arm.arm
+
+    def _on_ack(self, ack: FcCommandAck, now: float) -> None:
+        if ack.result in (AckResult.ACCEPTED, AckResult.IN_PROGRESS):
+            return  # never trust an ACK alone: PX4 v1.16 sends ACCEPTED first (§4)
+        self._last_ack = ack.result
+        if ack.command == MAV_CMD_DO_SET_MODE:
+            if self.phase is Phase.ENGAGING:
+                self._mode_try.refused(now)
+            elif self._handover is not None:
+                self._handover.retrier.refused(now)
+        elif ack.command == MAV_CMD_COMPONENT_ARM_DISARM:
+            if self.phase is Phase.ARMING:
+                self._arm_try.refused(now)
+            pending = self._pending_arm
+            if pending is not None:
+                self._pending_arm = None
+                reason = Reason.ARM_REFUSED if pending.arm else Reason.DISARM_REFUSED
+                self.emit(Reply.failure(pending.command_id, reason, self._diagnosis(now)))
+
+    def _diagnosis(self, now: float) -> str:
+        return diagnose(
+            self.vehicle,
+            self.stream,
+            self.setpoint,
+            last_ack=self._last_ack,
+            now=now,
+            stale_after_s=3 * self.settings.stream_period_s,
+        )
+
+    # -- engage ------------------------------------------------------------------------------
+
+    def _warmup_done(self, now: float) -> None:
+        self._warmup_end_s = None
+        sp = self.setpoint
+        if sp is not None and not self.vehicle.estimate_valid(sp.estimate, now):
+            self.fail_engage(
+                Reason.ESTIMATE_MISSING,
+                f"the {sp.estimate.value} estimate became invalid during the warm-up",
+            )
+            return
+        if self.vehicle.in_offboard:
+            # PX4 may re-enter OFFBOARD by itself once setpoints flow (§3).
+            self._offboard_confirmed(now)
+            return
+        self.enter(Phase.ENGAGING, None, "warm-up done; requesting OFFBOARD")
+        self._mode_try = self.new_mode_retrier()
+        self._mode_try.begin(now)
+        self._last_ack = None
+
+    def _offboard_confirmed(self, now: float) -> None:
+        if self._engage_arm and not self.vehicle.armed:
+            self.enter(Phase.ARMING, None, "FC reports OFFBOARD; arming")
+            self._arm_try = self.new_arm_retrier()
+            self._arm_try.begin(now)
+            self._last_ack = None
+        else:
+            self._engaged(now, "engaged: FC reports OFFBOARD")
+
+    def _engaged(self, now: float, message: str) -> None:
+        self.enter(Phase.ACTIVE, Reason.ENGAGED, message)
+        if self._engage_id is not None:
+            self.emit(Reply.success(self._engage_id, message, Reason.ENGAGED))
+            self._engage_id = None
+
+    # -- timers ------------------------------------------------------------------------------
+
+    def _timers(self, now: float) -> None:
+        v = self.vehicle
+        hb_age = v.heartbeat_age_s(now)
+        if self.fc_up and hb_age is not None and hb_age >= self.settings.fc_timeout_s:
+            self._fc_lost(now, f"no HEARTBEAT for {self.settings.fc_timeout_s:g} s")
+        if self.fc_up and v.target is not None:
+            actions, warnings = self.checks.poll(now, v.target)
+            self.out.extend(actions)
+            self._warn(warnings)
+            if now >= self._next_companion_hb_s:
+                self.emit(
+                    SendCompanionHeartbeat(v.target.system_id, self.settings.companion_component_id)
+                )
+                self._next_companion_hb_s += COMPANION_HEARTBEAT_PERIOD_S
+                if self._next_companion_hb_s <= now:  # woke very late: don't burst
+                    self._next_companion_hb_s = now + COMPANION_HEARTBEAT_PERIOD_S
+        if self.phase in _LEASE_PHASES and self.lease.lapsed(now):
+            self._lease_lapsed(now)
+        warmup_end = self._warmup_end_s
+        if self.phase is Phase.WARMUP and warmup_end is not None and now >= warmup_end:
+            self._warmup_done(now)
+        if self.phase is Phase.ENGAGING:
+            self._step_engage_mode(now)
+        if self.phase is Phase.ARMING:
+            self._step_arm(now)
+        hold_end = self._hold_end_s
+        if self.phase is Phase.HOLDING and hold_end is not None and now >= hold_end:
+            self._hold_end_s = None
+            self._loss_action(now, f"held for {self.settings.hold_s:g} s")
+        if self._handover is not None:
+            self._handover_progress(now)
+        pending = self._pending_arm
+        if pending is not None and now >= pending.deadline_s:
+            self._pending_arm = None
+            reason = Reason.ARM_TIMEOUT if pending.arm else Reason.DISARM_TIMEOUT
+            self.emit(Reply.failure(pending.command_id, reason, self._diagnosis(now)))
+        if self.stream.tick_due(now) and self.setpoint is not None and v.target is not None:
+            self.emit(SendSetpoint(v.target, self.setpoint))
+            self.stream.record_send(now)
+
+    def _step_engage_mode(self, now: float) -> None:
+        step = self._mode_try.poll(now)
+        target = self.vehicle.target
+        if step is RetryStep.SEND and target is not None:
+            self.emit(RequestMode(target, Px4Mode.OFFBOARD))
+        elif step is RetryStep.EXHAUSTED:
+            refused = self._mode_try.last_refused
+            self.fail_engage(
+                Reason.MODE_REFUSED if refused else Reason.MODE_TIMEOUT,
+                f"OFFBOARD not confirmed after {self._mode_try.attempts} attempts: "
+                + self._diagnosis(now),
+            )
+
+    def _step_arm(self, now: float) -> None:
+        step = self._arm_try.poll(now)
+        target = self.vehicle.target
+        if step is RetryStep.SEND and target is not None:
+            self.emit(ArmDisarm(target, arm=True))
+        elif step is RetryStep.EXHAUSTED:
+            refused = self._arm_try.last_refused
+            self.fail_engage(
+                Reason.ARM_REFUSED if refused else Reason.ARM_TIMEOUT,
+                f"arming not confirmed after {self._arm_try.attempts} attempts: "
+                + self._diagnosis(now),
+            )
+
+    # -- lease, hold, loss action ------------------------------------------------------------
+
+    def _lease_lapsed(self, now: float) -> None:
+        self.lease.end()
+        if self.phase is not Phase.ACTIVE:
+            # Never request OFFBOARD or arm for a commander that has vanished.
+            self.fail_engage(Reason.LEASE_LAPSED, "commander lease lapsed during the engage")
+            return
+        hold = self.vehicle.hold_setpoint(now)
+        if hold is None or self.settings.hold_s <= 0:
+            self._loss_action(now, "commander lease lapsed; no position estimate to hold on")
+            return
+        self.send_now(hold, now)
+        self._hold_end_s = now + self.settings.hold_s
+        self.enter(
+            Phase.HOLDING,
+            Reason.LEASE_LAPSED,
+            f"commander lease lapsed; holding position for {self.settings.hold_s:g} s",
+        )
+        self.emit(Notice(NoticeKind.FAILSAFE, "holding position", self.phase, Reason.LEASE_LAPSED))
+
+    def _loss_action(self, now: float, why: str) -> None:
+        action = self.settings.command_loss_action
+        if action is LossAction.PX4:
+            self.stop_stream()
+            message = (
+                f"{why}; stopped streaming: PX4's offboard-loss action "
+                f"({self.checks.loss_action_name() or 'COM_OBL_RC_ACT'}) follows"
+            )
+            self.enter(Phase.FAILSAFE, Reason.LOSS_ACTION, message)
+            self.emit(Notice(NoticeKind.FAILSAFE, message, self.phase, Reason.LOSS_ACTION))
+            return
+        self.emit(
+            Notice(
+                NoticeKind.FAILSAFE,
+                f"{why}; commander loss action: {action.value}",
+                self.phase,
+                Reason.LOSS_ACTION,
+            )
+        )
+        self.start_handover(ESCALATION[action.value], None, Phase.FAILSAFE, Reason.LOSS_ACTION, now)
+
+    # -- handover (release, hold/land/rtl, loss action) --------------------------------------
+
+    def _handover_progress(self, now: float) -> None:
+        h, v = self._handover, self.vehicle
+        if h is None:
+            return
+        if v.mode is h.target_mode:
+            self._handover = None
+            self.stop_stream()
+            message = f"FC reports {h.target_mode.label}" + (
+                f" (after escalating from {h.chain[0].label})" if h.index else ""
+            )
+            self.enter(h.success_phase, h.success_reason, message)
+            if h.command_id is not None:
+                self.emit(Reply.success(h.command_id, message, h.success_reason))
+            return
+        allowed = {h.start_custom_mode, Px4Mode.OFFBOARD.custom_mode}
+        allowed.update(m.custom_mode for m in h.chain)
+        if h.streaming and v.custom_mode is not None and v.custom_mode not in allowed:
+            self.preempt(
+                Reason.PREEMPTED_MODE,
+                f"FC switched to {mode_name(v.custom_mode)} during the handover",
+            )
+            return
+        step = h.retrier.poll(now)
+        if step is RetryStep.SEND and v.target is not None:
+            self.emit(RequestMode(v.target, h.target_mode))
+        elif step is RetryStep.EXHAUSTED:
+            self._escalate(h, now)
+
+    def _escalate(self, h: Handover, now: float) -> None:
+        refused = h.target_mode
+        if h.index + 1 < len(h.chain):
+            h.index += 1
+            h.retrier = self.new_mode_retrier()
+            h.retrier.begin(now)
+            self.emit(
+                Notice(
+                    NoticeKind.FAILSAFE,
+                    f"FC refused {refused.label}; escalating to {h.target_mode.label}",
+                    self.phase,
+                    Reason.ESCALATED,
+                )
+            )
+            self._handover_progress(now)
+            return
+        self._handover = None
+        message = (
+            f"FC refused {refused.label} and every fallback; stopped streaming, PX4's "
+            f"offboard-loss action follows: {self._diagnosis(now)}"
+        )
+        self.stop_stream()
+        self.enter(Phase.FAILSAFE, Reason.ESCALATED, message)
+        self.emit(Notice(NoticeKind.FAILSAFE, message, self.phase, Reason.ESCALATED))
+        if h.command_id is not None:
+            self.emit(Reply.failure(h.command_id, Reason.MODE_REFUSED, message))

@@ -1,0 +1,42 @@
+"""EngineSnapshot: the engine's state as the MQTT layer publishes it (retained `state`).
+
+Frozen and JSON-friendly (`as_dict`): plain str / float / int / bool / None values,
+durations in seconds, names from the public enums. Built by OffboardEngine.snapshot().
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class EngineSnapshot:
+    phase: str
+    reason: str | None
+    fc_link: str  # "unknown" (never heard), "up", "lost"
+    fc_system_id: int | None
+    fc_is_px4: bool | None
+    fc_heartbeat_age_s: float | None
+    fc_mode: str
+    fc_custom_mode: int | None
+    armed: bool
+    landed_state: str
+    in_control: bool  # OFFBOARD, armed and not on the ground, all at once
+    lease_remaining_s: float | None
+    estimates: dict[str, bool]
+    streaming: bool
+    setpoint_kind: str | None
+    stream_rate_hz: float
+    stream_worst_gap_s: float
+    missed_ticks: int
+    setpoints_sent: int
+    hold_remaining_s: float | None
+    com_of_loss_t_s: float | None
+    com_obl_rc_act: str | None
+    mav_fwdextsp: int | None
+    warnings: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, object]:
+        out = asdict(self)
+        out["warnings"] = list(self.warnings)
+        return out

@@ -1,0 +1,181 @@
+"""VehicleState: what we know about the flight controller, folded from its events.
+
+Staleness is judged with the `now` the caller passes; nothing here reads a clock. It
+owns estimate validity (px4-offboard.md §1: LOCAL_POSITION_NED fresh, and the
+ESTIMATOR_STATUS flags agreeing when that message arrives) and "in control" (mode,
+armed and landed state together, §3). It does not decide anything: offboard.py does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from offboardd.core.actions import Target
+from offboardd.core.events import (
+    MAV_AUTOPILOT_INVALID,
+    MAV_AUTOPILOT_PX4,
+    FcAttitude,
+    FcCurrentMode,
+    FcEstimatorStatus,
+    FcExtendedSysState,
+    FcGlobalPosition,
+    FcHeartbeat,
+    FcLocalPosition,
+    FcMessageEvent,
+    LandedState,
+)
+from offboardd.core.modes import Px4Mode, mode_from_custom
+from offboardd.core.setpoints import EstimateNeed, PositionVelocityNed
+from offboardd.errors import SetpointError
+
+# ESTIMATOR_STATUS_FLAGS (common.xml) that must be set for each estimate to count.
+_VEL_HORIZ, _VEL_VERT = 2, 4
+_POS_HORIZ_REL, _POS_HORIZ_ABS, _POS_VERT_ABS = 8, 16, 32
+_NEEDED_FLAGS = {
+    EstimateNeed.LOCAL_POSITION: _POS_HORIZ_REL | _POS_VERT_ABS,
+    EstimateNeed.LOCAL_VELOCITY: _VEL_HORIZ | _VEL_VERT,
+    EstimateNeed.GLOBAL_POSITION: _POS_HORIZ_ABS | _POS_VERT_ABS,
+}
+# ESTIMATOR_STATUS is slow or absent on trimmed links: only a recent one may veto.
+_ESTIMATOR_STATUS_FRESH_S = 3.0
+# time_boot_ms going back by more than this means the FC rebooted (not reordering).
+_REBOOT_BACKSTEP_MS = 2000
+
+
+@dataclass
+class _Stamped:
+    received_s: float = -1.0e18
+
+
+class VehicleState:
+    def __init__(self, estimate_timeout_s: float) -> None:
+        self.estimate_timeout_s = estimate_timeout_s
+        self.target: Target | None = None  # the autopilot we follow (first one heard)
+        self.autopilot: int | None = None
+        self.custom_mode: int | None = None  # latest of HEARTBEAT / CURRENT_MODE
+        self.intended_custom_mode: int | None = None
+        self.armed = False
+        self.landed_state = LandedState.UNDEFINED
+        self.last_heartbeat_s: float | None = None
+        self.local_position: FcLocalPosition | None = None
+        self.global_position: FcGlobalPosition | None = None
+        self.attitude: FcAttitude | None = None
+        self.estimator_flags: int | None = None
+        self._local_s = _Stamped()
+        self._global_s = _Stamped()
+        self._flags_s = _Stamped()
+        self._boot_ms: int | None = None
+
+    # -- folding ---------------------------------------------------------------------------
+
+    def accepts(self, event: FcMessageEvent) -> bool:
+        """Is this event from our autopilot? A first autopilot heartbeat adopts its sender;
+        GCS and companion heartbeats (autopilot INVALID) never count."""
+        if isinstance(event, FcHeartbeat):
+            if event.autopilot == MAV_AUTOPILOT_INVALID:
+                return False
+            if self.target is None:
+                self.target = Target(event.source_system, event.source_component)
+            return (event.source_system, event.source_component) == (
+                self.target.system_id,
+                self.target.component_id,
+            )
+        return self.target is not None and event.source_system == self.target.system_id
+
+    def fold(self, event: FcMessageEvent, now: float) -> bool:
+        """Update from an accepted event; True if it shows the FC rebooted."""
+        if isinstance(event, FcHeartbeat):
+            self.autopilot = event.autopilot
+            self.custom_mode = event.custom_mode
+            self.armed = event.armed
+            self.last_heartbeat_s = now
+        elif isinstance(event, FcCurrentMode):
+            self.custom_mode = event.custom_mode
+            self.intended_custom_mode = event.intended_custom_mode
+        elif isinstance(event, FcExtendedSysState):
+            try:
+                self.landed_state = LandedState(event.landed_state)
+            except ValueError:
+                self.landed_state = LandedState.UNDEFINED
+        elif isinstance(event, FcLocalPosition):
+            self.local_position, self._local_s.received_s = event, now
+            return self._boot_time(event.time_boot_ms)
+        elif isinstance(event, FcGlobalPosition):
+            self.global_position, self._global_s.received_s = event, now
+            return self._boot_time(event.time_boot_ms)
+        elif isinstance(event, FcAttitude):
+            self.attitude = event
+            return self._boot_time(event.time_boot_ms)
+        elif isinstance(event, FcEstimatorStatus):
+            self.estimator_flags, self._flags_s.received_s = event.flags, now
+        return False
+
+    def _boot_time(self, time_boot_ms: int) -> bool:
+        previous, self._boot_ms = self._boot_ms, time_boot_ms
+        return previous is not None and time_boot_ms < previous - _REBOOT_BACKSTEP_MS
+
+    def forget_estimates(self) -> None:
+        """After a reboot or link loss, nothing we knew about the estimate holds."""
+        self.local_position = self.global_position = self.attitude = None
+        self.estimator_flags = None
+        self._local_s, self._global_s, self._flags_s = _Stamped(), _Stamped(), _Stamped()
+        self._boot_ms = None
+
+    # -- judgements ------------------------------------------------------------------------
+
+    @property
+    def is_px4(self) -> bool:
+        return self.autopilot == MAV_AUTOPILOT_PX4
+
+    @property
+    def mode(self) -> Px4Mode | None:
+        return None if self.custom_mode is None else mode_from_custom(self.custom_mode)
+
+    @property
+    def in_offboard(self) -> bool:
+        return self.mode is Px4Mode.OFFBOARD
+
+    def heartbeat_age_s(self, now: float) -> float | None:
+        return None if self.last_heartbeat_s is None else now - self.last_heartbeat_s
+
+    def in_control(self) -> bool:
+        """Flying under offboard: OFFBOARD *and* armed *and* not on the ground. PX4 reports
+        OFFBOARD again while disarmed on the ground after an AUTO.LAND (§3)."""
+        return self.in_offboard and self.armed and self.landed_state != LandedState.ON_GROUND
+
+    def estimate_valid(self, need: EstimateNeed, now: float) -> bool:
+        if need is EstimateNeed.NONE:
+            return True
+        stamp = self._global_s if need is EstimateNeed.GLOBAL_POSITION else self._local_s
+        if now - stamp.received_s > self.estimate_timeout_s:
+            return False
+        if self.estimator_flags is not None and (
+            now - self._flags_s.received_s <= _ESTIMATOR_STATUS_FRESH_S
+        ):
+            needed = _NEEDED_FLAGS[need]
+            return self.estimator_flags & needed == needed
+        return True
+
+    def estimates(self, now: float) -> dict[str, bool]:
+        return {
+            need.value: self.estimate_valid(need, now)
+            for need in EstimateNeed
+            if need is not EstimateNeed.NONE
+        }
+
+    def hold_setpoint(self, now: float) -> PositionVelocityNed | None:
+        """Stay where the vehicle is, at zero velocity, facing where it faces; None without
+        a valid local position (then no "here" can be flown)."""
+        pos = self.local_position
+        if pos is None or not self.estimate_valid(EstimateNeed.LOCAL_POSITION, now):
+            return None
+        yaw = self.attitude.yaw_rad if self.attitude is not None else None
+        if yaw is not None and not math.isfinite(yaw):
+            yaw = None
+        try:
+            return PositionVelocityNed(
+                pos.north_m, pos.east_m, pos.down_m, 0.0, 0.0, 0.0, yaw_rad=yaw
+            )
+        except SetpointError:  # a NaN in telemetry: no flyable "here"
+            return None

@@ -1,0 +1,226 @@
+"""A tiny aioquic-style test bench for the pure engine: float time stepped by hand.
+
+`Bench.step(dt)` advances `now` to every engine deadline, scheduled event and periodic
+telemetry in order (no sleeps), recording every action with its time. A fake FC keeps
+mode / armed / landed state and, while `fc_alive`, sends HEARTBEAT at 1 Hz and
+LOCAL_POSITION_NED at 10 Hz; a fake commander sends lease heartbeats while
+`commander_alive`. FC answers to requests are scheduled by the tests (or by `auto_fc`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from offboardd.core.actions import (
+    Action,
+    ArmDisarm,
+    Notice,
+    NoticeKind,
+    Reply,
+    RequestMode,
+    RequestParams,
+    SendSetpoint,
+)
+from offboardd.core.commands import CommanderHeartbeat, Engage
+from offboardd.core.events import (
+    MAV_AUTOPILOT_PX4,
+    MAV_CMD_COMPONENT_ARM_DISARM,
+    MAV_CMD_DO_SET_MODE,
+    AckResult,
+    Event,
+    FcAutopilotVersion,
+    FcCommandAck,
+    FcCurrentMode,
+    FcHeartbeat,
+    FcLocalPosition,
+    FcParamValue,
+)
+from offboardd.core.modes import Px4Mode
+from offboardd.core.offboard import OffboardEngine
+from offboardd.core.reasons import Phase, Reason
+from offboardd.core.setpoints import Setpoint
+from offboardd.core.settings import EngineSettings
+
+A = TypeVar("A", bound=Action)
+
+FC = {"source_system": 1, "source_component": 1}
+PX4_PARAMS: dict[str, int | float] = {
+    "COM_OF_LOSS_T": 1.0,
+    "COM_OBL_RC_ACT": 5,
+    "MAV_FWDEXTSP": 1,
+    "COM_RC_OVERRIDE": 1,
+    "COM_RCL_EXCEPT": 0,
+}
+
+
+@dataclass
+class FakeFc:
+    custom_mode: int = Px4Mode.POSCTL.custom_mode
+    armed: bool = False
+    autopilot: int = MAV_AUTOPILOT_PX4
+    north_m: float = 0.0
+    east_m: float = 0.0
+    down_m: float = -5.0
+    boot_ms: int = 10_000
+    params: dict[str, int | float] = field(default_factory=lambda: dict(PX4_PARAMS))
+
+    def heartbeat(self) -> FcHeartbeat:
+        base_mode = 1 | (128 if self.armed else 0)
+        return FcHeartbeat(self.autopilot, 2, base_mode, self.custom_mode, 4, **FC)
+
+    def position(self) -> FcLocalPosition:
+        return FcLocalPosition(self.boot_ms, self.north_m, self.east_m, self.down_m, 0, 0, 0, **FC)
+
+
+class Bench:
+    def __init__(self, settings: EngineSettings | None = None, now: float = 100.0) -> None:
+        self.now = now
+        self.settings = settings or EngineSettings()
+        self.engine = OffboardEngine(self.settings, now)
+        self.fc = FakeFc()
+        self.fc_alive = True
+        self.position_alive = True
+        self.commander_alive = False
+        self.commander_period_s = 0.25
+        self.log: list[tuple[float, Action]] = []
+        self.hooks: list[Callable[[Action], None]] = []
+        self._queue: list[tuple[float, int, Event | Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self._next_hb = now
+        self._next_pos = now
+        self._next_cmd_hb = now
+
+    # -- feeding -----------------------------------------------------------------------------
+
+    def feed(self, event: Event) -> list[Action]:
+        actions = self.engine.handle(event, self.now)
+        self._record(actions)
+        return actions
+
+    def later(self, delay_s: float, event: Event | Callable[[], None]) -> None:
+        heapq.heappush(self._queue, (self.now + delay_s, next(self._seq), event))
+
+    def _record(self, actions: list[Action]) -> None:
+        for a in actions:
+            self.log.append((self.now, a))
+            for hook in list(self.hooks):
+                hook(a)
+
+    def step(self, dt: float) -> None:
+        end = self.now + dt
+        for _ in range(1_000_000):
+            periodic = min(self._next_hb, self._next_pos, self._next_cmd_hb)
+            queued = self._queue[0][0] if self._queue else float("inf")
+            t = min(self.engine.next_deadline(), periodic, queued, end)
+            self.now = max(self.now, t)
+            if self._queue and self._queue[0][0] <= self.now:
+                _, _, item = heapq.heappop(self._queue)
+                if callable(item):
+                    item()
+                else:
+                    self.feed(item)
+                continue
+            if self._next_hb <= self.now:
+                self._next_hb = self.now + 1.0
+                if self.fc_alive:
+                    self.feed(self.fc.heartbeat())
+                continue
+            if self._next_pos <= self.now:
+                self._next_pos = self.now + 0.1
+                self.fc.boot_ms += 100
+                if self.fc_alive and self.position_alive:
+                    self.feed(self.fc.position())
+                continue
+            if self._next_cmd_hb <= self.now:
+                self._next_cmd_hb = self.now + self.commander_period_s
+                if self.commander_alive:
+                    self.feed(CommanderHeartbeat("hb"))
+                continue
+            self._record(self.engine.poll(self.now))
+            if self.now >= end:
+                return
+        raise AssertionError("bench did not reach the end time: engine deadline stuck?")
+
+    # -- the fake FC -------------------------------------------------------------------------
+
+    def set_mode(self, mode: Px4Mode, *, current_mode: bool = True) -> None:
+        """The FC changes mode; reported at once via CURRENT_MODE (else next HEARTBEAT)."""
+        self.fc.custom_mode = mode.custom_mode
+        if current_mode and self.fc_alive:
+            self.feed(FcCurrentMode(mode.custom_mode, mode.custom_mode, **FC))
+
+    def set_armed(self, armed: bool) -> None:
+        """Armed state changes; only the next HEARTBEAT shows it (as on PX4)."""
+        self.fc.armed = armed
+
+    def ack(self, command: int, result: AckResult) -> None:
+        self.feed(FcCommandAck(command, int(result), **FC))
+
+    def connect(self, params: dict[str, int | float] | None = None) -> None:
+        """FC heartbeat, its parameters and version; telemetry flowing."""
+        self.step(0.0)  # first heartbeat and position
+        for name, value in (params or self.fc.params).items():
+            self.feed(FcParamValue(name, value, **FC))
+        self.feed(FcAutopilotVersion(0x010F0200, 0xFFFF, **FC))
+        self.step(0.2)
+
+    def auto_fc(self, mode_delay_s: float = 0.02, arm_delay_s: float = 0.55) -> None:
+        """A well-behaved PX4: accepts every mode and arm request (ACK at once, mode
+        report after `mode_delay_s`, armed in the next heartbeat after `arm_delay_s`)."""
+
+        def hook(a: Action) -> None:
+            if isinstance(a, RequestMode):
+                self.later(0.005, FcCommandAck(MAV_CMD_DO_SET_MODE, 0, **FC))
+                self.later(mode_delay_s, lambda: self.set_mode(a.mode))
+            elif isinstance(a, ArmDisarm):
+                self.later(0.01, FcCommandAck(MAV_CMD_COMPONENT_ARM_DISARM, 0, **FC))
+                self.later(arm_delay_s, lambda: self.set_armed(a.arm))
+
+        self.hooks.append(hook)
+
+    def engage(self, setpoint: Setpoint | None = None, *, arm: bool = False) -> None:
+        """Connect, engage with a live commander and a well-behaved FC, reach ACTIVE."""
+        self.connect()
+        self.commander_alive = True
+        self.auto_fc()
+        self.feed(Engage("engage-1", setpoint, arm=arm))
+        self.step(self.settings.warmup_s + 2.5)
+        assert self.engine.phase is Phase.ACTIVE, self.engine.phase
+        self.hooks.clear()
+
+    # -- reading the log (methods, not attributes, so mypy does not narrow them) ----------
+
+    def phase(self) -> Phase:
+        return self.engine.phase
+
+    def reason(self) -> Reason | None:
+        return self.engine.reason
+
+    # -- ------------------------------------------------------------------
+
+    def actions(self, kind: type[A], since: float = -1e18) -> list[tuple[float, A]]:
+        return [(t, a) for t, a in self.log if isinstance(a, kind) and t >= since]
+
+    def setpoint_times(self, since: float = -1e18) -> list[float]:
+        return [t for t, _ in self.actions(SendSetpoint, since)]
+
+    def mode_requests(self, since: float = -1e18) -> list[tuple[float, Px4Mode]]:
+        return [(t, a.mode) for t, a in self.actions(RequestMode, since)]
+
+    def reply(self, command_id: str) -> Reply:
+        found = [a for _, a in self.log if isinstance(a, Reply) and a.command_id == command_id]
+        assert len(found) == 1, f"expected one reply to {command_id}, got {found}"
+        return found[0]
+
+    def no_reply(self, command_id: str) -> bool:
+        return not any(isinstance(a, Reply) and a.command_id == command_id for _, a in self.log)
+
+    def notices(self, kind: NoticeKind) -> list[Notice]:
+        return [a for _, a in self.log if isinstance(a, Notice) and a.kind is kind]
+
+    def param_requests(self) -> list[RequestParams]:
+        return [a for _, a in self.log if isinstance(a, RequestParams)]

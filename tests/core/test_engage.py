@@ -1,0 +1,216 @@
+"""Engage: warm-up, OFFBOARD confirmed from telemetry only, bounded retries, arming."""
+
+from __future__ import annotations
+
+import pytest
+
+from offboardd.core.actions import ArmDisarm, Reply, SendSetpoint
+from offboardd.core.commands import Engage
+from offboardd.core.events import MAV_CMD_COMPONENT_ARM_DISARM, MAV_CMD_DO_SET_MODE, AckResult
+from offboardd.core.modes import Px4Mode
+from offboardd.core.reasons import Phase, Reason
+from offboardd.core.setpoints import PositionNed, PositionVelocityNed
+from offboardd.core.settings import EngineSettings
+from offboardd.errors import ConfigError, ErrorCode
+
+from .bench import Bench
+
+UP = PositionNed(0, 0, -5)
+OFFBOARD = Px4Mode.OFFBOARD
+
+
+def start(bench: Bench, setpoint: PositionNed | None = UP, arm: bool = False) -> float:
+    bench.connect()
+    bench.commander_alive = True
+    bench.feed(Engage("e", setpoint, arm=arm))
+    return bench.now
+
+
+@pytest.mark.parametrize("warmup_s", [1.0, 1.7])
+def test_offboard_is_requested_only_after_warmup_of_streaming(warmup_s: float) -> None:
+    b = Bench(EngineSettings(warmup_s=warmup_s))
+    t0 = start(b)
+    assert b.phase() is Phase.WARMUP
+    b.step(warmup_s - 0.01)
+    assert b.mode_requests() == []
+    b.step(0.02)
+    ((t_req, mode),) = b.mode_requests()
+    first_setpoint = b.setpoint_times()[0]
+    assert first_setpoint == t0 and mode is OFFBOARD
+    assert t_req - first_setpoint >= warmup_s
+    # it streamed the whole warm-up at the configured rate
+    assert len(b.setpoint_times(since=t0)) >= warmup_s * 20
+
+
+def test_warmup_below_one_second_cannot_be_configured() -> None:
+    with pytest.raises(ConfigError, match="warmup_s"):
+        EngineSettings(warmup_s=0.5)
+
+
+def test_ack_alone_never_confirms_and_late_mode_report_does() -> None:
+    b = Bench()
+    start(b)
+    b.step(1.0)
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.ACCEPTED)
+    b.step(0.75)  # ACCEPTED, yet no CURRENT_MODE: the ACK alone proves nothing
+    assert b.phase() is Phase.ENGAGING and b.no_reply("e")
+    b.set_mode(OFFBOARD, current_mode=False)  # only the next 1 Hz HEARTBEAT will say so
+    b.step(0.5)
+    assert b.phase() is Phase.ACTIVE
+    assert b.reply("e").ok and len(b.mode_requests()) == 1
+
+
+def test_mode_reported_after_the_confirm_timeout_is_retried_then_confirmed() -> None:
+    b = Bench(EngineSettings(mode_confirm_timeout_s=0.5))
+    start(b)
+    b.step(1.0)
+    b.step(0.6)  # timed out: second request
+    assert len(b.mode_requests()) == 2
+    b.set_mode(OFFBOARD)
+    assert b.phase() is Phase.ACTIVE and b.reply("e").ok
+
+
+def test_double_ack_first_accepted_then_rejected_is_a_refusal() -> None:
+    # PX4 v1.16.2 answers DO_SET_MODE twice; the first is always ACCEPTED (§4).
+    b = Bench()
+    start(b)
+    b.step(1.0)
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.ACCEPTED)
+    assert b.phase() is Phase.ENGAGING
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.TEMPORARILY_REJECTED)
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.TEMPORARILY_REJECTED)  # a duplicate counts once
+    assert b.engine._mode_try.refusals == 1
+    b.step(b.settings.retry_backoff_s)
+    assert len(b.mode_requests()) == 2
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.ACCEPTED)
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.ACCEPTED)
+    b.set_mode(OFFBOARD)
+    assert b.phase() is Phase.ACTIVE and b.reply("e").ok
+
+
+def test_retries_exhausted_is_a_coded_failure_with_a_diagnosis() -> None:
+    b = Bench(EngineSettings(mode_retries=2))
+    start(b)
+    b.step(1.0)
+    for _ in range(3):
+        b.ack(MAV_CMD_DO_SET_MODE, AckResult.ACCEPTED)
+        b.ack(MAV_CMD_DO_SET_MODE, AckResult.TEMPORARILY_REJECTED)
+        b.step(b.settings.retry_backoff_s + 0.01)
+    assert len(b.mode_requests()) == 3
+    reply = b.reply("e")
+    assert not reply.ok and reply.code is ErrorCode.FC_REFUSED
+    assert reply.reason is Reason.MODE_REFUSED
+    assert "TEMPORARILY_REJECTED" in reply.message and "stream was fresh" in reply.message
+    assert "local_position estimate" in reply.message
+    assert b.phase() is Phase.IDLE and not b.engine.stream.running
+    t_fail = b.now
+    b.step(3.0)
+    assert b.setpoint_times(since=t_fail + 1e-9) == [] and len(b.mode_requests()) == 3
+
+
+def test_silent_fc_times_out_with_fc_timeout_code() -> None:
+    b = Bench(EngineSettings(mode_retries=1, mode_confirm_timeout_s=0.5))
+    start(b)
+    b.step(3.0)
+    reply = b.reply("e")
+    assert reply.code is ErrorCode.FC_TIMEOUT and reply.reason is Reason.MODE_TIMEOUT
+    assert len(b.mode_requests()) == 2
+
+
+def test_engage_and_arm_confirms_armed_from_heartbeat() -> None:
+    b = Bench()
+    start(b, arm=True)
+    b.auto_fc(arm_delay_s=0.55)
+    b.step(1.1)
+    assert b.phase() is Phase.ARMING
+    (arm,) = [a for _, a in b.actions(ArmDisarm)]
+    assert arm.arm and not arm.force
+    b.step(0.5)
+    assert b.phase() is Phase.ARMING and b.no_reply("e")  # ACK came, heartbeat lags
+    b.step(1.5)
+    assert b.phase() is Phase.ACTIVE and b.reply("e").ok
+
+
+def test_arming_refused_fails_the_engage() -> None:
+    b = Bench(EngineSettings(mode_retries=0))
+    start(b, arm=True)
+    b.step(1.0)
+    b.set_mode(OFFBOARD)
+    assert b.phase() is Phase.ARMING
+    b.ack(MAV_CMD_COMPONENT_ARM_DISARM, AckResult.TEMPORARILY_REJECTED)
+    reply = b.reply("e")
+    assert reply.reason is Reason.ARM_REFUSED and reply.code is ErrorCode.FC_REFUSED
+    assert "vehicle disarmed" in reply.message
+    assert not b.engine.stream.running
+
+
+def test_lease_lost_during_warmup_aborts_without_requesting_offboard() -> None:
+    b = Bench()
+    start(b)
+    b.commander_alive = False
+    b.step(5.0)
+    assert b.mode_requests() == [] and b.actions(ArmDisarm) == []
+    reply = b.reply("e")
+    assert reply.reason is Reason.LEASE_LAPSED and not reply.ok
+    assert b.phase() is Phase.IDLE and not b.engine.stream.running
+
+
+def test_lease_lost_while_engaging_never_arms() -> None:
+    b = Bench()
+    start(b, arm=True)
+    b.step(1.0)
+    assert b.phase() is Phase.ENGAGING
+    b.commander_alive = False
+    b.step(1.2)
+    b.set_mode(OFFBOARD)
+    b.step(2.0)
+    assert b.actions(ArmDisarm) == [] and b.reply("e").reason is Reason.LEASE_LAPSED
+
+
+def test_preemption_during_engage_stops_and_never_retries() -> None:
+    b = Bench()
+    start(b)
+    b.step(1.0)
+    b.set_mode(Px4Mode.AUTO_LOITER)  # a GCS switched mode while we were engaging
+    assert b.phase() is Phase.PREEMPTED
+    assert b.reply("e").reason is Reason.PREEMPTED_MODE
+    t = b.now
+    b.step(5.0)
+    assert b.setpoint_times(since=t + 1e-9) == [] and len(b.mode_requests()) == 1
+
+
+def test_engage_holding_here_uses_the_current_position() -> None:
+    b = Bench()
+    b.fc.north_m, b.fc.east_m, b.fc.down_m = 3.0, -2.0, -10.0
+    start(b, setpoint=None)
+    (_, first), *_ = b.actions(SendSetpoint)
+    sp = first.setpoint
+    assert isinstance(sp, PositionVelocityNed)
+    assert (sp.north_m, sp.east_m, sp.down_m, sp.north_m_s) == (3.0, -2.0, -10.0, 0.0)
+
+
+def test_engage_refused_without_the_estimate_its_setpoint_needs() -> None:
+    b = Bench()
+    b.position_alive = False
+    b.connect()
+    b.step(1.0)
+    b.feed(Engage("e", None))
+    b.feed(Engage("f", UP))
+    for cid in ("e", "f"):
+        assert b.reply(cid).reason is Reason.ESTIMATE_MISSING
+    assert b.phase() is Phase.IDLE and b.actions(SendSetpoint) == []
+
+
+def test_engage_refused_in_a_phase_that_does_not_allow_it() -> None:
+    b = Bench()
+    b.engage(UP)
+    b.feed(Engage("again", UP))
+    reply = b.reply("again")
+    assert reply.code is ErrorCode.COMMAND_NOT_ALLOWED
+    assert "engage" in reply.message and "active" in reply.message
+
+
+def test_replies_are_sent_once_per_engage() -> None:
+    b = Bench()
+    b.engage(UP)
+    assert [a for _, a in b.actions(Reply) if a.command_id == "engage-1"]

@@ -1,0 +1,245 @@
+"""Commander lease, HOLDING, loss action and its escalation; preemption; FC link loss;
+release and the mode commands (which are releases with a reason, not preemptions)."""
+
+from __future__ import annotations
+
+from offboardd.core.actions import ArmDisarm, NoticeKind, SendSetpoint
+from offboardd.core.commands import (
+    CommanderHeartbeat,
+    Disarm,
+    EmergencyStop,
+    Engage,
+    Land,
+    Release,
+    SetSetpoint,
+)
+from offboardd.core.events import MAV_CMD_DO_SET_MODE, AckResult, FcLinkDown
+from offboardd.core.modes import Px4Mode
+from offboardd.core.reasons import Phase, Reason
+from offboardd.core.setpoints import BodyRates, PositionNed, PositionVelocityNed, VelocityNed
+from offboardd.core.settings import EngineSettings, LossAction, ReleaseMode
+from offboardd.errors import ErrorCode
+
+from .bench import Bench
+
+UP = PositionNed(0, 0, -5)
+
+
+def last_setpoint(b: Bench) -> object:
+    return b.actions(SendSetpoint)[-1][1].setpoint
+
+
+def lapse(b: Bench) -> float:
+    """The commander goes silent; return when its lease lapses (at the latest)."""
+    b.commander_alive = False
+    t = b.now
+    b.step(b.settings.command_timeout_s + 0.01)
+    return t
+
+
+def test_lease_lapse_while_active_holds_where_the_vehicle_is() -> None:
+    b = Bench(EngineSettings(hold_s=3.0))
+    b.engage(VelocityNed(1, 0, 0))
+    b.fc.north_m, b.fc.east_m = 12.0, 4.0
+    b.step(0.2)
+    lapse(b)
+    assert b.phase() is Phase.HOLDING and b.reason() is Reason.LEASE_LAPSED
+    hold = last_setpoint(b)
+    assert isinstance(hold, PositionVelocityNed)
+    assert (hold.north_m, hold.east_m, hold.north_m_s, hold.east_m_s) == (12.0, 4.0, 0, 0)
+    assert b.notices(NoticeKind.FAILSAFE)
+
+
+def test_heartbeat_only_during_holding_does_not_resume() -> None:
+    b = Bench(EngineSettings(hold_s=3.0))
+    b.engage(VelocityNed(1, 0, 0))
+    lapse(b)
+    assert b.phase() is Phase.HOLDING
+    b.feed(CommanderHeartbeat("hb-late"))
+    assert b.reply("hb-late").ok
+    b.step(1.0)
+    assert b.phase() is Phase.HOLDING
+    assert isinstance(last_setpoint(b), PositionVelocityNed)  # never the old velocity
+
+
+def test_new_setpoint_resumes_from_holding() -> None:
+    b = Bench(EngineSettings(hold_s=3.0))
+    b.engage(VelocityNed(1, 0, 0))
+    lapse(b)
+    t = b.now
+    b.feed(SetSetpoint("sp", PositionNed(5, 5, -5)))
+    assert b.phase() is Phase.ACTIVE and b.reason() is Reason.RESUMED
+    assert b.reply("sp").ok and last_setpoint(b) == PositionNed(5, 5, -5)
+    assert b.setpoint_times(since=t)[0] == t  # sent at once
+    b.commander_alive = True
+    b.step(5.0)
+    assert b.phase() is Phase.ACTIVE
+
+
+def test_hold_time_over_runs_the_loss_action() -> None:
+    b = Bench(EngineSettings(hold_s=2.0, command_loss_action=LossAction.LAND))
+    b.engage(UP)
+    t_lapse = lapse(b)
+    b.step(2.0)
+    ((t_req, mode),) = b.mode_requests(since=t_lapse)
+    assert mode is Px4Mode.AUTO_LAND and t_req >= t_lapse + 2.0
+    assert b.phase() is Phase.RELEASING
+    assert b.engine.stream.running  # still streaming until PX4 reports the new mode
+    b.set_mode(Px4Mode.AUTO_LAND)
+    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.LOSS_ACTION
+    assert not b.engine.stream.running
+
+
+def test_without_a_position_estimate_the_hold_is_skipped() -> None:
+    b = Bench(EngineSettings(hold_s=5.0, command_loss_action=LossAction.HOLD))
+    b.engage(BodyRates(0, 0, 0, 0.5))
+    b.position_alive = False
+    b.step(1.0)
+    t = lapse(b)
+    assert b.phase() is Phase.RELEASING
+    assert [m for _, m in b.mode_requests(since=t)] == [Px4Mode.AUTO_LOITER]
+
+
+def test_px4_loss_action_just_stops_streaming() -> None:
+    b = Bench(EngineSettings(hold_s=0.5, command_loss_action=LossAction.PX4))
+    b.engage(UP)
+    t = lapse(b)
+    b.step(0.6)
+    assert b.phase() is Phase.FAILSAFE and not b.engine.stream.running
+    assert b.mode_requests(since=t) == []
+    assert any("Hold" in n.message for n in b.notices(NoticeKind.FAILSAFE))
+
+
+def test_refused_loss_action_escalates_hold_land_then_stops() -> None:
+    b = Bench(EngineSettings(hold_s=0.5, mode_retries=1, command_loss_action=LossAction.HOLD))
+    b.engage(UP)
+    t = lapse(b)
+    b.step(0.5)
+    for _ in range(4):  # two attempts at AUTO.LOITER, two at AUTO.LAND, all refused
+        b.ack(MAV_CMD_DO_SET_MODE, AckResult.ACCEPTED)
+        b.ack(MAV_CMD_DO_SET_MODE, AckResult.DENIED)
+        b.step(b.settings.retry_backoff_s + 0.01)
+    modes = [m for _, m in b.mode_requests(since=t)]
+    assert modes == [Px4Mode.AUTO_LOITER] * 2 + [Px4Mode.AUTO_LAND] * 2
+    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.ESCALATED
+    assert not b.engine.stream.running
+    steps = [n for n in b.notices(NoticeKind.FAILSAFE) if n.reason is Reason.ESCALATED]
+    assert len(steps) == 2  # "escalating to AUTO.LAND", then "stopped streaming"
+    assert "AUTO.LAND" in steps[0].message and "stopped streaming" in steps[1].message
+
+
+def test_escalation_stops_at_the_first_mode_the_fc_takes() -> None:
+    b = Bench(EngineSettings(hold_s=0.5, mode_retries=0))
+    b.engage(UP)
+    lapse(b)
+    b.step(0.5)
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.TEMPORARILY_REJECTED)
+    assert b.mode_requests()[-1][1] is Px4Mode.AUTO_LAND
+    b.set_mode(Px4Mode.AUTO_LAND)
+    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.LOSS_ACTION
+
+
+def test_release_requests_release_mode_confirms_then_stops() -> None:
+    b = Bench(EngineSettings(release_mode=ReleaseMode.HOLD))
+    b.engage(UP)
+    t = b.now
+    b.feed(Release("r"))
+    assert b.mode_requests(since=t) == [(t, Px4Mode.AUTO_LOITER)]
+    assert b.no_reply("r") and b.engine.stream.running
+    b.step(0.1)
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    reply = b.reply("r")
+    assert reply.ok and reply.reason is Reason.RELEASED
+    assert b.phase() is Phase.IDLE and not b.engine.stream.running
+    t_done = b.now
+    b.step(3.0)
+    assert b.setpoint_times(since=t_done + 1e-9) == []
+
+
+def test_land_command_is_a_release_with_a_reason_not_a_preemption() -> None:
+    b = Bench()
+    b.engage(UP)
+    b.feed(Land("l"))
+    b.set_mode(Px4Mode.AUTO_LAND)
+    assert b.phase() is Phase.IDLE and b.reason() is Reason.COMMANDED_LAND
+    assert b.reply("l").ok
+
+
+def test_preemption_by_a_pilot_stops_streaming_and_stays_stopped() -> None:
+    b = Bench()
+    b.engage(UP)
+    b.set_mode(Px4Mode.POSCTL)
+    assert b.phase() is Phase.PREEMPTED and b.reason() is Reason.PREEMPTED_MODE
+    t = b.now
+    b.step(5.0)  # the commander keeps sending heartbeats and even setpoints
+    b.feed(SetSetpoint("sp", UP))
+    assert b.reply("sp").code is ErrorCode.COMMAND_NOT_ALLOWED
+    assert b.setpoint_times(since=t + 1e-9) == [] and b.mode_requests(since=t) == []
+    b.feed(Engage("again", UP))  # a new explicit engage is the only way back
+    assert b.phase() is Phase.WARMUP
+
+
+def test_disarm_under_us_is_a_preemption_but_our_own_disarm_is_not() -> None:
+    b = Bench()
+    b.engage(UP, arm=True)
+    b.feed(Disarm("d"))
+    b.set_armed(False)
+    b.step(1.0)
+    assert b.reply("d").ok and b.phase() is Phase.ACTIVE
+    b2 = Bench()
+    b2.engage(UP, arm=True)
+    b2.set_armed(False)
+    b2.step(1.0)
+    assert b2.phase() is Phase.PREEMPTED and b2.reason() is Reason.PREEMPTED_DISARMED
+
+
+def test_fc_link_loss_while_holding_stops_and_never_reengages() -> None:
+    b = Bench(EngineSettings(hold_s=10.0, fc_timeout_s=3.0))
+    b.engage(UP)
+    lapse(b)
+    assert b.phase() is Phase.HOLDING
+    b.fc_alive = False
+    t = b.now
+    b.step(3.5)
+    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.FC_LINK_LOST
+    assert not b.engine.stream.running and b.notices(NoticeKind.FC_LINK)
+    t_lost = b.now
+    assert b.engine.snapshot(b.now).fc_link == "lost"
+    b.fc_alive = True
+    b.step(3.0)
+    assert b.phase() is Phase.FAILSAFE and b.engine.snapshot(b.now).fc_link == "up"
+    assert b.setpoint_times(since=t_lost) == [] and b.mode_requests(since=t) == []
+    assert len(b.param_requests()) >= 2  # parameters re-read on return
+
+
+def test_transport_down_is_fc_loss_at_once() -> None:
+    b = Bench()
+    b.engage(UP)
+    b.feed(FcLinkDown(detail="serial unplugged"))
+    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.FC_LINK_LOST
+
+
+def test_fc_reboot_rereads_parameters_and_stops() -> None:
+    b = Bench()
+    b.engage(UP)
+    before = len(b.param_requests())
+    b.fc.boot_ms = 500  # time_boot_ms went back: the FC rebooted
+    b.step(0.2)
+    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.FC_REBOOTED
+    assert len(b.param_requests()) == before + 1
+    assert b.engine.checks.params == {}
+
+
+def test_emergency_stop_needs_confirmation_then_force_disarms() -> None:
+    b = Bench()
+    b.engage(UP, arm=True)
+    b.feed(EmergencyStop("x"))
+    assert b.reply("x").reason is Reason.CONFIRMATION_MISSING
+    assert b.phase() is Phase.ACTIVE
+    b.feed(EmergencyStop("y", confirm=True))
+    kill = b.actions(ArmDisarm)[-1][1]
+    assert not kill.arm and kill.force
+    assert b.phase() is Phase.FAILSAFE and not b.engine.stream.running
+    b.set_armed(False)
+    b.step(1.0)
+    assert b.reply("y").ok

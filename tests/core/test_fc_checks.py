@@ -1,0 +1,168 @@
+"""Connect checks and the engage gate: PX4 only, MAV_FWDEXTSP, stream rate vs
+COM_OF_LOSS_T, parameter retries, warnings; identity and the published snapshot."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from offboardd.core.actions import (
+    NoticeKind,
+    RequestMessage,
+    RequestParams,
+    SendCompanionHeartbeat,
+    SetMessageInterval,
+    Target,
+)
+from offboardd.core.commands import Arm, Engage, Hold, Release, SetSetpoint
+from offboardd.core.events import (
+    MAV_AUTOPILOT_INVALID,
+    FcHeartbeat,
+    FcLocalPosition,
+)
+from offboardd.core.modes import Px4Mode, mode_from_custom, mode_name
+from offboardd.core.reasons import Phase, Reason
+from offboardd.core.setpoints import PositionNed
+from offboardd.core.settings import EngineSettings
+from offboardd.errors import ConfigError, ErrorCode
+
+from .bench import FC, PX4_PARAMS, Bench
+
+UP = PositionNed(0, 0, -5)
+
+
+def test_not_px4_is_refused_clearly() -> None:
+    b = Bench()
+    b.fc.autopilot = 3  # ArduPilot
+    b.connect()
+    b.feed(Engage("e", UP))
+    reply = b.reply("e")
+    assert reply.code is ErrorCode.FC_NOT_PX4 and "not PX4" in reply.message
+    assert any("not PX4" in n.message for n in b.notices(NoticeKind.WARNING))
+
+
+def test_mav_fwdextsp_zero_is_refused() -> None:
+    b = Bench()
+    b.connect({**PX4_PARAMS, "MAV_FWDEXTSP": 0})
+    b.feed(Engage("e", UP))
+    reply = b.reply("e")
+    assert reply.reason is Reason.FWDEXTSP_DISABLED and "MAV_FWDEXTSP" in reply.message
+
+
+def test_stream_too_slow_for_com_of_loss_t_is_refused() -> None:
+    b = Bench(EngineSettings(setpoint_rate_hz=5.0))  # period 0.2 s
+    b.connect({**PX4_PARAMS, "COM_OF_LOSS_T": 0.5})  # needs <= 0.125 s
+    b.feed(Engage("e", UP))
+    reply = b.reply("e")
+    assert reply.reason is Reason.STREAM_TOO_SLOW and "COM_OF_LOSS_T" in reply.message
+    ok = Bench(EngineSettings(setpoint_rate_hz=5.0))
+    ok.connect({**PX4_PARAMS, "COM_OF_LOSS_T": 0.8})  # 0.2 <= 0.8 / 4
+    ok.commander_alive = True
+    ok.feed(Engage("e", UP))
+    assert ok.phase() is Phase.WARMUP
+
+
+def test_engage_refused_until_parameters_are_read() -> None:
+    b = Bench()
+    b.step(0.0)
+    b.feed(Engage("e", UP))
+    assert b.reply("e").reason is Reason.FC_PARAMS_UNKNOWN
+
+
+def test_engage_refused_before_any_fc() -> None:
+    b = Bench()
+    b.fc_alive = False
+    b.step(0.1)
+    b.feed(Engage("e", UP))
+    assert b.reply("e").reason is Reason.FC_UNKNOWN
+
+
+def test_connect_requests_version_current_mode_and_params_with_bounded_retries() -> None:
+    b = Bench(EngineSettings(param_retries=2, param_retry_s=1.0))
+    b.step(10.0)  # the FC never answers
+    assert len(b.actions(RequestParams)) == 3 and len(b.actions(RequestMessage)) == 3
+    (interval,) = [a for _, a in b.actions(SetMessageInterval)]
+    assert interval.message_id == 436 and interval.interval_us == 500_000
+    warnings = [n.message for n in b.notices(NoticeKind.WARNING)]
+    assert any("COM_OF_LOSS_T could not be read" in w for w in warnings)
+
+
+def test_surprising_settings_are_warned_once() -> None:
+    b = Bench()
+    b.connect({**PX4_PARAMS, "COM_RCL_EXCEPT": 4, "COM_OBL_RC_ACT": 0, "COM_RC_OVERRIDE": 3})
+    warnings = [n.message for n in b.notices(NoticeKind.WARNING)]
+    assert any("RC loss is ignored" in w for w in warnings)
+    assert any("Position" in w for w in warnings)
+    assert not any("COM_RC_OVERRIDE" in w for w in warnings)  # bit 1 set: sticks take over
+    assert b.engine.snapshot(b.now).warnings == tuple(warnings)
+
+
+def test_gcs_and_other_systems_are_ignored() -> None:
+    b = Bench()
+    b.feed(FcHeartbeat(MAV_AUTOPILOT_INVALID, 6, 0, 0, 4, source_system=255, source_component=190))
+    assert b.engine.vehicle.target is None
+    b.connect()
+    b.feed(FcHeartbeat(12, 2, 0, 0, 4, source_system=2, source_component=1))
+    b.feed(FcLocalPosition(1, 99, 99, 99, 0, 0, 0, source_system=2, source_component=1))
+    assert b.engine.vehicle.target == Target(1, 1)
+    assert b.engine.vehicle.local_position.north_m != 99  # type: ignore[union-attr]
+
+
+def test_companion_heartbeat_at_1_hz_with_the_vehicle_sysid() -> None:
+    b = Bench(EngineSettings(companion_component_id=191))
+    b.connect()
+    t = b.now
+    b.step(10.0)
+    hbs = b.actions(SendCompanionHeartbeat, since=t + 1e-9)
+    assert len(hbs) == 10
+    assert {(a.system_id, a.component_id) for _, a in hbs} == {(FC["source_system"], 191)}
+
+
+def test_commands_refused_by_phase_name_phase_and_command() -> None:
+    b = Bench()
+    b.connect()
+    for cmd in (SetSetpoint("s", UP), Release("r")):
+        reply = b.reply(cmd.command_id) if b.feed(cmd) else None
+        assert reply is not None and reply.reason is Reason.PHASE_NOT_ALLOWED
+        assert cmd.kind.value in reply.message and "idle" in reply.message
+    # arm in IDLE is allowed (its reply waits for the heartbeat); hold in IDLE is a
+    # plain mode request, answered once the FC reports the mode
+    b.feed(Arm("a"))
+    assert b.no_reply("a")
+    b.feed(Hold("h"))
+    assert b.mode_requests()[-1][1] is Px4Mode.AUTO_LOITER
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    assert b.reply("h").ok and b.phase() is Phase.IDLE
+
+
+def test_snapshot_is_json_friendly_and_next_deadline_is_in_the_future() -> None:
+    b = Bench()
+    b.engage(UP)
+    snap = b.engine.snapshot(b.now)
+    data = json.loads(json.dumps(snap.as_dict()))
+    assert data["phase"] == "active" and data["fc_mode"] == "OFFBOARD"
+    assert data["com_of_loss_t_s"] == 1.0 and data["com_obl_rc_act"] == "Hold"
+    assert data["estimates"]["local_position"] is True
+    assert 19.0 < data["stream_rate_hz"] < 21.0
+    b.engine.poll(b.now)
+    assert b.now < b.engine.next_deadline() < math.inf
+
+
+def test_settings_are_validated_naming_the_field() -> None:
+    with pytest.raises(ConfigError, match="setpoint_rate_hz"):
+        EngineSettings(setpoint_rate_hz=0)
+    with pytest.raises(ConfigError, match="command_loss_action"):
+        EngineSettings(command_loss_action="explode")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="mode_retries"):
+        EngineSettings(mode_retries=1.5)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="fc_timeout_s"):
+        EngineSettings(fc_timeout_s=math.nan)
+    assert EngineSettings(release_mode="land").release_mode.value == "land"  # type: ignore[arg-type]
+
+
+def test_mode_names() -> None:
+    assert mode_from_custom(Px4Mode.AUTO_LOITER.custom_mode) is Px4Mode.AUTO_LOITER
+    assert mode_name(Px4Mode.AUTO_LOITER.custom_mode) == "AUTO.LOITER"
+    assert mode_name(None) == "unknown" and mode_name(8 << 16) == "main8.sub0"

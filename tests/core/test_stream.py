@@ -1,0 +1,85 @@
+"""Absolute-deadline stream timing: no jitter accumulation, missed ticks counted, no burst."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from offboardd.core.commands import SetSetpoint
+from offboardd.core.setpoints import PositionNed
+from offboardd.core.stream import StreamClock
+
+from .bench import Bench
+
+
+def test_deadlines_are_absolute_so_late_wakeups_do_not_drift() -> None:
+    clock = StreamClock(0.05)
+    clock.start(10.0)
+    rng = random.Random(5)
+    sends = []
+    for k in range(1, 2001):
+        now = 10.0 + k * 0.05 + rng.uniform(0.0, 0.02)  # every wake-up up to 20 ms late
+        assert clock.tick_due(now)
+        clock.record_send(now)
+        sends.append(now)
+    # after 2000 late wake-ups the schedule is still on t0 + k * period
+    assert clock.next_deadline() == pytest.approx(10.0 + 2001 * 0.05)
+    assert clock.missed_ticks == 0
+    assert clock.worst_gap_s < 0.05 + 0.02 + 1e-9
+    assert clock.achieved_rate_hz(sends[-1]) == pytest.approx(20.0, rel=0.02)
+
+
+def test_missed_ticks_are_counted_and_not_burst() -> None:
+    clock = StreamClock(0.05)
+    clock.start(0.0)
+    assert clock.tick_due(0.05)
+    clock.record_send(0.05)
+    # the shell stalls for 0.32 s: deadlines 0.10 .. 0.35 pass (6 of them)
+    assert clock.tick_due(0.37)
+    clock.record_send(0.37)
+    assert not clock.tick_due(0.37)  # one send, not a burst of six
+    assert clock.missed_ticks == 5
+    assert clock.next_deadline() == pytest.approx(0.40)
+    assert clock.worst_gap_s == pytest.approx(0.32)
+
+
+def test_not_due_before_the_deadline() -> None:
+    clock = StreamClock(0.1)
+    clock.start(0.0)
+    assert not clock.tick_due(0.0999)
+    assert clock.tick_due(0.1)
+    assert not clock.tick_due(0.1)
+
+
+def test_engine_sends_a_new_setpoint_at_once_and_keeps_the_schedule() -> None:
+    b = Bench()
+    b.engage(PositionNed(0, 0, -5))
+    clock = b.engine.stream
+    next_before = clock.next_deadline()
+    b.step((next_before - b.now) / 2)  # between two ticks
+    t = b.now
+    b.feed(SetSetpoint("sp", PositionNed(1, 0, -5)))
+    assert b.setpoint_times(since=t) == [t]
+    assert clock.next_deadline() == next_before  # schedule carries on
+    b.step(1.0)
+    times = b.setpoint_times(since=t + 1e-9)
+    assert times[0] == pytest.approx(next_before)
+    assert all(
+        abs((x - clock._t0) / clock.period_s - round((x - clock._t0) / clock.period_s)) < 1e-6  # type: ignore[operator]
+        for x in times
+    )
+
+
+def test_engine_counts_missed_ticks_when_polled_late() -> None:
+    b = Bench()
+    b.engage(PositionNed(0, 0, -5))
+    sent_before = len(b.setpoint_times())
+    missed_before = b.engine.stream.missed_ticks
+    b.now += 0.5  # the shell was stuck for half a second
+    b.log.extend((b.now, a) for a in b.engine.poll(b.now))
+    assert len(b.setpoint_times()) == sent_before + 1
+    assert b.engine.stream.missed_ticks >= missed_before + 9
+    snap = b.engine.snapshot(b.now)
+    assert snap.missed_ticks == b.engine.stream.missed_ticks
+    assert snap.stream_worst_gap_s >= 0.5
