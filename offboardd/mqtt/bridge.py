@@ -325,7 +325,12 @@ class MqttBridge:
             self._refuse(channel, route, decoded)
             return
         route = self._route(channel, properties, command_id=decoded.command_id)
-        self._on_command(InboundCommand(decoded, route))
+        try:
+            self._on_command(InboundCommand(decoded, route))
+        except Exception as exc:  # a bug behind on_command must not take MQTT down with it
+            log.exception("mqtt_on_command_failed", id=decoded.command_id)
+            self.reply(route, ok=False, code=MqttErrorCode.INTERNAL_ERROR,
+                       message=f"offboardd failed to handle the command: {exc!r}")
 
     def _route(self, channel: Channel, properties: Properties | None,
                command_id: str | None) -> ReplyRoute:

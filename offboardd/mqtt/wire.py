@@ -44,6 +44,7 @@ class MqttErrorCode(enum.StrEnum):
     CONFIRMATION_REQUIRED = "confirmation_required"
     SETPOINT_STALE = "setpoint_stale"  # seq not newer within its session, or a retired session
     RETAINED_REFUSED = "retained_refused"  # a retained command never acts (replay safety)
+    INTERNAL_ERROR = "internal_error"  # offboardd failed handling a valid command (a bug)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import pytest
 
 from offboardd.core.commands import Hold, SetSetpoint
 from offboardd.core.setpoints import PositionNed
+from offboardd.mqtt.bridge import InboundCommand, MqttBridge
 from offboardd.mqtt.topics import Topics
 from tests.conftest import Broker
 from tests.mqtt.helpers import (
@@ -163,6 +164,30 @@ async def test_broker_restart_reconnects_and_republishes_state(mosquitto: Broker
     assert body(state)["phase"] == "active"
     assert online.payload == b"online"
     assert daemon.bridge.outbox_stats.dropped_stream >= 1
+
+
+async def test_a_failing_on_command_is_replied_to_and_the_bridge_survives(
+    mosquitto: Broker,
+) -> None:
+    def broken(inbound: InboundCommand) -> None:
+        raise RuntimeError("engine bug")
+
+    bridge = MqttBridge(settings_for(mosquitto.port), broken)
+    task = asyncio.create_task(bridge.run())
+    try:
+        await asyncio.wait_for(bridge.connected.wait(), 10)
+        async with observer(mosquitto.port) as client:
+            await client.subscribe(TOPICS.reply, 1)
+            for command_id in ("b1", "b2"):
+                await client.publish(TOPICS.cmd, dumps({"v": 1, "id": command_id, "cmd": "hold"}),
+                                     qos=1)
+                reply = body(await next_message(client, TOPICS.reply))
+                assert (reply["id"], reply["code"]) == (command_id, "internal_error")
+        assert bridge.connect_count == 1
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def test_cancel_publishes_offline_and_exits(mosquitto: Broker) -> None:

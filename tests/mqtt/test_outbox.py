@@ -44,7 +44,8 @@ def test_stream_dropped_while_disconnected_and_throttled_to_rate() -> None:
     assert not box.put_stream(item("t/pos"), now=0.0, rate_hz=5)
     box.on_connected()
     assert box.put_stream(item("t/pos", b"a"), now=1.0, rate_hz=5)
-    assert not box.put_stream(item("t/pos", b"b"), now=1.1, rate_hz=5)
+    assert box.put_stream(item("t/pos", b"b"), now=1.05, rate_hz=5)  # early, within a period
+    assert not box.put_stream(item("t/pos", b"x"), now=1.1, rate_hz=5)  # too early
     assert box.put_stream(item("t/pos", b"c"), now=1.25, rate_hz=5)
     assert not box.put_stream(item("t/off"), now=1.25, rate_hz=0)
     assert box.pop(1.25) == item("t/pos", b"c")  # latest per topic only
@@ -52,6 +53,17 @@ def test_stream_dropped_while_disconnected_and_throttled_to_rate() -> None:
     box.on_disconnected()
     assert box.pop(2.0) is None
     assert box.stats.dropped_stream == 2 and box.stats.throttled_stream == 1
+
+
+def test_stream_pacing_tolerates_jitter_but_caps_the_long_run_rate() -> None:
+    box = Outbox(state_min_interval_s=0.0)
+    box.on_connected()
+    # a caller pacing at 10 Hz with +-30 ms of jitter: every sample gets through
+    offers = [k * 0.1 + (0.03 if k % 2 else -0.03) for k in range(1, 50)]
+    assert all(box.put_stream(item("t/a"), now=t, rate_hz=10) for t in offers)
+    # a caller offering at 100 Hz for 5 s: about 10 Hz gets through
+    accepted = sum(box.put_stream(item("t/b"), now=k * 0.01, rate_hz=10) for k in range(500))
+    assert 48 <= accepted <= 52
 
 
 def test_events_and_replies_are_bounded_oldest_dropped() -> None:
