@@ -119,7 +119,7 @@ async def test_sigkill_leaves_offline_for_subscribers(mosquitto: Broker, tmp_pat
 
         async def read() -> None:
             async for message in sub.messages:
-                seen.append(bytes(message.payload).decode())  # type: ignore[arg-type]
+                seen.append(bytes(message.payload).decode())
                 if seen[-1] == "offline":
                     return
 
