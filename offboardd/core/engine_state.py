@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from offboardd.core.actions import Action, Notice, NoticeKind, Reply, SendSetpoint
+from offboardd.core.diagnosis import diagnose
 from offboardd.core.fc_link import FcChecks
 from offboardd.core.lease import Lease
 from offboardd.core.modes import Px4Mode
@@ -100,6 +101,16 @@ class EngineCore:
             self._hold_end_s = None
         self.emit(Notice(NoticeKind.TRANSITION, message, phase, reason, previous))
 
+    def _diagnosis(self, now: float) -> str:
+        return diagnose(
+            self.vehicle,
+            self.stream,
+            self.setpoint,
+            last_ack=self._last_ack,
+            now=now,
+            stale_after_s=3 * self.settings.stream_period_s,
+        )
+
     # -- retriers ----------------------------------------------------------------------------
 
     def new_mode_retrier(self) -> Retrier:
@@ -176,6 +187,9 @@ class EngineCore:
                 )
             )
         self.lease.end()
+        if not self.stream.running:
+            # Not flying it ourselves: ask for exactly the mode requested, no escalation.
+            chain = chain[:1]
         retrier = self.new_mode_retrier()
         retrier.begin(now)
         self._handover = Handover(

@@ -243,3 +243,32 @@ def test_emergency_stop_needs_confirmation_then_force_disarms() -> None:
     b.set_armed(False)
     b.step(1.0)
     assert b.reply("y").ok
+
+
+def test_refused_release_escalates_and_replies_with_a_coded_failure() -> None:
+    b = Bench(EngineSettings(mode_retries=0))
+    b.engage(UP)
+    b.feed(Release("r"))
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.DENIED)  # AUTO.LOITER refused
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.DENIED)  # AUTO.LAND refused
+    reply = b.reply("r")
+    assert not reply.ok and reply.code is ErrorCode.FC_REFUSED
+    assert b.phase() is Phase.FAILSAFE and not b.engine.stream.running
+
+
+def test_pilot_taking_over_during_a_release_is_a_preemption() -> None:
+    b = Bench()
+    b.engage(UP)
+    b.feed(Land("l"))
+    b.set_mode(Px4Mode.POSCTL)
+    assert b.phase() is Phase.PREEMPTED and not b.engine.stream.running
+    assert b.reply("l").reason is Reason.PREEMPTED_MODE
+
+
+def test_mode_command_without_control_does_not_escalate() -> None:
+    b = Bench(EngineSettings(mode_retries=0))
+    b.connect()
+    b.feed(Land("l"))
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.DENIED)
+    assert [m for _, m in b.mode_requests()] == [Px4Mode.AUTO_LAND]
+    assert b.reply("l").code is ErrorCode.FC_REFUSED and b.phase() is Phase.IDLE

@@ -1,0 +1,93 @@
+"""VehicleState: estimate validity (fresh LOCAL_POSITION_NED, ESTIMATOR_STATUS flags may
+veto), "in control" from mode + armed + landed together, and reboot detection."""
+
+from __future__ import annotations
+
+from offboardd.core.events import (
+    FcAttitude,
+    FcEstimatorStatus,
+    FcExtendedSysState,
+    FcGlobalPosition,
+    FcHeartbeat,
+    FcLocalPosition,
+    LandedState,
+)
+from offboardd.core.modes import Px4Mode
+from offboardd.core.setpoints import EstimateNeed
+from offboardd.core.vehicle import VehicleState
+
+from .bench import FC
+
+LOCAL = EstimateNeed.LOCAL_POSITION
+VEL = EstimateNeed.LOCAL_VELOCITY
+GLOBAL = EstimateNeed.GLOBAL_POSITION
+
+
+def fed(*events: object, now: float = 0.0) -> VehicleState:
+    v = VehicleState(estimate_timeout_s=0.5)
+    v.accepts(FcHeartbeat(12, 2, 0, 0, 4, **FC))
+    for e in events:
+        assert v.accepts(e)  # type: ignore[arg-type]
+        v.fold(e, now)  # type: ignore[arg-type]
+    return v
+
+
+def pos(boot_ms: int = 1000) -> FcLocalPosition:
+    return FcLocalPosition(boot_ms, 1, 2, -3, 0, 0, 0, **FC)
+
+
+def test_local_position_valid_only_while_fresh() -> None:
+    v = fed(pos(), now=10.0)
+    assert v.estimate_valid(LOCAL, 10.4) and v.estimate_valid(VEL, 10.4)
+    assert not v.estimate_valid(LOCAL, 10.6)
+    assert not v.estimate_valid(GLOBAL, 10.0)
+    assert v.estimate_valid(EstimateNeed.NONE, 99.0)
+
+
+def test_estimator_flags_veto_when_recent() -> None:
+    v = fed(pos(), FcEstimatorStatus(2 | 4, **FC), now=10.0)  # velocity only, no position
+    assert not v.estimate_valid(LOCAL, 10.1)
+    assert v.estimate_valid(VEL, 10.1)
+    v.fold(FcEstimatorStatus(2 | 4 | 8 | 32, **FC), 10.2)
+    assert v.estimate_valid(LOCAL, 10.3)
+    v.fold(FcEstimatorStatus(0, **FC), 10.3)
+    v.fold(pos(1100), 14.0)  # flags 3.7 s old: no longer trusted to veto
+    assert v.estimate_valid(LOCAL, 14.0)
+
+
+def test_global_position_needs_its_own_message() -> None:
+    v = fed(FcGlobalPosition(1000, 47.0, 8.0, 500.0, 10.0, **FC), now=1.0)
+    assert v.estimate_valid(GLOBAL, 1.2) and not v.estimate_valid(LOCAL, 1.2)
+
+
+def test_in_control_needs_offboard_armed_and_not_on_ground() -> None:
+    off = Px4Mode.OFFBOARD.custom_mode
+    armed = FcHeartbeat(12, 2, 129, off, 4, **FC)
+    v = fed(armed, FcExtendedSysState(int(LandedState.IN_AIR), **FC))
+    assert v.in_control()
+    # after AUTO.LAND PX4 reports OFFBOARD again, disarmed on the ground (§3)
+    v.fold(FcHeartbeat(12, 2, 1, off, 4, **FC), 1.0)
+    v.fold(FcExtendedSysState(int(LandedState.ON_GROUND), **FC), 1.0)
+    assert v.in_offboard and not v.in_control()
+    v.fold(armed, 2.0)
+    assert not v.in_control()  # armed in OFFBOARD but still on the ground
+
+
+def test_hold_setpoint_faces_where_the_vehicle_faces() -> None:
+    v = fed(pos(), FcAttitude(1000, 0.0, 0.0, 1.2, **FC), now=5.0)
+    hold = v.hold_setpoint(5.1)
+    assert hold is not None and hold.yaw_rad == 1.2 and hold.north_m_s == 0.0
+    assert v.hold_setpoint(6.0) is None  # stale position: nowhere to hold
+
+
+def test_boot_time_going_back_means_reboot() -> None:
+    v = fed(pos(50_000), now=1.0)
+    assert not v.fold(pos(49_500), 1.1)  # reordering, not a reboot
+    assert v.fold(pos(300), 1.2)
+
+
+def test_other_autopilots_and_gcs_are_not_adopted() -> None:
+    v = VehicleState(0.5)
+    assert not v.accepts(FcHeartbeat(8, 6, 0, 0, 4, source_system=255, source_component=190))
+    assert v.target is None
+    assert not v.accepts(pos())  # no autopilot yet: nothing else counts
