@@ -202,7 +202,9 @@ def judge_attitude(msg: Message, ctx: JudgeContext) -> Verdict:
     if mask & _THROTTLE:
         thrust = 0.0  # px4-offboard.md §1: THROTTLE_IGNORE on a multicopter = zero thrust
     elif mask & _THRUST_BODY_SET:
-        thrust = -float(msg.thrust_body[2])
+        # thrust_body is a MAVLink 2 extension (absent in pymavlink 2.4.50): absent = zeros.
+        thrust_body = getattr(msg, "thrust_body", None) or (0.0, 0.0, 0.0)
+        thrust = -float(thrust_body[2])
     else:
         thrust = float(msg.thrust)
     thrust = min(1.0, max(0.0, thrust)) if math.isfinite(thrust) else 0.0

@@ -1,0 +1,198 @@
+"""px4-offboard.md §3 (loss), one test per bullet, over real UDP and MAVLink bytes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from offboardd.mavlink.params import decode_param_value, encode_param_value, param_id_str
+from tests.sim.client import (
+    LAND,
+    LOITER,
+    OFFBOARD,
+    POSCTL,
+    RTL,
+    Peer,
+    d,
+    offboard_and_arm,
+    position_sp,
+    running_sim,
+)
+
+
+def _current_modes(peer: Peer, since_s: float = 0.0) -> list[tuple[float, int, int]]:
+    return [(t, m.custom_mode, m.intended_custom_mode)
+            for t, m in peer.of_type("CURRENT_MODE", since_s)]  # fmt: skip
+
+
+def _request_current_mode(peer: Peer) -> None:
+    peer.command(d.MAV_CMD_SET_MESSAGE_INTERVAL, d.MAVLINK_MSG_ID_CURRENT_MODE, 0)
+
+
+async def test_s3_com_of_loss_t_is_a_float_default_1_0_range_0_60() -> None:
+    async with running_sim() as (_sim, peer):
+        peer.send(d.MAVLink_param_request_read_message(1, 1, b"COM_OF_LOSS_T", -1))
+        msg = await peer.wait_for(lambda m: m.get_type() == "PARAM_VALUE")
+        assert param_id_str(msg.param_id) == "COM_OF_LOSS_T"
+        assert msg.param_type == d.MAV_PARAM_TYPE_REAL32 and msg.param_value == 1.0
+
+
+@pytest.mark.parametrize(
+    ("action", "custom_mode", "name"),
+    [(5, LOITER, "AUTO.LOITER"), (4, LAND, "AUTO.LAND"), (3, RTL, "AUTO.RTL")],
+)
+async def test_s3_com_obl_rc_act_fallback_mode_appears_1_1_to_1_2_s_after_last_setpoint(
+    action: int, custom_mode: int, name: str
+) -> None:
+    async with running_sim() as (sim, peer):
+        # COM_OBL_RC_ACT is an int parameter: written byte-wise, echoed back
+        peer.send(d.MAVLink_param_set_message(
+            1, 1, b"COM_OBL_RC_ACT", encode_param_value(action, d.MAV_PARAM_TYPE_INT32),
+            d.MAV_PARAM_TYPE_INT32))  # fmt: skip
+        echo = await peer.wait_for(lambda m: m.get_type() == "PARAM_VALUE")
+        assert decode_param_value(echo.param_value, echo.param_type) == action
+        _request_current_mode(peer)
+        await offboard_and_arm(sim, peer, down=-1.0)
+        await asyncio.sleep(0.5)
+        last = peer.stop_stream()
+        assert last is not None
+        msg = await peer.wait_for(
+            lambda m: m.get_type() == "CURRENT_MODE" and m.custom_mode == custom_mode, 3
+        )
+        seen = next(t for t, m in reversed(peer.received) if m is msg)
+        assert 1.0 <= seen - last <= 1.35, seen - last  # [SITL] 1.1-1.2 s
+        assert msg.intended_custom_mode == OFFBOARD  # PX4 keeps the intent
+        assert sim.record.changes_to(name)[-1].cause == "failsafe"
+
+
+async def test_s3_default_position_fallback_without_rc_descends_0_6_m_s_lands_disarms() -> None:
+    async with running_sim(params={"COM_DISARM_LAND": 0.5}) as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-2.0)
+        assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] < -1.8, 6)
+        peer.stop_stream()
+        await peer.heartbeat_mode(POSCTL, 3)  # PX4 *reports* Position...
+        await asyncio.sleep(0.6)
+        since = sim.now()
+        await asyncio.sleep(1.0)
+        vds = [m.vz for _, m in peer.of_type("LOCAL_POSITION_NED", since)]
+        assert 0.5 <= sum(vds) / len(vds) <= 0.7  # ...but sinks at ~0.6 m/s
+        assert sim.vehicle.mode_name == "POSCTL"
+        assert await sim.wait_until(lambda: not sim.vehicle.armed, 8)
+        assert sim.vehicle.landed
+        assert any(m.landed_state == d.MAV_LANDED_STATE_ON_GROUND
+                   for _, m in peer.of_type("EXTENDED_SYS_STATE", sim.now() - 0.5))  # fmt: skip
+
+
+async def test_s3_loss_threshold_about_1_03_s_short_gaps_hold_longer_gaps_blip() -> None:
+    async with running_sim() as (sim, peer):
+        _request_current_mode(peer)
+        await offboard_and_arm(sim, peer, down=-1.0)
+        await asyncio.sleep(0.3)
+        for gap_s in (0.90, 0.95):  # [SITL] a 0.95-1.02 s gap never fell back
+            peer.stop_stream()
+            await asyncio.sleep(gap_s)
+            peer.stream(lambda: position_sp(down=-1.0))
+            await asyncio.sleep(0.2)
+        assert not sim.record.changes_to("POSCTL")
+        last = peer.stop_stream()
+        assert last is not None
+        await asyncio.sleep(1.25)  # [SITL] >= 1.12 s always falls back
+        resumed_s = sim.now()
+        peer.stream(lambda: position_sp(down=-1.0))
+        back = await peer.wait_for(
+            lambda m: m.get_type() == "CURRENT_MODE" and m.custom_mode == OFFBOARD, 2
+        )
+        assert back is not None
+        fallback = sim.record.changes_to("POSCTL")[-1]
+        reentry = sim.record.changes_to("OFFBOARD")[-1]
+        assert 1.0 <= fallback.time_s - last <= 1.25
+        assert reentry.cause == "offboard resumed"
+        assert 0.015 <= reentry.time_s - resumed_s <= 0.08  # a blip of tens of ms
+        assert [t.text for t in sim.record.statustexts] == ["Failsafe activated"]
+        texts = [m for _, m in peer.of_type("STATUSTEXT")]
+        assert texts[0].severity == d.MAV_SEVERITY_CRITICAL
+
+
+async def test_s3_intent_stays_offboard_and_px4_returns_20_40_ms_after_setpoints_resume() -> (
+    None
+):
+    async with running_sim() as (sim, peer):
+        _request_current_mode(peer)
+        await offboard_and_arm(sim, peer, down=-1.0)
+        await asyncio.sleep(0.3)
+        peer.stop_stream()
+        await peer.wait_for(lambda m: m.get_type() == "CURRENT_MODE" and m.custom_mode == POSCTL)
+        await asyncio.sleep(0.5)
+        during = [i for _, mode, i in _current_modes(peer) if mode == POSCTL]
+        assert during and all(i == OFFBOARD for i in during)
+        acks_before = len(peer.of_type("COMMAND_ACK"))
+        peer.stream(lambda: position_sp(down=-1.0))
+        await asyncio.sleep(0)  # the first setpoint is out
+        first_s = peer.sent_setpoints[-1]
+        await peer.wait_for(lambda m: m.get_type() == "CURRENT_MODE" and m.custom_mode == OFFBOARD)
+        back_s = peer.received[-1][0]
+        assert 0.015 <= back_s - first_s <= 0.1, back_s - first_s  # [SITL] 20-40 ms
+        assert len(peer.of_type("COMMAND_ACK")) == acks_before  # no command, no ACK
+
+
+async def test_s3_a_gcs_mode_change_changes_the_intent_no_automatic_reentry() -> None:
+    async with running_sim(gcs_bind=("127.0.0.1", 0)) as (sim, peer):
+        assert sim.gcs_port is not None
+        gcs = await Peer.connect(sim.gcs_port, system_id=255, component_id=190)
+        gcs.heartbeat(d.MAV_TYPE_GCS)
+        try:
+            await offboard_and_arm(sim, peer, down=-1.0)
+            await asyncio.sleep(0.3)
+            gcs.set_mode(LOITER)
+            await gcs.heartbeat_mode(LOITER)
+            await asyncio.sleep(1.5)  # the companion kept streaming all along
+            assert sim.vehicle.mode_name == "AUTO.LOITER"
+            assert sim.vehicle.intended_mode_name == "AUTO.LOITER"
+            assert len(sim.record.valid_setpoints()) > 30
+        finally:
+            gcs.close()
+
+
+async def test_s3_invalid_setpoints_count_as_loss_one_critical_statustext_each() -> None:
+    async with running_sim() as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-1.0)
+        await asyncio.sleep(0.3)
+        peer.stream(lambda: position_sp(mask=4095))  # 20/s of invalid setpoints
+        await asyncio.sleep(0)
+        last_valid = sim.record.last_valid_setpoint_s
+        assert await sim.wait_until(lambda: sim.vehicle.mode_name == "POSCTL", 2)
+        fallback = sim.record.changes_to("POSCTL")[-1].time_s
+        last = last_valid()
+        assert last is not None and 1.0 <= fallback - last <= 1.25  # [SITL] 1.05-1.14 s
+        await asyncio.sleep(0.5)
+        dropped = [s for s in sim.record.setpoints if s.verdict == "dropped"]
+        invalid_texts = [t for t in sim.record.statustexts
+                         if t.text == "SET_POSITION_TARGET_LOCAL_NED invalid"]  # fmt: skip
+        assert len(dropped) >= 25 and len(invalid_texts) == len(dropped)  # unthrottled
+
+
+async def test_s3_after_land_and_auto_disarm_px4_reports_offboard_again_while_disarmed() -> None:
+    async with running_sim(params={"COM_DISARM_LAND": 0.5}) as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-1.0)
+        assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] < -0.8, 5)
+        peer.command(d.MAV_CMD_NAV_LAND)
+        await peer.heartbeat_mode(LAND)
+        assert await sim.wait_until(lambda: not sim.vehicle.armed, 8)
+        hb = await peer.heartbeat_mode(OFFBOARD, 2.5)
+        assert not hb.base_mode & d.MAV_MODE_FLAG_SAFETY_ARMED
+        assert sim.vehicle.landed
+
+
+@pytest.mark.parametrize(("override", "expect"), [(1, "OFFBOARD"), (3, "POSCTL")])
+async def test_s3_rc_stick_override_in_offboard_only_with_com_rc_override_bit_1(
+    override: int, expect: str
+) -> None:
+    async with running_sim(params={"COM_RC_OVERRIDE": override}) as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-1.0)
+        sim.rc_takeover()
+        await asyncio.sleep(0.2)
+        assert sim.vehicle.mode_name == expect
+        if expect == "POSCTL":  # the pilot holds: the intent is his now
+            assert sim.vehicle.intended_mode_name == "POSCTL"
+            assert sim.record.changes_to("POSCTL")[-1].cause == "rc override"
