@@ -162,9 +162,10 @@ async def running_sim(**overrides: Any) -> Any:
             peer.close()
 
 
-async def offboard_and_arm(sim: SimServer, peer: Peer, down: float = -5.0, **kw: float) -> None:
+async def offboard_and_arm(sim: SimServer, peer: Peer, down: float = -5.0, yaw: float = 0.0
+                           ) -> None:  # fmt: skip
     """Stream a position setpoint, request OFFBOARD, arm; wait until armed in OFFBOARD."""
-    peer.stream(lambda: position_sp(down=down, **kw))
+    peer.stream(lambda: position_sp(down=down, yaw=yaw))
     await asyncio.sleep(0.15)
     peer.set_mode(OFFBOARD)
     assert await sim.wait_until(lambda: sim.vehicle.mode_name == "OFFBOARD", 2.0)
