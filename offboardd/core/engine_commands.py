@@ -76,7 +76,8 @@ class EngineCommands(EngineCore):
             accepted = self._emergency_stop(cmd, now)
         else:
             assert isinstance(cmd, CommanderHeartbeat)
-            self.emit(Reply.success(cmd.command_id, "lease renewed"))
+            held = self.lease.held
+            self.emit(Reply.success(cmd.command_id, "lease renewed" if held else "no lease held"))
             accepted = True
         if accepted:
             self.lease.renew(now)

@@ -139,11 +139,12 @@ class OffboardEngine(EngineFailsafe):
 
     def _on_fc_event(self, event: FcMessageEvent, now: float) -> None:
         v = self.vehicle
+        target_before = v.target
         if not v.accepts(event):
             return
         armed_before = v.armed
         rebooted = v.fold(event, now)
-        if isinstance(event, FcHeartbeat) and not self.fc_up:
+        if isinstance(event, FcHeartbeat) and (not self.fc_up or v.target != target_before):
             self._fc_appeared(now)
         if rebooted:
             self._fc_rebooted(now)
@@ -197,9 +198,11 @@ class OffboardEngine(EngineFailsafe):
         """Stop whatever we were doing with the vehicle; FAILSAFE if we were flying it."""
         was_streaming = self.stream.running
         self._fail_pending(reason, message)
-        if was_streaming or self.phase is Phase.RELEASING:
+        if was_streaming:
             self.stop_stream()
             self.enter(Phase.FAILSAFE, reason, message)
+        elif self.phase is Phase.RELEASING:  # a plain mode request that will not be answered
+            self.enter(Phase.IDLE, reason, message)
 
     def _on_fc_state(self, now: float, armed_before: bool) -> None:
         """A HEARTBEAT or CURRENT_MODE: confirm what we asked for, or notice a takeover."""

@@ -75,8 +75,14 @@ class VehicleState:
         if isinstance(event, FcHeartbeat):
             if event.autopilot == MAV_AUTOPILOT_INVALID:
                 return False
-            if self.target is None:
-                self.target = Target(event.source_system, event.source_component)
+            source = Target(event.source_system, event.source_component)
+            if self.target is None or (
+                # a PX4 autopilot wins over whatever non-PX4 component spoke first
+                event.autopilot == MAV_AUTOPILOT_PX4
+                and self.autopilot != MAV_AUTOPILOT_PX4
+                and source != self.target
+            ):
+                self.target = source
             return (event.source_system, event.source_component) == (
                 self.target.system_id,
                 self.target.component_id,

@@ -166,3 +166,15 @@ def test_mode_names() -> None:
     assert mode_from_custom(Px4Mode.AUTO_LOITER.custom_mode) is Px4Mode.AUTO_LOITER
     assert mode_name(Px4Mode.AUTO_LOITER.custom_mode) == "AUTO.LOITER"
     assert mode_name(None) == "unknown" and mode_name(8 << 16) == "main8.sub0"
+
+
+def test_checks_restart_when_a_px4_autopilot_replaces_a_component_heard_first() -> None:
+    b = Bench()
+    b.feed(FcHeartbeat(0, 26, 0, 0, 4, source_system=1, source_component=154))
+    b.step(0.0)  # now the PX4 autopilot's heartbeat
+    targets = [a.target for _, a in b.actions(RequestParams)]
+    assert targets[-1] == Target(1, 1)
+    b.connect()
+    b.commander_alive = True
+    b.feed(Engage("e", UP))
+    assert b.phase() is Phase.WARMUP

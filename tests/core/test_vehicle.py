@@ -91,3 +91,15 @@ def test_other_autopilots_and_gcs_are_not_adopted() -> None:
     assert not v.accepts(FcHeartbeat(8, 6, 0, 0, 4, source_system=255, source_component=190))
     assert v.target is None
     assert not v.accepts(pos())  # no autopilot yet: nothing else counts
+
+
+def test_a_px4_heartbeat_wins_over_a_non_px4_component_heard_first() -> None:
+    v = VehicleState(0.5)
+    generic = FcHeartbeat(0, 26, 0, 0, 4, source_system=1, source_component=154)
+    assert v.accepts(generic)
+    v.fold(generic, 0.0)
+    px4 = FcHeartbeat(12, 2, 0, 0, 4, **FC)
+    assert v.accepts(px4)
+    v.fold(px4, 0.1)
+    assert v.is_px4 and (v.target.system_id, v.target.component_id) == (1, 1)  # type: ignore[union-attr]
+    assert not v.accepts(generic)
