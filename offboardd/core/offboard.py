@@ -49,6 +49,9 @@ from offboardd.core.snapshot import EngineSnapshot
 
 # HEARTBEAT from the companion: 1 Hz by MAVLink convention (§5).
 COMPANION_HEARTBEAT_PERIOD_S = 1.0
+# A gap in the warm-up stream longer than this fraction of COM_OF_LOSS_T restarts the
+# warm-up: PX4 would have been close to judging the stream lost.
+WARMUP_GAP_FRACTION = 0.5
 _LEASE_PHASES = frozenset({Phase.WARMUP, Phase.ENGAGING, Phase.ARMING, Phase.ACTIVE})
 
 
@@ -257,6 +260,20 @@ class OffboardEngine(EngineFailsafe):
     # -- engage ------------------------------------------------------------------------------
 
     def _warmup_done(self, now: float) -> None:
+        gap_s = self.stream.window_gap_s(now)
+        limit_s = (self.checks.loss_timeout_s or 1.0) * WARMUP_GAP_FRACTION
+        if gap_s > limit_s:
+            # The shell stalled: that was not `warmup_s` of steady streaming. Start over.
+            self.stream.reset_window(now)
+            self._warmup_end_s = now + self.settings.warmup_s
+            self.emit(
+                Notice(
+                    NoticeKind.WARNING,
+                    f"setpoint stream stalled {gap_s:.2f} s during the warm-up; restarting it",
+                    self.phase,
+                )
+            )
+            return
         self._warmup_end_s = None
         sp = self.setpoint
         if sp is not None and not self.vehicle.estimate_valid(sp.estimate, now):

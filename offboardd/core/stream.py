@@ -27,6 +27,8 @@ class StreamClock:
         self.missed_ticks = 0
         self.sends = 0
         self.worst_gap_s = 0.0
+        self.window_worst_gap_s = 0.0  # worst gap since reset_window(): "steady lately?"
+        self._window_start_s = -math.inf
         self.first_send_s: float | None = None
         self.last_send_s: float | None = None
         self._recent: deque[float] = deque()
@@ -42,6 +44,8 @@ class StreamClock:
         self.missed_ticks = 0
         self.sends = 0
         self.worst_gap_s = 0.0
+        self.window_worst_gap_s = 0.0
+        self._window_start_s = now
         self.first_send_s = None
         self.last_send_s = None
         self._recent.clear()
@@ -70,12 +74,26 @@ class StreamClock:
         if self.first_send_s is None:
             self.first_send_s = now
         if self.last_send_s is not None:
-            self.worst_gap_s = max(self.worst_gap_s, now - self.last_send_s)
+            gap = now - self.last_send_s
+            self.worst_gap_s = max(self.worst_gap_s, gap)
+            if self.last_send_s >= self._window_start_s:  # gaps that began in the window
+                self.window_worst_gap_s = max(self.window_worst_gap_s, gap)
         self.last_send_s = now
         self.sends += 1
         self._recent.append(now)
         while self._recent and self._recent[0] < now - _RATE_WINDOW_S:
             self._recent.popleft()
+
+    def reset_window(self, now: float) -> None:
+        """Start judging steadiness afresh from `now` (a gap open now is forgiven)."""
+        self.window_worst_gap_s = 0.0
+        self._window_start_s = now
+
+    def window_gap_s(self, now: float) -> float:
+        """Worst gap that began since reset_window(), including one still open at `now`."""
+        last = self.last_send_s
+        open_gap = now - last if last is not None and last >= self._window_start_s else 0.0
+        return max(self.window_worst_gap_s, open_gap)
 
     def achieved_rate_hz(self, now: float) -> float:
         """Sends per second over the last window (0 when not streaming)."""

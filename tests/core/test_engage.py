@@ -214,3 +214,17 @@ def test_replies_are_sent_once_per_engage() -> None:
     b = Bench()
     b.engage(UP)
     assert [a for _, a in b.actions(Reply) if a.command_id == "engage-1"]
+
+
+def test_a_stall_during_warmup_restarts_it() -> None:
+    b = Bench()
+    t0 = start(b)
+    b.step(0.5)
+    b.now += 0.7  # the shell was stuck: 0.7 s without a setpoint (> COM_OF_LOSS_T / 2)
+    b.step(0.0)
+    b.step(0.5)
+    assert b.mode_requests() == [] and b.phase() is Phase.WARMUP
+    b.step(1.0)
+    ((t_req, _),) = b.mode_requests()
+    stall_end = t0 + 1.2
+    assert t_req >= stall_end + b.settings.warmup_s - 0.06

@@ -83,3 +83,15 @@ def test_engine_counts_missed_ticks_when_polled_late() -> None:
     snap = b.engine.snapshot(b.now)
     assert snap.missed_ticks == b.engine.stream.missed_ticks
     assert snap.stream_worst_gap_s >= 0.5
+
+
+def test_gap_window_forgives_a_gap_open_at_reset_but_sees_new_ones() -> None:
+    clock = StreamClock(0.05)
+    clock.start(0.0)
+    assert clock.window_gap_s(0.7) == pytest.approx(0.7)  # the open gap counts
+    clock.reset_window(0.7)
+    assert clock.tick_due(0.7)
+    clock.record_send(0.7)  # ends the stall that began before the reset
+    assert clock.window_gap_s(0.7) == 0.0
+    assert clock.worst_gap_s == pytest.approx(0.7)  # the overall statistic keeps it
+    assert clock.window_gap_s(0.9) == pytest.approx(0.2)
