@@ -99,7 +99,13 @@ class Peer(asyncio.DatagramProtocol):
     def arm(self, arm: bool = True, force: bool = False) -> None:
         self.command(d.MAV_CMD_COMPONENT_ARM_DISARM, 1 if arm else 0, 21196 if force else 0)
 
-    async def wait_for(self, pred: Callable[[Message], bool], timeout_s: float = 3.0) -> Message:
+    async def wait_for(self, pred: Callable[[Message], bool], timeout_s: float = 3.0,
+                       *, include_past: bool = False) -> Message:  # fmt: skip
+        """The next message matching `pred` (or an earlier one, with include_past)."""
+        if include_past:
+            for _, msg in self.received:
+                if pred(msg):
+                    return msg
         fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         entry = (pred, fut)
         self._waiters.append(entry)
