@@ -39,7 +39,7 @@ async def _wait_acks(peer: Peer, command: int, count: int) -> list[tuple[float, 
 
 
 async def test_s4_heartbeat_1_hz_custom_mode_base_mode_and_armed_flag_lag() -> None:
-    async with running_sim() as (sim, peer):
+    async with running_sim() as (_sim, peer):
         await asyncio.sleep(2.2)
         beats = peer.of_type("HEARTBEAT")
         assert 2 <= len(beats) <= 3  # 1 Hz, and it cannot be made faster
