@@ -13,8 +13,9 @@ import signal
 import sys
 
 from offboardd.mavlink.params import ParamValue
-from offboardd.sim.config import PROFILE_NAMES, Endpoint, SimConfig
+from offboardd.sim.config import PROFILE_NAMES, Endpoint, FaultSpec, SimConfig
 from offboardd.sim.faults import FAULT_NAMES, parse_fault
+from offboardd.sim.params import ParamTable
 
 
 def _endpoint(text: str) -> Endpoint | None:
@@ -35,6 +36,13 @@ def _param(text: str) -> tuple[str, ParamValue]:
         raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
     number: ParamValue = float(value) if any(c in value for c in ".eE") else int(value)
     return name.strip().upper(), number
+
+
+def _fault(text: str) -> FaultSpec:
+    try:
+        return parse_fault(text)
+    except ValueError as exc:  # argparse shows an ArgumentTypeError's own message
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", type=float, nargs=3, metavar=("LAT", "LON", "ALT"),
                         default=(d.home_lat_deg, d.home_lon_deg, d.home_alt_m),
                         help="home position (deg, deg, m AMSL)")  # fmt: skip
-    parser.add_argument("--fault", type=parse_fault, action="append", default=[],
+    parser.add_argument("--fault", type=_fault, action="append", default=[],
                         metavar="NAME[:ARG]@SECONDS",
                         help="inject a fault; names: " + "; ".join(
                             f"{k}: {v}" for k, v in FAULT_NAMES.items()))  # fmt: skip
@@ -81,6 +89,14 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
     )  # fmt: skip
 
 
+def _udp_text(label: str, bind: Endpoint | None, port: int | None,
+              remote: Endpoint | None) -> str:  # fmt: skip
+    if bind is None or port is None:
+        return ""
+    to = f"{remote[0]}:{remote[1]}" if remote else "the first peer"
+    return f"{label} {bind[0]}:{port} -> {to}"
+
+
 async def _serve(config: SimConfig) -> None:
     from offboardd.sim.server import SimServer  # noqa: PLC0415 (keeps --help fast)
 
@@ -89,8 +105,8 @@ async def _serve(config: SimConfig) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     async with SimServer(config) as sim:
-        where = [f"udp {config.udp_bind} -> {config.udp_remote}" if sim.udp_port else "",
-                 f"gcs udp {config.gcs_bind} -> {config.gcs_remote}" if sim.gcs_port else "",
+        where = [_udp_text("udp", config.udp_bind, sim.udp_port, config.udp_remote),
+                 _udp_text("gcs udp", config.gcs_bind, sim.gcs_port, config.gcs_remote),
                  f"tcp 127.0.0.1:{sim.tcp_port}" if sim.tcp_port else "",
                  f"pty {sim.pty_path}" if sim.pty_path else ""]  # fmt: skip
         print("offboardd sim: serving " + ", ".join(w for w in where if w), flush=True)
@@ -100,6 +116,7 @@ async def _serve(config: SimConfig) -> None:
 def main(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
+        ParamTable(config.params)  # unknown parameter names fail here, not mid-run
     except ValueError as exc:
         print(f"offboardd sim: {exc}", file=sys.stderr)
         return 2

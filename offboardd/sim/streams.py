@@ -44,7 +44,7 @@ HEAVY_FILLER_HZ: dict[str, float] = {
     "SCALED_IMU": 400.0, "SCALED_IMU2": 400.0, "RAW_IMU": 400.0, "SCALED_PRESSURE": 400.0,
 }  # fmt: skip
 CURRENT_MODE_MIN_PERIOD_S = 0.55  # [SITL] ~1.5-2 Hz at rest, plus one per mode change
-_MAX_BURST = 3  # at most this many copies of one stream per tick when late
+_MAX_LATE_S = 0.25  # further behind than this (a pause, a stall): restart, do not flood
 
 
 def _filler_message(name: str) -> Message:
@@ -121,7 +121,7 @@ class StreamScheduler:
                 continue
             period = self._period_s[name]
             count = int((now_s - next_s) / period) + 1
-            if count > _MAX_BURST:  # far behind (a pause): restart the phase, no flood
+            if now_s - next_s > _MAX_LATE_S:
                 self._next_s[name] = now_s + period
                 count = 1
             else:

@@ -1,0 +1,66 @@
+"""Per-type telemetry rates of each profile, measured over real UDP (px4-offboard.md §5)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import pytest
+
+from offboardd.sim.streams import HEAVY_FILLER_HZ, PROFILES
+from tests.sim.client import d, running_sim
+
+WINDOW_S = 2.0
+# [SITL] the onboard link's main rates (px4-offboard.md §5)
+PX4_RATES_HZ = {
+    "ATTITUDE": 100, "ATTITUDE_QUATERNION": 50, "GLOBAL_POSITION_INT": 50,
+    "HIGHRES_IMU": 50, "LOCAL_POSITION_NED": 30, "ODOMETRY": 30, "TIMESYNC": 10,
+    "ALTITUDE": 10, "VFR_HUD": 10, "SERVO_OUTPUT_RAW": 10, "POSITION_TARGET_LOCAL_NED": 10,
+}  # fmt: skip
+
+
+async def _measure(profile: str) -> tuple[Counter[str], int]:
+    async with running_sim(profile=profile) as (sim, peer):
+        await asyncio.sleep(0.5)  # let every stream get going
+        start = sim.now()
+        await asyncio.sleep(WINDOW_S)
+        counts = Counter(m.get_type() for t, m in peer.received if t >= start)
+        return counts, peer.codec.stats.frames_bad
+
+
+@pytest.mark.parametrize("profile", ["px4", "light", "heavy"])
+async def test_each_profile_sends_its_per_type_rates(profile: str) -> None:
+    counts, bad = await _measure(profile)
+    assert bad == 0
+    expected = dict(PROFILES[profile])
+    if profile == "heavy":
+        expected.update(HEAVY_FILLER_HZ)
+    for name, rate_hz in expected.items():
+        measured = counts[name] / WINDOW_S
+        if rate_hz >= 5:
+            assert 0.75 * rate_hz <= measured <= 1.2 * rate_hz, (name, measured, rate_hz)
+        else:
+            assert counts[name] <= rate_hz * WINDOW_S + 1.5, (name, counts[name])
+    total_hz = sum(counts.values()) / WINDOW_S
+    if profile == "px4":
+        for name, rate_hz in PX4_RATES_HZ.items():
+            assert 0.75 * rate_hz <= counts[name] / WINDOW_S <= 1.2 * rate_hz, name
+        assert 330 <= total_hz <= 460  # [SITL] ~400 msg/s
+        assert len(counts) >= 18
+    elif profile == "light":
+        assert total_hz <= 30
+    else:
+        assert 1700 <= total_hz <= 2300  # ~2,000 msg/s for benchmarks
+
+
+async def test_set_message_interval_changes_one_stream_on_one_link() -> None:
+    async with running_sim(profile="light") as (sim, peer):
+        peer.command(d.MAV_CMD_SET_MESSAGE_INTERVAL, d.MAVLINK_MSG_ID_ATTITUDE, 20_000)  # 50 Hz
+        peer.command(d.MAV_CMD_SET_MESSAGE_INTERVAL, d.MAVLINK_MSG_ID_GPS_RAW_INT, -1)  # off
+        await asyncio.sleep(0.3)
+        start = sim.now()
+        await asyncio.sleep(1.0)
+        counts = Counter(m.get_type() for t, m in peer.received if t >= start)
+        assert 38 <= counts["ATTITUDE"] <= 60 and counts["GPS_RAW_INT"] == 0
+        acks = [m.result for _, m in peer.of_type("COMMAND_ACK")]
+        assert acks == [0, 0]
