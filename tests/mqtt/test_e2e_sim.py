@@ -1,0 +1,221 @@
+"""The MQTT interface end to end: the real runtime (in this loop) with its bridge, a real
+mosquitto, the built-in sim over UDP; and the mosquitto CLI examples of the docs.
+
+What the sim must never see: a setpoint, mode change or arming caused by anything the MQTT
+layer refused (retained, malformed, replayed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from offboardd.client import OffboardClient
+from offboardd.config import DaemonConfig, MavlinkSettings
+from offboardd.core.setpoints import PositionNed
+from offboardd.core.settings import EngineSettings
+from offboardd.mavlink.links import parse_link_url
+from offboardd.mqtt.topics import Topics
+from offboardd.runtime import Runtime
+from offboardd.sim import SimConfig, SimServer
+from tests.conftest import Broker, free_port
+from tests.mqtt.helpers import body, dumps, next_message, observer, settings_for
+
+pytestmark = pytest.mark.integration
+REPO_ROOT = Path(__file__).resolve().parents[2]
+VEHICLE = "e2e"
+T = Topics.for_vehicle(VEHICLE)
+
+
+@dataclass
+class Stack:
+    sim: SimServer
+    runtime: Runtime
+    broker: Broker
+
+    def client(self, protocol: str = "5") -> OffboardClient:
+        return OffboardClient("127.0.0.1", self.broker.port, VEHICLE,
+                              protocol=protocol)  # type: ignore[arg-type]
+
+    @property
+    def north_m(self) -> float:
+        return float(self.sim.vehicle.position_ned_m[0])
+
+
+@contextlib.asynccontextmanager
+async def stack(broker: Broker, protocol: str = "5", **engine: Any) -> AsyncIterator[Stack]:
+    port = free_port()
+    sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
+                           gcs_bind=None, profile="light")
+    async with SimServer(sim_config) as sim:
+        config = DaemonConfig(
+            mavlink=MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{port}")),
+            engine=dataclasses.replace(EngineSettings(), **engine),
+            mqtt=settings_for(broker.port, protocol, vehicle_id=VEHICLE,
+                              mavlink_relay=frozenset({"SYS_STATUS"})),
+        )
+        runtime = Runtime(config, mqtt=True)
+        stop = asyncio.Event()
+        task = asyncio.create_task(runtime.run(stop))
+        try:
+            await asyncio.wait_for(runtime.running.wait(), 5)
+            assert runtime.bridge is not None
+            await asyncio.wait_for(runtime.bridge.connected.wait(), 10)
+            yield Stack(sim, runtime, broker)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 15)
+        assert runtime.internal_errors == 0
+        bad = [s for s in sim.record.setpoints if s.verdict != "valid"]
+        assert not bad, bad[:3]
+
+
+async def fc_ready(c: OffboardClient) -> None:
+    await c.wait_for_state(
+        lambda s: s.get("com_of_loss_t_s") is not None
+        and bool(s.get("estimates", {}).get("local_position")), timeout_s=15)
+
+
+MALFORMED: list[tuple[bytes, str]] = [
+    (b"{engage", "malformed_json"),
+    (b'{"v":1,"id":"m2","cmd":"engage","arm":true,"setpoint":{"kind":"position_ned",'
+     b'"north_m":NaN,"east_m":0,"down_m":-5}}', "not_finite"),
+    (dumps({"v": 1, "id": "m3", "cmd": "engage", "arm": "yes"}), "wrong_type"),
+    (dumps({"v": 1, "id": "m4", "cmd": "engage", "arm": True, "setpoint": {
+        "kind": "position_ned", "north_m": 0, "east_m": 0, "down_m": -5e6}}), "out_of_range"),
+    (dumps({"v": 1, "id": "m5", "cmd": "take_off"}), "unknown_command"),
+    (dumps({"v": 1, "id": "m6", "cmd": "engage", "arm": True, "setpoint": {
+        "kind": "position_ned", "north_m": 0, "east_m": 0, "down_m": -5, "alt": 3}}),
+     "unknown_field"),
+    (dumps({"v": 1, "id": "m7", "cmd": "engage", "arm": True, "pad": "x" * 5000}),
+     "payload_too_large"),
+    (dumps({"v": 2, "id": "m8", "cmd": "engage"}), "unsupported_version"),
+    (dumps({"v": 1, "id": "m9", "cmd": "engage", "arm": True, "setpoint": {
+        "kind": "attitude", "w": 0.5, "x": 0, "y": 0, "z": 0, "thrust": 0.6}}),
+     "setpoint_invalid"),
+    (dumps({"v": 1, "id": "m10", "cmd": "emergency_stop"}), "confirmation_required"),
+    (dumps({"v": 1, "id": "m11", "cmd": "release"}), "command_not_allowed"),  # engine: idle
+]
+
+
+async def test_retained_and_malformed_commands_never_reach_the_sim(mosquitto: Broker) -> None:
+    async with observer(mosquitto.port) as pub:
+        # a retained engage+arm left on the broker before the daemon starts
+        await pub.publish(T.cmd, dumps({"v": 1, "id": "stale-engage", "cmd": "engage",
+                                        "arm": True}), qos=1, retain=True)
+        await pub.subscribe(T.reply, 1)
+        async with stack(mosquitto) as s, s.client() as c:
+            reply = body(await next_message(pub, T.reply, timeout_s=10))
+            assert (reply["id"], reply["code"]) == ("stale-engage", "retained_refused")
+            await fc_ready(c)
+            for payload, code in MALFORMED:
+                await pub.publish(T.cmd, payload, qos=1)
+                reply = body(await next_message(pub, T.reply))
+                assert (reply["ok"], reply["code"]) == (False, code), (payload[:60], reply)
+            await asyncio.sleep(0.5)
+            assert s.sim.record.setpoints == []
+            assert s.sim.record.offboard_requests == []
+            assert not s.sim.vehicle.armed
+            assert c.state is not None and c.state["phase"] == "idle"
+        await pub.publish(T.cmd, b"", qos=1, retain=True)
+
+
+@pytest.mark.parametrize("protocol", ["5", "3.1.1"])
+async def test_fly_replay_dropped_broker_restart_then_resume(
+    mosquitto: Broker, protocol: str
+) -> None:
+    async with stack(mosquitto, protocol, hold_s=30.0) as s:
+        async with s.client(protocol) as c:
+            await fc_ready(c)
+            assert (await c.engage(PositionNed(0, 0, -3), arm=True)).ok
+            for _ in range(3):
+                await c.setpoint(PositionNed(2, 0, -3))
+            # a replayed setpoint from earlier in this session is dropped with a reply
+            old = {"v": 1, "session": c.session, "seq": 1, "kind": "position_ned",
+                   "north_m": -4, "east_m": 0, "down_m": -3}
+            async with observer(mosquitto.port) as spy:
+                await spy.subscribe(T.reply, 1)
+                await spy.publish(T.setpoint, dumps(old))
+                stale = body(await next_message(spy, T.reply,
+                                                where=lambda m: b"setpoint_stale" in m.payload))
+            assert stale["id"] == f"{c.session}:1"
+            await s_wait(lambda: abs(s.north_m - 2) < 0.3, 15, "fly to north 2 m")
+        # broker away mid-flight: the commander is gone with it, the lease lapses -> holding
+        await asyncio.to_thread(mosquitto.stop)
+        assert s.runtime.engine is not None
+        engine = s.runtime.engine
+        await s_wait(lambda: engine.phase.value == "holding", 5, "holding after lease lapse")
+        await asyncio.to_thread(mosquitto.start)
+        async with s.client(protocol) as c2:
+            state = await c2.wait_for_state(lambda st: st["phase"] == "holding", timeout_s=10)
+            assert state["armed"] is True  # re-published to the restarted broker
+            await c2.setpoint(PositionNed(0, 0, -3))  # only a new setpoint resumes
+            await c2.wait_for_state(lambda st: st["phase"] == "active", timeout_s=10)
+            await c2.land()
+        assert s.runtime.bridge is not None and s.runtime.bridge.connect_count >= 2
+
+
+async def s_wait(predicate: Any, timeout_s: float, what: str) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not predicate():
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+DOCS_SCRIPT = r"""
+V=offboardd/e2e
+while sleep 0.25; do echo '{"v":1,"id":"hb","cmd":"heartbeat"}'; done \
+  | mosquitto_pub -t "$V/cmd" -l &
+HB=$!
+mosquitto_pub -q 1 -t "$V/cmd" -m '{"v":1,"id":"e1","cmd":"engage","arm":true,
+  "setpoint":{"kind":"position_ned","north_m":0,"east_m":0,"down_m":-5}}'
+sleep 8
+mosquitto_pub -t "$V/setpoint" -m '{"v":1,"session":"sh1","seq":1,
+  "kind":"position_ned","north_m":5,"east_m":0,"down_m":-5}'
+sleep 6
+mosquitto_sub -t "$V/telemetry/position" -C 1
+mosquitto_rr -t "$V/cmd" -e "$V/reply/shell" -W 20 -m '{"v":1,"id":"l1","cmd":"land"}'
+kill $HB
+"""
+
+
+async def test_docs_mosquitto_examples_fly_the_sim(mosquitto: Broker, tmp_path: Path) -> None:
+    # mosquitto_pub/sub/rr read default options from $XDG_CONFIG_HOME/<tool>: point them at
+    # the test broker so the script runs exactly as the docs print it.
+    for tool in ("mosquitto_pub", "mosquitto_sub", "mosquitto_rr"):
+        (tmp_path / tool).write_text(f"-h 127.0.0.1\n-p {mosquitto.port}\n")
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
+    async with stack(mosquitto) as s, s.client() as c:
+        await fc_ready(c)
+        proc = await asyncio.create_subprocess_exec(
+            "sh", "-c", DOCS_SCRIPT, env=env, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, err.decode()
+        position_line, land_line = out.decode().splitlines()[-2:]
+        assert abs(json.loads(position_line)["north_m"] - 5) < 0.5
+        land = json.loads(land_line)
+        assert (land["id"], land["ok"]) == ("l1", True)
+        assert s.sim.record.changes_to("OFFBOARD") and s.sim.vehicle.mode_name == "AUTO.LAND"
+
+
+async def test_ctl_watch_shows_state_telemetry_and_relay(mosquitto: Broker) -> None:
+    async with stack(mosquitto):
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "offboardd", "ctl", "--port", str(mosquitto.port),
+            "--vehicle", VEHICLE, "watch", "--duration", "3",
+            stdout=asyncio.subprocess.PIPE, cwd=REPO_ROOT)
+        out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    topics = {line.split(" ", 1)[0] for line in out.decode().splitlines()}
+    assert {"state", "availability", "telemetry/position", "mavlink/SYS_STATUS"} <= topics
