@@ -119,13 +119,13 @@ class EngineCommands(EngineCore):
         self._mode_at_engage = v.custom_mode
         self._last_ack = None
         self.lease.grant(now)
-        self.start_stream(setpoint, now)
-        self._warmup_end_s = now + self.settings.warmup_s
         self.enter(
             Phase.WARMUP,
             None,
             f"streaming {setpoint.kind.value} for {self.settings.warmup_s:g} s before OFFBOARD",
         )
+        self.start_stream(setpoint, now)
+        self._warmup_end_s = now + self.settings.warmup_s
         return True
 
     def _setpoint(self, cmd: SetSetpoint, now: float) -> bool:
