@@ -3,10 +3,13 @@ MAVSDK sends), outbound messages through a real codec, inbound messages -> core 
 
 from __future__ import annotations
 
+import math
 import struct
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offboardd.core import events as ev
 from offboardd.core.actions import (
@@ -39,6 +42,7 @@ from offboardd.core.setpoints import (
     VelocityBody,
     VelocityNed,
 )
+from offboardd.errors import SetpointError
 from offboardd.mavlink.codec import MavlinkCodec, dialect
 from offboardd.mavlink.params import encode_param_value
 from offboardd.mavlink.translate import (
@@ -262,3 +266,60 @@ def test_px4_mode_values_from_the_reference() -> None:
     assert Px4Mode.AUTO_LAND.custom_mode == 100925440
     assert Px4Mode.AUTO_RTL.custom_mode == 84148224
     assert Px4Mode.AUTO_TAKEOFF.custom_mode == 33816576
+
+
+NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, width=32),
+    st.floats(min_value=-100, max_value=100),
+    st.none(),
+)
+
+
+def build(kind: SetpointKind, v: list[float | None]) -> Setpoint:
+    """Construct a setpoint of `kind` from raw numbers (None where optional)."""
+    n = [0.0 if x is None else x for x in v]
+    opt = v[3]
+    if kind is SetpointKind.POSITION_NED:
+        return PositionNed(n[0], n[1], n[2], yaw_rad=opt)
+    if kind is SetpointKind.VELOCITY_NED:
+        return VelocityNed(n[0], n[1], n[2], yaw_rate_rad_s=opt)
+    if kind is SetpointKind.VELOCITY_BODY:
+        return VelocityBody(n[0], n[1], n[2], n[3])
+    if kind is SetpointKind.ACCELERATION_NED:
+        return AccelerationNed(n[0], n[1], n[2], yaw_rad=opt)
+    if kind is SetpointKind.POSITION_VELOCITY_NED:
+        return PositionVelocityNed(
+            n[0], n[1], n[2], n[3], n[4], n[5], north_m_s2=v[6], east_m_s2=v[7], down_m_s2=v[8]
+        )
+    if kind is SetpointKind.GLOBAL_POSITION:
+        return GlobalPosition(n[0], n[1], n[2], yaw_rad=opt)
+    if kind is SetpointKind.ATTITUDE:
+        return Attitude(n[0], n[1], n[2], n[3], n[4])
+    return BodyRates(n[0], n[1], n[2], n[4])
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(list(SetpointKind)), values=st.lists(NUMBERS, min_size=9, max_size=9))
+def test_anything_constructible_goes_out_as_a_message_px4_accepts_and_can_fly(
+    kind: SetpointKind, values: list[float | None]
+) -> None:
+    try:
+        sp = build(kind, values)
+    except SetpointError:
+        return
+    (m,) = roundtrip(SendSetpoint(PX4, sp))
+    fields = {k: getattr(m, k) for k in m.get_fieldnames() if isinstance(getattr(m, k), float)}
+    assert all(math.isfinite(x) for x in fields.values()), fields
+    assert (m.target_system, m.target_component) == (1, 1)
+    if m.get_type() == "SET_ATTITUDE_TARGET":
+        assert 0.0 <= m.thrust <= 1.0 and not m.type_mask & 64
+        assert math.isclose(sum(q * q for q in m.q), 1.0, rel_tol=1e-5)
+        assert m.type_mask in (7, 128)
+    else:
+        assert m.coordinate_frame in (1, 8, 5, 6, 11)
+        mask = m.type_mask
+        assert not mask & 512 and mask & 511 != 511
+        for group in (7, 56, 448):
+            assert mask & group in (0, group)
+        if m.coordinate_frame == 8:
+            assert mask & 7 == 7 and mask & 56 == 0  # BODY_NED: velocity, all three axes
