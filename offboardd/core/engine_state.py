@@ -91,7 +91,8 @@ class EngineCore:
 
     def _warn(self, warnings: list[str]) -> None:
         for text in warnings:
-            self.warnings.append(text)
+            if text not in self.warnings:  # the same FC reconnecting warns again, once kept
+                self.warnings.append(text)
             self.emit(Notice(NoticeKind.WARNING, text, self.phase))
 
     def enter(self, phase: Phase, reason: Reason | None, message: str) -> None:
