@@ -27,7 +27,8 @@ class EngineFailsafe(EngineCommands):
             return
         hold = self.vehicle.hold_setpoint(now)
         if hold is None or self.settings.hold_s <= 0:
-            self._loss_action(now, "commander lease lapsed; no position estimate to hold on")
+            why = "no position estimate to hold on" if hold is None else "hold_s is 0"
+            self._loss_action(now, f"commander lease lapsed; {why}")
             return
         self.send_now(hold, now)
         self._hold_end_s = now + self.settings.hold_s
