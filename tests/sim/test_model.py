@@ -1,0 +1,218 @@
+"""The pure vehicle model with injected float time: commander rules and dynamics.
+
+No sockets, no sleeps: time is stepped by hand (10 ms ticks, as the server runs it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+
+from offboardd.mavlink.codec import MavlinkCodec, Message
+from offboardd.sim import SimConfig
+from offboardd.sim.vehicle import Vehicle
+from tests.sim.client import NAN, d, position_sp
+
+TICK_S = 0.01
+
+
+class Harness:
+    def __init__(self, **config: object) -> None:
+        self.v = Vehicle(SimConfig(**config), 0.0)  # type: ignore[arg-type]
+        self.t = 0.0
+        self._codec = MavlinkCodec(1, 191)
+        self._rx = MavlinkCodec(1, 1)
+        self.stream: Callable[[], Message] | None = None
+        self._next_sp = 0.0
+        self.last_sent_s = -1.0
+
+    def send(self, msg: Message) -> None:
+        (decoded,) = self._rx.decode(self._codec.encode(msg))
+        self.v.handle(decoded, self.t, 0)
+
+    def run(self, duration_s: float, rate_hz: float = 20.0) -> None:
+        end = self.t + duration_s
+        while self.t < end - 1e-9:
+            self.t = round(self.t + TICK_S, 6)
+            if self.stream is not None and self.t >= self._next_sp - 1e-9:
+                self.send(self.stream())
+                self._next_sp = self.t + 1 / rate_hz
+                self.last_sent_s = self.t
+            self.v.step(self.t)
+
+    def command(self, command: int, *params: float) -> None:
+        p = [*params, *([0.0] * (7 - len(params)))]
+        self.send(d.MAVLink_command_long_message(1, 1, command, 0, *p))
+
+    def offboard_armed(self, make: Callable[[], Message]) -> None:
+        self.stream = make
+        self.run(0.2)
+        self.command(d.MAV_CMD_DO_SET_MODE, 1, 6, 0)
+        self.command(d.MAV_CMD_COMPONENT_ARM_DISARM, 1)
+        assert self.v.armed and self.v.mode_name == "OFFBOARD"
+
+
+def test_loss_threshold_sweep_matches_sitl() -> None:
+    """[SITL] 0.95-1.02 s gaps never fall back, >= 1.12 s always (COM_OF_LOSS_T = 1)."""
+    for phase in range(10):  # the commander's 100 ms check grid against the gap's start
+        for gap_s, falls in ((0.95, False), (1.02, False), (1.12, True), (1.2, True)):
+            h = Harness()
+            h.run(phase * 0.01)
+            h.offboard_armed(lambda: position_sp(down=-1.0))
+            h.run(1.0)
+            h.stream = None
+            h.run(h.last_sent_s + gap_s - h.t - TICK_S / 2)
+            h.stream = lambda: position_sp(down=-1.0)
+            h.run(0.2)  # the next tick sends: exactly gap_s after the last one
+            fell = bool(h.v.record.changes_to("POSCTL"))
+            assert fell == falls, (phase, gap_s)
+            assert h.v.mode_name == "OFFBOARD"  # and always back by itself
+
+
+def test_reentry_20_to_40_ms_after_the_first_resumed_setpoint() -> None:
+    h = Harness()
+    h.offboard_armed(lambda: position_sp(down=-1.0))
+    h.run(1.0)
+    h.stream = None
+    h.run(1.5)
+    h.stream = lambda: position_sp(down=-1.0)
+    start = h.t
+    h.run(0.2)
+    back = h.v.record.changes_to("OFFBOARD")[-1]
+    assert 0.02 <= back.time_s - start - TICK_S <= 0.04 + 1e-6
+
+
+def test_5_m_climb_reached_and_held_within_10_s_hover_thrust_about_0_5() -> None:
+    h = Harness()
+    h.offboard_armed(lambda: position_sp(down=-5.0))
+    h.run(10.0)
+    assert abs(h.v.position_ned_m[2] + 5.0) < 0.1
+    h.run(2.0)
+    assert abs(h.v.position_ned_m[2] + 5.0) < 0.05
+    assert abs(h.v.velocity_ned_m_s[2]) < 0.05
+    assert 0.45 <= h.v.state.thrust <= 0.55
+
+
+def _sp(mask: int, frame: int = 1, **kw: float) -> Callable[[], Message]:
+    return lambda: position_sp(mask=mask, frame=frame, **kw)
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "check"),
+    [
+        ("position", _sp(2552, north=10.0, east=-5.0, down=-3.0),
+         lambda p, v: abs(p[0] - 10) < 0.3 and abs(p[1] + 5) < 0.3 and abs(p[2] + 3) < 0.3),
+        ("velocity NED", _sp(2503, vx=2.0, vy=1.0, vz=-0.5),
+         lambda p, v: abs(v[0] - 2) < 0.1 and abs(v[1] - 1) < 0.1 and abs(v[2] + 0.5) < 0.1),
+        ("velocity BODY_NED", _sp(1479, frame=8, vx=3.0, vy=0.0, vz=-1.0),
+         lambda p, v: abs(v[0] - 3) < 0.1 and abs(v[1]) < 0.1 and abs(v[2] + 1) < 0.1),
+        ("acceleration NED", _sp(3135, afx=1.0, afy=0.0, afz=-0.5),
+         lambda p, v: v[0] > 3 and abs(v[1]) < 0.1 and v[2] < -1),
+    ],
+)  # fmt: skip
+def test_every_local_setpoint_kind_moves_the_vehicle_as_expected(
+    name: str, make: Callable[[], Message], check: Callable[..., bool]
+) -> None:
+    h = Harness()
+    h.offboard_armed(make)
+    h.run(5.0)
+    assert check(h.v.position_ned_m, h.v.velocity_ned_m_s), (name, h.v.position_ned_m,
+                                                             h.v.velocity_ned_m_s)  # fmt: skip
+
+
+def test_position_with_velocity_feed_forward_tracks_a_moving_setpoint_without_lag() -> None:
+    h = Harness()
+    h.offboard_armed(lambda: position_sp(mask=2496, north=1.5 * h.t, down=-2.0, vx=1.5))
+    h.run(6.0)
+    assert abs(h.v.velocity_ned_m_s[0] - 1.5) < 0.05
+    assert abs(h.v.position_ned_m[0] - 1.5 * h.t) < 0.2  # feed-forward: no following error
+
+
+@pytest.mark.parametrize("frame", [5, 6, 11])
+def test_global_int_setpoints_fly_to_the_point(frame: int) -> None:
+    h = Harness()
+    alt = 488.0 + 4.0 if frame == 5 else 4.0
+    lat = 47.397742 + 10 / 111_195  # 10 m north
+    h.offboard_armed(lambda: d.MAVLink_set_position_target_global_int_message(
+        0, 1, 1, frame, 2552, int(lat * 1e7), int(8.545594 * 1e7), alt,
+        0, 0, 0, 0, 0, 0, NAN, 0))  # fmt: skip
+    h.run(8.0)
+    n, e, down = h.v.position_ned_m
+    assert abs(n - 10) < 0.4 and abs(e) < 0.3 and abs(down + 4) < 0.2
+
+
+def test_attitude_and_body_rate_setpoints() -> None:
+    h = Harness()
+    tilt = 0.2  # pitch forward 0.2 rad (nose down), thrust above hover: climbs and goes north
+    q = [math.cos(-tilt / 2), 0.0, math.sin(-tilt / 2), 0.0]
+    h.offboard_armed(lambda: d.MAVLink_set_attitude_target_message(0, 1, 1, 7, q, 0, 0, 0, 0.6))
+    h.run(2.0)
+    assert abs(h.v.attitude_rad[1] + tilt) < 0.02
+    assert h.v.velocity_ned_m_s[0] > 1.0 and h.v.position_ned_m[2] < -0.5
+    # body rates: yaw rate 0.5 rad/s, level
+    h.stream = lambda: d.MAVLink_set_attitude_target_message(
+        0, 1, 1, 128, [1, 0, 0, 0], 0.0, 0.0, 0.5, 0.5)
+    yaw0 = h.v.attitude_rad[2]
+    h.run(1.0)
+    assert 0.4 < (h.v.attitude_rad[2] - yaw0) % (2 * math.pi) < 0.6
+
+
+def test_takeoff_then_hold_then_land_and_auto_disarm() -> None:
+    h = Harness()
+    h.command(d.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, NAN, NAN, NAN, NAN)
+    h.command(d.MAV_CMD_COMPONENT_ARM_DISARM, 1)
+    h.run(5.0)
+    assert h.v.mode_name == "AUTO.LOITER" and abs(h.v.position_ned_m[2] + 2.5) < 0.15
+    assert not h.v.landed
+    h.command(d.MAV_CMD_NAV_LAND)
+    h.run(5.5)  # 2.5 m at 0.7 m/s, a second for the land detector
+    assert h.v.landed and h.v.armed
+    h.run(2.1)  # COM_DISARM_LAND = 2 s
+    assert not h.v.armed
+    assert h.v.mode_name == "AUTO.LOITER"  # LAND does not allow arming: back to Hold
+
+
+def test_rtl_flies_home_at_altitude_then_lands() -> None:
+    h = Harness()
+    h.offboard_armed(lambda: position_sp(north=20.0, down=-3.0))
+    h.run(6.0)
+    h.command(d.MAV_CMD_NAV_RETURN_TO_LAUNCH)
+    h.run(6.0)
+    n, e, down = h.v.position_ned_m
+    assert math.hypot(n, e) < 1.0 and down > -3.0
+    h.run(6.0)
+    assert h.v.landed
+
+
+def test_preflight_auto_disarm_when_armed_and_never_taking_off() -> None:
+    h = Harness()
+    h.command(d.MAV_CMD_COMPONENT_ARM_DISARM, 1)  # in Hold, on the ground
+    assert h.v.armed
+    h.run(10.2)  # COM_DISARM_PRFLT = 10 s
+    assert not h.v.armed
+    assert h.v.record.armed_changes[-1][2] == "disarmed: auto disarm, no takeoff"
+
+
+@pytest.mark.parametrize(("action", "armed_after"), [(6, False), (7, False)])
+def test_loss_action_terminate_and_disarm(action: int, armed_after: bool) -> None:
+    h = Harness(params={"COM_OBL_RC_ACT": action})
+    h.offboard_armed(lambda: position_sp(down=-2.0))
+    h.run(3.0)
+    h.stream = None
+    h.run(1.3)
+    assert h.v.armed is armed_after
+
+
+def test_current_mode_intended_mode_and_standard_mode() -> None:
+    h = Harness()
+    h.offboard_armed(lambda: position_sp(down=-1.0))
+    h.run(1.0)
+    h.stream = None
+    h.run(1.3)
+    from offboardd.sim.telemetry import current_mode  # noqa: PLC0415
+
+    msg = current_mode(h.v, h.t)
+    assert msg.custom_mode == 3 << 16 and msg.intended_custom_mode == 6 << 16
+    assert msg.standard_mode == d.MAV_STANDARD_MODE_POSITION_HOLD
