@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -95,7 +96,7 @@ def test_5_m_climb_reached_and_held_within_10_s_hover_thrust_about_0_5() -> None
     assert 0.45 <= h.v.state.thrust <= 0.55
 
 
-def _sp(mask: int, frame: int = 1, **kw: float) -> Callable[[], Message]:
+def _sp(mask: int, frame: int = 1, **kw: Any) -> Callable[[], Message]:
     return lambda: position_sp(mask=mask, frame=frame, **kw)
 
 
