@@ -228,3 +228,18 @@ def test_a_stall_during_warmup_restarts_it() -> None:
     ((t_req, _),) = b.mode_requests()
     stall_end = t0 + 1.2
     assert t_req >= stall_end + b.settings.warmup_s - 0.06
+
+
+def test_rejected_then_retried_after_the_backoff() -> None:
+    b = Bench(EngineSettings(retry_backoff_s=0.3))
+    start(b)
+    b.step(1.0)
+    t_reject = b.now
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.TEMPORARILY_REJECTED)
+    b.step(0.29)
+    assert len(b.mode_requests()) == 1  # not hammered at once
+    b.step(0.02)
+    (_, (t_retry, _)) = b.mode_requests()
+    assert t_retry == pytest.approx(t_reject + 0.3)
+    b.set_mode(OFFBOARD)
+    assert b.phase() is Phase.ACTIVE and b.reply("e").ok
