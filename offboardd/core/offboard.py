@@ -8,23 +8,26 @@ Phases (reasons.Phase): IDLE -> WARMUP -> ENGAGING -> [ARMING] -> ACTIVE <-> HOL
 then RELEASING (asking the FC for another mode) -> IDLE / FAILSAFE, or PREEMPTED when
 the FC leaves OFFBOARD unasked. Leaving FAILSAFE / PREEMPTED needs a new engage: the
 engine never takes control back by itself (PX4 would re-enter OFFBOARD as soon as
-setpoints resumed, px4-offboard.md §3). Operator commands are in engine_commands.py.
+setpoints resumed, px4-offboard.md §3).
+
+This module holds the entry points, FC-event handling and the timers; the rest of the
+engine is layered below it: engine_state (state + shared transitions) <- engine_commands
+(operator commands) <- engine_failsafe (lease, hold, loss action, handovers) <-
+engine_engage (warm-up, OFFBOARD, arming) <- OffboardEngine.
 """
 
 from __future__ import annotations
 
 from offboardd.core.actions import (
     Action,
-    ArmDisarm,
     Notice,
     NoticeKind,
     Reply,
-    RequestMode,
     SendCompanionHeartbeat,
     SendSetpoint,
 )
 from offboardd.core.commands import COMMAND_TYPES
-from offboardd.core.engine_failsafe import EngineFailsafe
+from offboardd.core.engine_engage import EngineEngage
 from offboardd.core.events import (
     FC_MESSAGE_TYPES,
     MAV_CMD_COMPONENT_ARM_DISARM,
@@ -43,19 +46,15 @@ from offboardd.core.events import (
 )
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import Phase, Reason
-from offboardd.core.retry import RetryStep
 from offboardd.core.settings import EngineSettings
 from offboardd.core.snapshot import EngineSnapshot
 
 # HEARTBEAT from the companion: 1 Hz by MAVLink convention (§5).
 COMPANION_HEARTBEAT_PERIOD_S = 1.0
-# A gap in the warm-up stream longer than this fraction of COM_OF_LOSS_T restarts the
-# warm-up: PX4 would have been close to judging the stream lost.
-WARMUP_GAP_FRACTION = 0.5
 _LEASE_PHASES = frozenset({Phase.WARMUP, Phase.ENGAGING, Phase.ARMING, Phase.ACTIVE})
 
 
-class OffboardEngine(EngineFailsafe):
+class OffboardEngine(EngineEngage):
     """`OffboardEngine(settings, now)`; see the module docstring for the contract."""
 
     def __init__(self, settings: EngineSettings, now: float) -> None:
@@ -257,55 +256,6 @@ class OffboardEngine(EngineFailsafe):
                 reason = Reason.ARM_REFUSED if pending.arm else Reason.DISARM_REFUSED
                 self.emit(Reply.failure(pending.command_id, reason, self._diagnosis(now)))
 
-    # -- engage ------------------------------------------------------------------------------
-
-    def _warmup_done(self, now: float) -> None:
-        gap_s = self.stream.window_gap_s(now)
-        limit_s = (self.checks.loss_timeout_s or 1.0) * WARMUP_GAP_FRACTION
-        if gap_s > limit_s:
-            # The shell stalled: that was not `warmup_s` of steady streaming. Start over.
-            self.stream.reset_window(now)
-            self._warmup_end_s = now + self.settings.warmup_s
-            self.emit(
-                Notice(
-                    NoticeKind.WARNING,
-                    f"setpoint stream stalled {gap_s:.2f} s during the warm-up; restarting it",
-                    self.phase,
-                )
-            )
-            return
-        self._warmup_end_s = None
-        sp = self.setpoint
-        if sp is not None and not self.vehicle.estimate_valid(sp.estimate, now):
-            self.fail_engage(
-                Reason.ESTIMATE_MISSING,
-                f"the {sp.estimate.value} estimate became invalid during the warm-up",
-            )
-            return
-        if self.vehicle.in_offboard:
-            # PX4 may re-enter OFFBOARD by itself once setpoints flow (§3).
-            self._offboard_confirmed(now)
-            return
-        self.enter(Phase.ENGAGING, None, "warm-up done; requesting OFFBOARD")
-        self._mode_try = self.new_mode_retrier()
-        self._mode_try.begin(now)
-        self._last_ack = None
-
-    def _offboard_confirmed(self, now: float) -> None:
-        if self._engage_arm and not self.vehicle.armed:
-            self.enter(Phase.ARMING, None, "FC reports OFFBOARD; arming")
-            self._arm_try = self.new_arm_retrier()
-            self._arm_try.begin(now)
-            self._last_ack = None
-        else:
-            self._engaged(now, "engaged: FC reports OFFBOARD")
-
-    def _engaged(self, now: float, message: str) -> None:
-        self.enter(Phase.ACTIVE, Reason.ENGAGED, message)
-        if self._engage_id is not None:
-            self.emit(Reply.success(self._engage_id, message, Reason.ENGAGED))
-            self._engage_id = None
-
     # -- timers ------------------------------------------------------------------------------
 
     def _timers(self, now: float) -> None:
@@ -347,29 +297,3 @@ class OffboardEngine(EngineFailsafe):
         if self.stream.tick_due(now) and self.setpoint is not None and v.target is not None:
             self.emit(SendSetpoint(v.target, self.setpoint))
             self.stream.record_send(now)
-
-    def _step_engage_mode(self, now: float) -> None:
-        step = self._mode_try.poll(now)
-        target = self.vehicle.target
-        if step is RetryStep.SEND and target is not None:
-            self.emit(RequestMode(target, Px4Mode.OFFBOARD))
-        elif step is RetryStep.EXHAUSTED:
-            refused = self._mode_try.last_refused
-            self.fail_engage(
-                Reason.MODE_REFUSED if refused else Reason.MODE_TIMEOUT,
-                f"OFFBOARD not confirmed after {self._mode_try.attempts} attempts: "
-                + self._diagnosis(now),
-            )
-
-    def _step_arm(self, now: float) -> None:
-        step = self._arm_try.poll(now)
-        target = self.vehicle.target
-        if step is RetryStep.SEND and target is not None:
-            self.emit(ArmDisarm(target, arm=True))
-        elif step is RetryStep.EXHAUSTED:
-            refused = self._arm_try.last_refused
-            self.fail_engage(
-                Reason.ARM_REFUSED if refused else Reason.ARM_TIMEOUT,
-                f"arming not confirmed after {self._arm_try.attempts} attempts: "
-                + self._diagnosis(now),
-            )
