@@ -23,7 +23,6 @@ import contextlib
 import json
 import secrets
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
 
@@ -45,48 +44,19 @@ from offboardd.core.commands import (
     SetSetpoint,
 )
 from offboardd.core.setpoints import Setpoint
+from offboardd.mqtt.client_types import (
+    ClientError,
+    CommandRefused,
+    Reply,
+    ReplyTimeout,
+    Watched,
+)
 from offboardd.mqtt.schema import encode_command, encode_stream_setpoint
 from offboardd.mqtt.topics import Topics
 from offboardd.mqtt.wire import encode_document
 
 StatePredicate = Callable[[dict[str, Any]], bool]
-
-
-@dataclass(frozen=True)
-class Reply:
-    id: str | None
-    ok: bool
-    code: str | None
-    message: str
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_document(cls, doc: dict[str, Any]) -> Reply:
-        known = {"v", "id", "ok", "code", "message"}
-        return cls(doc.get("id"), bool(doc.get("ok")), doc.get("code"),
-                   str(doc.get("message", "")), {k: v for k, v in doc.items() if k not in known})
-
-
-@dataclass(frozen=True)
-class Watched:
-    topic: str
-    relative_topic: str  # without the vehicle prefix, e.g. "state", "telemetry/position"
-    payload: bytes
-    retained: bool
-
-
-class ClientError(Exception):
-    """Base of the client's errors."""
-
-
-class CommandRefused(ClientError):
-    def __init__(self, reply: Reply) -> None:
-        super().__init__(f"{reply.code}: {reply.message}")
-        self.reply = reply
-
-
-class ReplyTimeout(ClientError):
-    pass
+__all__ = ["ClientError", "CommandRefused", "OffboardClient", "Reply", "ReplyTimeout", "Watched"]
 
 
 class OffboardClient:

@@ -1,0 +1,47 @@
+"""Values and errors of the Python client (`offboardd.client` re-exports them).
+
+Pure: a reply document as the client sees it, a watched message, and the errors a
+mission script can catch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    id: str | None
+    ok: bool
+    code: str | None
+    message: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_document(cls, doc: dict[str, Any]) -> Reply:
+        known = {"v", "id", "ok", "code", "message"}
+        return cls(doc.get("id"), bool(doc.get("ok")), doc.get("code"),
+                   str(doc.get("message", "")), {k: v for k, v in doc.items() if k not in known})
+
+
+@dataclass(frozen=True)
+class Watched:
+    topic: str
+    relative_topic: str  # without the vehicle prefix, e.g. "state", "telemetry/position"
+    payload: bytes
+    retained: bool
+
+
+class ClientError(Exception):
+    """Base of the client's errors."""
+
+
+class CommandRefused(ClientError):
+    def __init__(self, reply: Reply) -> None:
+        super().__init__(f"{reply.code}: {reply.message}")
+        self.reply = reply
+
+
+class ReplyTimeout(ClientError):
+    pass
