@@ -181,9 +181,16 @@ HB=$!
 mosquitto_pub -q 1 -t "$V/cmd" -m '{"v":1,"id":"e1","cmd":"engage","arm":true,
   "setpoint":{"kind":"position_ned","north_m":0,"east_m":0,"down_m":-5}}'
 sleep 8
-mosquitto_pub -t "$V/setpoint" -m '{"v":1,"session":"sh1","seq":1,
-  "kind":"position_ned","north_m":5,"east_m":0,"down_m":-5}'
+mosquitto_pub -q 1 -t "$V/cmd" -m '{"v":1,"id":"s1","cmd":"setpoint",
+  "setpoint":{"kind":"position_ned","north_m":5,"east_m":0,"down_m":-5}}'
 sleep 6
+mosquitto_sub -t "$V/telemetry/position" -C 1
+S=sh$$
+SP='"kind":"velocity_ned","north_m_s":1,"east_m_s":0,"down_m_s":0'
+for i in $(seq 1 30); do
+  echo "{\"v\":1,\"session\":\"$S\",\"seq\":$i,$SP}"
+  sleep 0.1
+done | mosquitto_pub -t "$V/setpoint" -l
 mosquitto_sub -t "$V/telemetry/position" -C 1
 mosquitto_rr -t "$V/cmd" -e "$V/reply/shell" -W 20 -m '{"v":1,"id":"l1","cmd":"land"}'
 kill $HB
@@ -203,8 +210,9 @@ async def test_docs_mosquitto_examples_fly_the_sim(mosquitto: Broker, tmp_path: 
             stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), 60)
         assert proc.returncode == 0, err.decode()
-        position_line, land_line = out.decode().splitlines()[-2:]
-        assert abs(json.loads(position_line)["north_m"] - 5) < 0.5
+        leg1, leg2, land_line = out.decode().splitlines()[-3:]
+        assert abs(json.loads(leg1)["north_m"] - 5) < 0.5
+        assert json.loads(leg2)["north_m"] > 6.5  # 3 s at 1 m/s north on the setpoint topic
         land = json.loads(land_line)
         assert (land["id"], land["ok"]) == ("l1", True)
         assert s.sim.record.changes_to("OFFBOARD") and s.sim.vehicle.mode_name == "AUTO.LAND"
