@@ -40,6 +40,10 @@ def handle(v: Vehicle, msg: Message, now_s: float, link_id: int) -> list[Outgoin
         if msg.target_system != v.system_id or msg.target_component not in (0, v.component_id):
             return []
         return _param(v, kind, msg, now_s, link_id)
+    if kind in ("MISSION_REQUEST_LIST", "MISSION_COUNT", "MISSION_CLEAR_ALL"):
+        if msg.target_system != v.system_id:
+            return []
+        return [Outgoing(_mission_reply(kind, msg), link_id)]
     if kind == "TIMESYNC" and msg.tc1 == 0:  # a request: answer with our time in ns
         return [Outgoing(d.MAVLink_timesync_message(v.boot_us(now_s) * 1000, msg.ts1), link_id)]
     return []  # HEARTBEAT, SYSTEM_TIME, anything else: nothing to answer
@@ -165,6 +169,18 @@ def _param(v: Vehicle, kind: str, msg: Message, now_s: float, link_id: int) -> l
         return []
     table.set(name, value)
     return [Outgoing(table.param_value_msg(name), TO_ALL)]  # PX4 broadcasts the change
+
+
+def _mission_reply(kind: str, msg: Message) -> Message:
+    """No missions here: an empty list to download, uploads refused, clearing is a no-op.
+
+    Enough for QGroundControl's connect-time mission, fence and rally downloads to finish.
+    """
+    src = (msg.get_srcSystem(), msg.get_srcComponent())
+    if kind == "MISSION_REQUEST_LIST":
+        return d.MAVLink_mission_count_message(*src, 0, msg.mission_type)
+    result = d.MAV_MISSION_UNSUPPORTED if kind == "MISSION_COUNT" else d.MAV_MISSION_ACCEPTED
+    return d.MAVLink_mission_ack_message(*src, result, msg.mission_type)
 
 
 def is_gcs_heartbeat(msg: Message) -> bool:

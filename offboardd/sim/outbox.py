@@ -24,8 +24,8 @@ class Outgoing:
 
 @dataclass(frozen=True)
 class LinkRequest:
-    """For the server: set a stream's interval on a link, or send a message once (None)."""
+    """For the server: MAV_CMD_SET_MESSAGE_INTERVAL for one stream on one link."""
 
     link_id: int
     msg_name: str
-    interval_us: float | None
+    interval_us: float

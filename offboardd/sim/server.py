@@ -172,10 +172,7 @@ class SimServer:
     def _after_input(self, now: float) -> None:
         v = self.vehicle
         for req in v.link_requests:
-            target = self.links[req.link_id]
-            if req.interval_us is None:
-                continue
-            target.streams.set_interval(req.msg_name, req.interval_us, now)
+            self.links[req.link_id].streams.set_interval(req.msg_name, req.interval_us, now)
         v.link_requests.clear()
         self._flush(now)
         if v.reboot_requested:
