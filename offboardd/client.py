@@ -99,7 +99,8 @@ class OffboardClient:
         self._state_changed = asyncio.Condition()
         self._holding_lease = False
         self._tasks: list[asyncio.Task[None]] = []
-        self._watch_queue: asyncio.Queue[Watched] | None = None
+        self._watch_queue: asyncio.Queue[Watched | None] | None = None
+        self._lost: ClientError | None = None
         self.watch_dropped = 0
 
     # -- life cycle ---------------------------------------------------------------------
@@ -123,7 +124,11 @@ class OffboardClient:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for future in self._pending.values():
             future.cancel()
-        await self._mqtt.__aexit__(exc_type, exc, tb)
+        if self._lost is None:
+            await self._mqtt.__aexit__(exc_type, exc, tb)
+        else:  # already gone: closing must not raise over the error the script is handling
+            with contextlib.suppress(aiomqtt.MqttError):
+                await self._mqtt.__aexit__(exc_type, exc, tb)
 
     # -- commands -------------------------------------------------------------------------
     async def engage(self, setpoint: Setpoint | None = None, *, arm: bool = False) -> Reply:
@@ -198,7 +203,10 @@ class OffboardClient:
         for topic_filter in filters or [self.topics.everything]:
             await self._mqtt.subscribe(topic_filter, 0)
         while True:
-            yield await self._watch_queue.get()
+            item = await self._watch_queue.get()
+            if item is None:
+                raise self._lost or ClientError("connection to the broker lost")
+            yield item
 
     async def wait_for_state(self, predicate: StatePredicate, timeout_s: float) -> dict[str, Any]:
         """Wait until the published state satisfies `predicate`; return that state."""
@@ -241,6 +249,8 @@ class OffboardClient:
 
     async def _request(self, doc: dict[str, Any], command_id: str,
                        timeout_s: float | None) -> Reply:
+        if self._lost is not None:
+            raise self._lost
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._pending[command_id] = future
         try:
@@ -256,6 +266,19 @@ class OffboardClient:
             self._pending.pop(command_id, None)
 
     async def _read_loop(self) -> None:
+        try:
+            await self._read_messages()
+        except aiomqtt.MqttError as exc:
+            # No reconnect (see the module docstring): fail what waits, at once.
+            self._lost = ClientError(f"connection to the broker lost: {exc}")
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(self._lost)
+            if self._watch_queue is not None:
+                with contextlib.suppress(asyncio.QueueFull):
+                    self._watch_queue.put_nowait(None)
+
+    async def _read_messages(self) -> None:
         async for message in self._mqtt.messages:
             if self._watch_queue is not None and isinstance(message.payload, bytes):
                 topic = message.topic.value

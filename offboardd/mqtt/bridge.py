@@ -256,6 +256,8 @@ class MqttBridge:
                        properties: Properties | None = None) -> None:
         max_bytes = self.settings.max_payload_bytes
         route = self._route(channel, properties, command_id=None)
+        if retain and not payload:
+            return  # someone clearing a stray retained command: nothing to act on or refuse
         if retain:
             command_id = peek_id_bytes(payload, max_bytes=max_bytes)
             self._refuse(channel, route, Rejection(

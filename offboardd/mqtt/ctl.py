@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import sys
 from typing import Any
@@ -55,7 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vehicle", default="vehicle1", help="vehicle id (topic prefix)")
     parser.add_argument("--protocol", choices=["5", "3.1.1"], default="5")
     parser.add_argument("--username")
-    parser.add_argument("--password")
+    parser.add_argument("--password", default=os.environ.get("OFFBOARDD_MQTT_PASSWORD"),
+                        help="default: $OFFBOARDD_MQTT_PASSWORD (keeps it out of `ps`)")
     parser.add_argument("--timeout", type=float, default=5.0, dest="timeout_s",
                         help="seconds to wait for a reply (engage: 4x this)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)

@@ -89,7 +89,10 @@ async def test_mqtt5_live_retained_publish_is_refused(mosquitto: Broker) -> None
         reply = body(await next_message(client, TOPICS.reply))
         assert (reply["id"], reply["code"]) == ("live", "retained_refused")
         assert daemon.received == []
-        await client.publish(TOPICS.cmd, b"", qos=1, retain=True)  # clear it
+        await client.publish(TOPICS.cmd, b"", qos=1, retain=True)  # clearing it: ignored
+        await client.publish(TOPICS.cmd, dumps({"v": 1, "id": "next", "cmd": "hold"}), qos=1)
+        reply = body(await next_message(client, TOPICS.reply))
+        assert (reply["id"], reply["ok"]) == ("next", True)
 
 
 @pytest.mark.parametrize(

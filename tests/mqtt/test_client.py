@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from offboardd.client import CommandRefused, OffboardClient, ReplyTimeout
+from offboardd.client import ClientError, CommandRefused, OffboardClient, ReplyTimeout
 from offboardd.core.commands import Engage, Land, SetSetpoint
 from offboardd.core.setpoints import PositionNed, VelocityNed
 from tests.conftest import Broker
@@ -67,3 +67,14 @@ async def test_two_clients_get_only_their_own_replies(mosquitto: Broker) -> None
         replies = await asyncio.gather(a.heartbeat(), b.heartbeat(), a.release(), b.hold())
     assert [r.ok for r in replies] == [True] * 4
     assert len({r.id for r in replies}) == 4
+
+
+async def test_broker_lost_fails_pending_and_later_calls_at_once(mosquitto: Broker) -> None:
+    async with OffboardClient("127.0.0.1", mosquitto.port, "v1", reply_timeout_s=30) as c:
+        pending = asyncio.create_task(c.hold())  # no daemon: it would wait 30 s
+        await asyncio.sleep(0.2)
+        await asyncio.to_thread(mosquitto.stop)
+        with pytest.raises(ClientError, match="lost"):
+            await asyncio.wait_for(pending, 10)
+        with pytest.raises(ClientError, match="lost"):
+            await c.land()
