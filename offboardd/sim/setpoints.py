@@ -98,8 +98,14 @@ def _targets_us(msg: Message, ctx: JudgeContext) -> str | None:
 
 
 def _pick(mask: int, bits: tuple[int, int, int], values: tuple[float, float, float]) -> Vec3:
-    a, b, c = (None if mask & bit else float(v) for bit, v in zip(bits, values, strict=True))
+    """Fields the mask keeps; NaN/inf count as absent (PX4 stores "ignored" as NaN)."""
+    a, b, c = (_finite(v) if not mask & bit else None for bit, v in zip(bits, values, strict=True))
     return a, b, c
+
+
+def _finite(value: float) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
 def _kinematic_verdict(name: str, target: KinematicTarget) -> Verdict:
@@ -142,8 +148,8 @@ def judge_local_ned(msg: Message, ctx: JudgeContext) -> Verdict:
         pos = (None, None, None)  # PX4 ignores position in BODY_NED
         vel = _rotate_heading(vel, ctx.yaw_rad) if None not in vel else (None, None, None)
         acc = _rotate_full(acc, ctx) if None not in acc else (None, None, None)
-    yaw = None if mask & _YAW else float(msg.yaw)
-    yaw_rate = None if mask & _YAW_RATE else float(msg.yaw_rate)
+    yaw = None if mask & _YAW else _finite(msg.yaw)
+    yaw_rate = None if mask & _YAW_RATE else _finite(msg.yaw_rate)
     return _kinematic_verdict(name, KinematicTarget(pos, vel, acc, yaw, yaw_rate))
 
 
@@ -172,11 +178,12 @@ def judge_global_int(msg: Message, ctx: JudgeContext) -> Verdict:
         )
         # Frame 5 is AMSL; 6 is above home; 11 above terrain, flat at home's altitude here.
         down = -(float(msg.alt) - ctx.origin_alt_m) if frame == 5 else -float(msg.alt)
-        pos = (north, east, down)
+        if math.isfinite(down):
+            pos = (north, east, down)
     vel = _pick(mask, (_VX, _VY, _VZ), (msg.vx, msg.vy, msg.vz))
     acc = _pick(mask, (_AX, _AY, _AZ), (msg.afx, msg.afy, msg.afz))
-    yaw = None if mask & _YAW else float(msg.yaw)
-    yaw_rate = None if mask & _YAW_RATE else float(msg.yaw_rate)
+    yaw = None if mask & _YAW else _finite(msg.yaw)
+    yaw_rate = None if mask & _YAW_RATE else _finite(msg.yaw_rate)
     return _kinematic_verdict(name, KinematicTarget(pos, vel, acc, yaw, yaw_rate))
 
 
@@ -197,6 +204,8 @@ def judge_attitude(msg: Message, ctx: JudgeContext) -> Verdict:
     if not mask & (_ROLL_RATE | _PITCH_RATE):
         yaw_rate = 0.0 if mask & _YAW_RATE_ATT else float(msg.body_yaw_rate)
         rates = (float(msg.body_roll_rate), float(msg.body_pitch_rate), yaw_rate)
+        if not all(math.isfinite(r) for r in rates):
+            rates = None
     if q is None and rates is None:
         return _dropped("neither attitude nor body rates")
     if mask & _THROTTLE:

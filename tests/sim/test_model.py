@@ -10,6 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.sim import SimConfig
@@ -217,3 +219,35 @@ def test_current_mode_intended_mode_and_standard_mode() -> None:
     msg = current_mode(h.v, h.t)
     assert msg.custom_mode == 3 << 16 and msg.intended_custom_mode == 6 << 16
     assert msg.standard_mode == d.MAV_STANDARD_MODE_POSITION_HOLD
+
+
+def test_nan_fields_count_as_absent_and_never_poison_the_state() -> None:
+    h = Harness()
+    h.offboard_armed(lambda: position_sp(down=-2.0))
+    h.run(3.0)
+    h.stream = lambda: position_sp(mask=2552, north=NAN, east=0.0, down=-2.0)
+    h.run(1.0)
+    last = h.v.record.setpoints[-1]
+    assert last.verdict == "controller_failsafe" and "x and y" in last.reason
+    assert all(math.isfinite(x) for x in (*h.v.position_ned_m, *h.v.velocity_ned_m_s))
+    assert h.v.mode_name == "OFFBOARD"
+
+
+floats = st.floats(allow_nan=True, allow_infinity=True, width=32)
+
+
+@settings(max_examples=150, deadline=None)
+@given(mask=st.integers(0, 4095), frame=st.sampled_from([1, 7, 8, 9, 12]),
+       values=st.lists(floats, min_size=11, max_size=11))  # fmt: skip
+def test_any_local_ned_setpoint_is_judged_without_crashing_or_nan_state(
+    mask: int, frame: int, values: list[float]
+) -> None:
+    h = Harness()
+    h.offboard_armed(lambda: position_sp(down=-1.0))
+    n, e, dn, vx, vy, vz, ax, ay, az, yaw, yaw_rate = values
+    h.stream = lambda: position_sp(n, e, dn, mask=mask, frame=frame, vx=vx, vy=vy, vz=vz,
+                                   afx=ax, afy=ay, afz=az, yaw=yaw, yaw_rate=yaw_rate)
+    h.run(0.3)
+    assert h.v.record.setpoints[-1].verdict in ("valid", "dropped", "controller_failsafe")
+    state = (*h.v.position_ned_m, *h.v.velocity_ned_m_s, *h.v.attitude_rad, h.v.state.thrust)
+    assert all(math.isfinite(x) for x in state)
