@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import itertools
 import signal
 from collections import OrderedDict
 from typing import Any
@@ -77,9 +79,11 @@ class Runtime:
         self.engine: OffboardEngine | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._replies: OrderedDict[str, ReplySink] = OrderedDict()
+        # Pending replies by an internal token: two commanders may pick the same command id,
+        # and each must get its own reply. Value: (the commander's id, where to reply).
+        self._replies: OrderedDict[str, tuple[str, ReplySink]] = OrderedDict()
+        self._tokens = itertools.count(1)
         self._last_watchdog_s = -1e9
-        self._last_state: dict[str, object] | None = None
         self._last_state_s = -1e9
         self.internal_errors = 0
         self.running = asyncio.Event()
@@ -142,14 +146,15 @@ class Runtime:
         self._feed_command(inbound.command, inbound.route)
 
     def _feed_command(self, command: Command, sink: ReplySink) -> None:
-        self._replies[command.command_id] = sink
+        token = f"#{next(self._tokens)}"
+        self._replies[token] = (command.command_id, sink)
         while len(self._replies) > _MAX_PENDING_REPLIES:
-            _, old = self._replies.popitem(last=False)
+            _, (_, old) = self._replies.popitem(last=False)
             if isinstance(old, asyncio.Future) and not old.done():
                 old.cancel()
         if command.kind.value != "setpoint":  # setpoints are high rate: not logged one by one
             log.info("command", command=command.kind.value, id=command.command_id)
-        self._handle(command)
+        self._handle(dataclasses.replace(command, command_id=token))
 
     def _on_bytes(self, data: bytes) -> None:
         fc_sysid = self.config.mavlink.fc_system_id
@@ -205,7 +210,7 @@ class Runtime:
             self.notifier.watchdog()
             self._last_watchdog_s = now
         if now - self._last_state_s >= _STATE_PERIOD_S:
-            self._publish_state(now, force=True)
+            self._publish_state(now)
         self._rearm()
 
     def _rearm(self) -> None:
@@ -233,17 +238,21 @@ class Runtime:
                 for msg in translate.messages_for(action):
                     self.link.send(self.codec.encode(msg))
         if transition:
-            self._publish_state(self._now(), force=True)
+            self._publish_state(self._now())
 
     def _reply(self, reply: Reply) -> None:
-        sink = self._replies.pop(reply.command_id, None)
+        pending = self._replies.pop(reply.command_id, None)
+        if pending is None:
+            return
+        command_id, sink = pending
+        reply = dataclasses.replace(reply, command_id=command_id)
         if not reply.ok:
             log.info("command_refused", id=reply.command_id, code=reply.code,
                      reason=reply.reason, message=reply.message)
         if isinstance(sink, asyncio.Future):
             if not sink.done():
                 sink.set_result(reply)
-        elif sink is not None and self.bridge is not None:
+        elif self.bridge is not None:
             self.bridge.reply(
                 sink, ok=reply.ok, code=None if reply.code is None else reply.code.value,
                 message=reply.message,
@@ -260,13 +269,12 @@ class Runtime:
         if self.bridge is not None:
             self.bridge.publish_event(fields)
 
-    def _publish_state(self, now: float, *, force: bool = False) -> None:
-        if self.bridge is None:
-            return
-        state = self._engine().snapshot(now).as_dict()
-        if force or state != self._last_state:
-            self.bridge.publish_state(state)
-            self._last_state, self._last_state_s = state, now
+    def _publish_state(self, now: float) -> None:
+        """Retained state: on every transition, and every _STATE_PERIOD_S for the figures
+        that move continuously (lease, stream rate, heartbeat age)."""
+        if self.bridge is not None:
+            self.bridge.publish_state(self._engine().snapshot(now).as_dict())
+        self._last_state_s = now
 
     async def _telemetry_loop(self) -> None:
         """Publish each telemetry kind at its configured rate (0 = off)."""

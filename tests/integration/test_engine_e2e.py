@@ -188,3 +188,13 @@ async def test_serial_pty_link_flies_a_takeoff() -> None:
     async with flight(link="serial") as fl:
         await fl.takeoff(-2.0)
         assert fl.sim.vehicle.mode_name == "OFFBOARD" and fl.sim.vehicle.armed
+
+
+async def test_two_commanders_with_the_same_command_id_each_get_their_reply() -> None:
+    async with flight() as fl:
+        await fl.wait_fc_ready()
+        first = fl.runtime.submit(Release("same-id"))
+        second = fl.runtime.submit(SetSetpoint("same-id", PositionNed(0.0, 0.0, -2.0)))
+        replies = await asyncio.wait_for(asyncio.gather(first, second), 10)
+        assert [r.command_id for r in replies] == ["same-id", "same-id"]
+        assert not replies[1].ok, "a setpoint while idle is refused: its own reply, not the other's"
