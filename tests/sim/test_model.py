@@ -251,3 +251,17 @@ def test_any_local_ned_setpoint_is_judged_without_crashing_or_nan_state(
     assert h.v.record.setpoints[-1].verdict in ("valid", "dropped", "controller_failsafe")
     state = (*h.v.position_ned_m, *h.v.velocity_ned_m_s, *h.v.attitude_rad, h.v.state.thrust)
     assert all(math.isfinite(x) for x in state)
+
+
+def test_no_reentry_when_someone_changed_the_mode_during_the_fallback() -> None:
+    h = Harness()
+    h.offboard_armed(lambda: position_sp(down=-2.0))
+    h.run(3.0)
+    stream, h.stream = h.stream, None
+    h.run(1.3)
+    assert h.v.mode_name == "POSCTL" and h.v.intended_mode_name == "OFFBOARD"
+    h.v.pilot_mode_switch("AUTO.LOITER", h.t)
+    h.stream = stream
+    h.run(1.0)
+    assert h.v.mode_name == "AUTO.LOITER" and h.v.intended_mode_name == "AUTO.LOITER"
+    assert not [m for m in h.v.record.mode_changes if m.cause == "offboard resumed"]
