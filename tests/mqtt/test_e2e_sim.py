@@ -33,7 +33,7 @@ from tests.mqtt.helpers import body, dumps, next_message, observer, settings_for
 
 pytestmark = pytest.mark.integration
 REPO_ROOT = Path(__file__).resolve().parents[2]
-VEHICLE = "e2e"
+VEHICLE = "vehicle1"  # the README example uses the default vehicle id
 T = Topics.for_vehicle(VEHICLE)
 
 
@@ -173,28 +173,12 @@ async def s_wait(predicate: Any, timeout_s: float, what: str) -> None:
         await asyncio.sleep(0.02)
 
 
-DOCS_SCRIPT = r"""
-V=offboardd/e2e
-while sleep 0.25; do echo '{"v":1,"id":"hb","cmd":"heartbeat"}'; done \
-  | mosquitto_pub -t "$V/cmd" -l &
-HB=$!
-mosquitto_pub -q 1 -t "$V/cmd" -m '{"v":1,"id":"e1","cmd":"engage","arm":true,
-  "setpoint":{"kind":"position_ned","north_m":0,"east_m":0,"down_m":-5}}'
-sleep 8
-mosquitto_pub -q 1 -t "$V/cmd" -m '{"v":1,"id":"s1","cmd":"setpoint",
-  "setpoint":{"kind":"position_ned","north_m":5,"east_m":0,"down_m":-5}}'
-sleep 6
-mosquitto_sub -t "$V/telemetry/position" -C 1
-S=sh$$
-SP='"kind":"velocity_ned","north_m_s":1,"east_m_s":0,"down_m_s":0'
-for i in $(seq 1 30); do
-  echo "{\"v\":1,\"session\":\"$S\",\"seq\":$i,$SP}"
-  sleep 0.1
-done | mosquitto_pub -t "$V/setpoint" -l
-mosquitto_sub -t "$V/telemetry/position" -C 1
-mosquitto_rr -t "$V/cmd" -e "$V/reply/shell" -W 20 -m '{"v":1,"id":"l1","cmd":"land"}'
-kill $HB
-"""
+def readme_mosquitto_example() -> str:
+    """The README's mosquitto example block, exactly as printed there."""
+    text = (REPO_ROOT / "README.md").read_text()
+    begin = text.index("<!-- mosquitto-example:begin")
+    block = text[text.index("```sh\n", begin) + len("```sh\n"):]
+    return block[: block.index("```")]
 
 
 async def test_docs_mosquitto_examples_fly_the_sim(mosquitto: Broker, tmp_path: Path) -> None:
@@ -206,7 +190,7 @@ async def test_docs_mosquitto_examples_fly_the_sim(mosquitto: Broker, tmp_path: 
     async with stack(mosquitto) as s, s.client() as c:
         await fc_ready(c)
         proc = await asyncio.create_subprocess_exec(
-            "sh", "-c", DOCS_SCRIPT, env=env, stdout=asyncio.subprocess.PIPE,
+            "sh", "-c", readme_mosquitto_example(), env=env, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), 60)
         assert proc.returncode == 0, err.decode()
