@@ -17,7 +17,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Protocol
 
 from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.sim import faults
@@ -27,12 +26,8 @@ from offboardd.sim.outbox import TO_ALL, TO_CURRENT_MODE, TO_GCS, Outgoing
 from offboardd.sim.record import SimRecord
 from offboardd.sim.streams import HEAVY_FILLER_HZ, PROFILES, PrebuiltFrames, StreamScheduler
 from offboardd.sim.telemetry import BUILDERS
-from offboardd.sim.transports import PtyEndpoint, UdpEndpoint
+from offboardd.sim.transports import FrameSender, PtyEndpoint, TcpSender, UdpEndpoint
 from offboardd.sim.vehicle import Vehicle
-
-
-class _Sender(Protocol):
-    def send_frames(self, frames: list[bytes]) -> None: ...
 
 
 @dataclass
@@ -44,7 +39,7 @@ class SimLink:
     profile: str
     codec: MavlinkCodec
     streams: StreamScheduler
-    sender: _Sender | None = None
+    sender: FrameSender | None = None
     prebuilt: PrebuiltFrames | None = None
     filler: StreamScheduler | None = None
     is_gcs: bool = False  # a GCS heartbeat was seen on it
@@ -54,14 +49,6 @@ class SimLink:
 
     def paused(self, now_s: float) -> bool:
         return now_s < self.paused_until_s
-
-
-class _TcpSender:
-    def __init__(self, link: Any) -> None:
-        self._link = link
-
-    def send_frames(self, frames: list[bytes]) -> None:
-        self._link.send(b"".join(frames))
 
 
 class SimServer:
@@ -118,7 +105,7 @@ class SimServer:
             link = self._add_link("tcp", cfg.profile)
             tcp = open_link(f"tcpin://127.0.0.1:{cfg.tcp_port}", self._receiver(link),
                             lambda _state: None)  # fmt: skip
-            link.sender, self.tcp_port = _TcpSender(tcp), cfg.tcp_port
+            link.sender, self.tcp_port = TcpSender(tcp), cfg.tcp_port
             self._tasks.append(asyncio.create_task(tcp.run()))
         self._tasks.append(asyncio.create_task(self._tick_loop()))
 
@@ -164,7 +151,10 @@ class SimServer:
                 link.received_msgs += 1
                 if is_gcs_heartbeat(msg):
                     link.is_gcs = True
-                self._dispatch(self.vehicle.handle(msg, now, link.link_id), now)
+                try:
+                    self._dispatch(self.vehicle.handle(msg, now, link.link_id), now)
+                except Exception as exc:  # a model bug: keep serving, fail loudly at stop()
+                    self.error = self.error or exc
             self._after_input(now)
 
         return on_bytes

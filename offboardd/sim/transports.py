@@ -13,10 +13,24 @@ import contextlib
 import os
 import tty
 from collections.abc import Callable
-from typing import cast
+from typing import Any, Protocol, cast
 
 Endpoint = tuple[str, int]
 _MAX_DATAGRAM = 1400  # batch frames into datagrams below a typical MTU, as PX4 does
+
+
+class FrameSender(Protocol):
+    def send_frames(self, frames: list[bytes]) -> None: ...
+
+
+class TcpSender:
+    """Frames out through an `offboardd.mavlink.links` link (TCP): one write per batch."""
+
+    def __init__(self, link: Any) -> None:
+        self._link = link
+
+    def send_frames(self, frames: list[bytes]) -> None:
+        self._link.send(b"".join(frames))
 
 
 class UdpEndpoint(asyncio.DatagramProtocol):
