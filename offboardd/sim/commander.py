@@ -27,7 +27,7 @@ RESUME_DELAY_S = 0.03  # [SITL] back in OFFBOARD 20-40 ms after the first valid 
 class Notice:
     """Something the vehicle must tell the world and the record."""
 
-    kind: str  # "mode" | "text" | "armed"
+    kind: str  # "mode" | "intent" | "text" | "armed"
     time_s: float
     old_mode: str = ""
     new_mode: str = ""
@@ -95,7 +95,7 @@ class Commander:
             self._offboard_ok = self.offboard_signal_ok(now_s)
         if self.armed and not self.can_run(mode):
             return False
-        self._set_intent(mode)
+        self._set_intent(mode, now_s)
         self._update_mode(now_s, cause)
         return True
 
@@ -119,7 +119,7 @@ class Commander:
         self.armed, self.failsafe, self._resume_at_s = False, False, None
         self.notices.append(Notice("armed", now_s, cause=f"disarmed: {cause}"))
         if not self.intent.allows_arming:  # PX4 restores the last mode that allows arming
-            self.intent = self._mode_after_disarming
+            self._set_intent(self._mode_after_disarming, now_s)
         self._update_mode(now_s, "disarmed")
         return True
 
@@ -129,9 +129,11 @@ class Commander:
         if not landed and self.armed:
             self.flew_since_arming = True
 
-    def _set_intent(self, mode: FlightMode) -> None:
+    def _set_intent(self, mode: FlightMode, now_s: float) -> None:
         if not mode.allows_arming and self.intent.allows_arming:
             self._mode_after_disarming = self.intent
+        if mode is not self.intent:  # CURRENT_MODE carries the intent: PX4 reports it
+            self.notices.append(Notice("intent", now_s, self.intent.name, mode.name))
         self.intent = mode
         self._resume_at_s = None
 
@@ -193,5 +195,5 @@ class Commander:
 
     def complete_auto_mode(self, mode: FlightMode, now_s: float, cause: str) -> None:
         """Navigator finished a mode (takeoff done -> Hold); PX4 updates the intent too."""
-        self._set_intent(mode)
+        self._set_intent(mode, now_s)
         self._update_mode(now_s, cause)

@@ -207,16 +207,21 @@ class Vehicle:
 
     def drain(self, now_s: float) -> list[Outgoing]:
         out: list[Outgoing] = []
+        status_changed = False
         for n in self.commander.notices:
             if n.kind == "mode":
                 self.record.mode_changes.append(ModeChange(n.time_s, n.old_mode, n.new_mode,
                                                            n.cause))  # fmt: skip
-                out.append(Outgoing(current_mode(self, now_s), TO_CURRENT_MODE))
+                status_changed = True
+            elif n.kind == "intent":
+                status_changed = True
             elif n.kind == "text":
                 out.extend(self.statustext(n.severity, n.text, now_s))
             else:
                 self.record.armed_changes.append((n.time_s, self.commander.armed, n.cause))
         self.commander.notices.clear()
+        if status_changed:  # PX4 sends CURRENT_MODE at once when vehicle_status changes
+            out.insert(0, Outgoing(current_mode(self, now_s), TO_CURRENT_MODE))
         return out
 
     # ---- faults -------------------------------------------------------------
