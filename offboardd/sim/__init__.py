@@ -31,6 +31,10 @@ In-process API (tests):
         sim.restore_link()
         sim.reboot()                           # gap, then disarmed, boot time from 0
 
+Wiring a daemon to it: either give the sim the daemon's port (`udp_remote=("127.0.0.1",
+daemon_port)`, the daemon listening with udpin, as with PX4 SITL) or point the daemon at
+`sim.udp_port` (udpout); with `udp_remote=None` the sim stays silent until a peer speaks.
+
 `SimConfig` fields: system_id/component_id (1/1), udp_bind/udp_remote (companion link,
 default 127.0.0.1:14580 -> :14540), gcs_bind/gcs_remote (:18570 -> :14550; None
 disables), tcp_port, pty/pty_symlink (read `sim.pty_path`), profile "px4" | "light" |
