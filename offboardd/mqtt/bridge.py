@@ -1,9 +1,10 @@
-"""The daemon's MQTT connection: the only module of the daemon that imports aiomqtt.
+"""The daemon's MQTT connection (with connection.py, the daemon's only aiomqtt importers).
 
 Owns the connection life cycle (connect with a retained `offline` last will, announce
 `online`, subscribe with a clean session so no backlog is ever replayed, reconnect forever
-with exponential backoff and jitter), the inbound gate (size, retain flag, JSON, schema,
-replay) in front of `on_command`, and the publisher that drains the `Outbox`.
+with exponential backoff and jitter, saying why an attempt failed), the inbound gate (size,
+retain flag, JSON, schema, replay) in front of `on_command`, and the publisher that drains
+the `Outbox`. How to open a connection and explain a failure is in connection.py.
 
 Must not: interpret commands (the engine does), block the caller (every publish method
 only queues), or let anything invalid reach `on_command`.
@@ -26,6 +27,9 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from offboardd.core.commands import Command
+from offboardd.errors import OffboarddError
+from offboardd.mqtt import connection
+from offboardd.mqtt.connection import ConnectFailure, FailureKind
 from offboardd.mqtt.outbox import Outbound, Outbox
 from offboardd.mqtt.schema import CommandDecoder
 from offboardd.mqtt.settings import DEFAULT_TELEMETRY_RATES_HZ, MqttSettings, backoff_s
@@ -90,6 +94,8 @@ class MqttBridge:
         self.connected = asyncio.Event()
         self.connect_count = 0
         self.refused_count = 0
+        self.failed_attempts = 0  # connection attempts that failed (all time)
+        self.last_failure: ConnectFailure | None = None  # why we are not connected, if known
 
     # -- publishing (non-blocking; called from the runtime's loop) --------------------
     def reply(self, route: ReplyRoute, *, ok: bool, code: str | None = None,
@@ -137,41 +143,41 @@ class MqttBridge:
 
     # -- connection life cycle ---------------------------------------------------------
     async def run(self) -> None:
-        """Serve forever; reconnect on any connection error; return only by cancellation."""
+        """Serve forever; reconnect on any connection error; return only by cancellation.
+
+        A refused password or an unverifiable broker is logged (with what to check), kept in
+        `last_failure`, and retried with the same growing backoff: never a tight loop."""
+        s = self.settings
+        for event, message in connection.security_warnings(s):
+            log.warning(event, host=s.host, message=message)
         attempt = 0
         while True:
+            paho_errors = connection.PahoErrors()
+            served = self.connect_count
+            failure: ConnectFailure | None = None
             try:
-                async with self._make_client() as client:
+                async with connection.daemon_client(s, self.topics.availability,
+                                                    paho_errors) as client:
                     attempt = 0
+                    self.last_failure = None
                     await self._serve(client)
-            except aiomqtt.MqttError as exc:
-                log.warning("mqtt_disconnected", error=str(exc), host=self.settings.host,
-                            port=self.settings.port)
+            except (aiomqtt.MqttError, OffboarddError) as exc:
+                failure = connection.explain(exc, paho_errors.take())
             finally:
                 self._outbox.on_disconnected()
                 self.connected.clear()
-            delay_s = backoff_s(attempt, self.settings.reconnect_min_s,
-                                self.settings.reconnect_max_s, random.random)
+            delay_s = backoff_s(attempt, s.reconnect_min_s, s.reconnect_max_s, random.random)
+            where = {"host": s.host, "port": s.port, "retry_in_s": round(delay_s, 2)}
+            if failure is not None and self.connect_count > served:  # a session ended
+                log.warning("mqtt_disconnected", error=failure.message, **where)
+            elif failure is not None:  # never got in: say why, loudly unless it is the network
+                self.last_failure = failure
+                self.failed_attempts += 1
+                level = log.warning if failure.kind == FailureKind.NETWORK else log.error
+                level("mqtt_connect_failed", kind=str(failure.kind), error=failure.message,
+                      attempt=attempt + 1, **where)
             attempt += 1
             await asyncio.sleep(delay_s)
-
-    def _make_client(self) -> aiomqtt.Client:
-        s = self.settings
-        will = aiomqtt.Will(self.topics.availability, AVAILABILITY_OFFLINE, qos=1, retain=True)
-        common: dict[str, Any] = {
-            "hostname": s.host, "port": s.port, "identifier": s.effective_client_id,
-            "username": s.username, "password": s.password, "will": will,
-            "keepalive": s.keepalive_s, "timeout": 5.0,
-            # bounded: a flood of commands while we are busy is dropped, not buffered
-            "max_queued_incoming_messages": 1000,
-        }
-        if self._v5:
-            # clean start + session expiry 0 (paho's default): nothing queued for us
-            # while we were away is ever delivered (replay safety).
-            return aiomqtt.Client(protocol=aiomqtt.ProtocolVersion.V5,
-                                  clean_start=True, **common)
-        return aiomqtt.Client(protocol=aiomqtt.ProtocolVersion.V311, clean_session=True,
-                              **common)
 
     async def _serve(self, client: aiomqtt.Client) -> None:
         await self._subscribe(client)

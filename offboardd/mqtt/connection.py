@@ -1,0 +1,161 @@
+"""Opening an MQTT connection (credentials, TLS) and saying why one failed, in plain words.
+
+Used by the daemon's bridge and by the Python client / `offboardd ctl`, so both build the
+same TLS context and report a refused password, an unverifiable broker or a missing client
+certificate the same way. aiomqtt flattens TLS errors into strings and, when the broker
+drops a TLS 1.3 session right after the handshake (no client certificate), only times
+out; so paho's own error log is recorded per connection (`PahoErrors`) and consulted.
+
+Must not: retry, sleep or log (callers own the backoff and the log line). With bridge.py and
+the client, the only modules that import aiomqtt.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import aiomqtt
+from aiomqtt.exceptions import MqttConnectError
+
+from offboardd.errors import OffboarddError
+from offboardd.mqtt.settings import MqttSettings
+from offboardd.mqtt.tls import TlsSettings, ssl_context
+from offboardd.mqtt.topics import AVAILABILITY_OFFLINE
+
+# CONNACK reason codes (MQTT 5 §3.2.2.2); paho maps MQTT 3.1.1's return codes 4 and 5
+# onto the same two values (and older callbacks may still hand us the raw 4/5).
+_BAD_CREDENTIALS = {134, 4}  # "Bad User Name or Password"
+_NOT_AUTHORISED = {135, 5}  # "Not authorized"
+_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+
+
+class FailureKind(StrEnum):
+    CREDENTIALS = "credentials"  # the broker refused user name / password
+    TLS_VERIFY = "tls_verify"  # the broker's certificate failed verification
+    TLS_CLIENT_CERT = "tls_client_cert"  # the broker wanted (another) client certificate
+    TLS = "tls"  # any other TLS failure (version, protocol)
+    TLS_FILES = "tls_files"  # our own CA / certificate / key files
+    REFUSED = "refused"  # another CONNACK refusal (client id, server busy...)
+    NETWORK = "network"  # unreachable, reset, timed out, lost
+
+
+@dataclass(frozen=True)
+class ConnectFailure:
+    kind: FailureKind
+    message: str
+
+
+class PahoErrors(logging.Handler):
+    """Keeps paho's last error line for one client (`logger` is given to aiomqtt)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        # A free-standing logger (not in logging's registry): nothing leaks per connection
+        # and nothing reaches the root logger twice.
+        self.logger = logging.Logger("offboardd.mqtt.paho", logging.ERROR)
+        self.logger.addHandler(self)
+        self.last: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.last = record.getMessage()
+
+    def take(self) -> str | None:
+        last, self.last = self.last, None
+        return last
+
+
+def client_options(*, username: str | None, password: str | None,
+                   tls: TlsSettings | None) -> dict[str, Any]:
+    """Keyword arguments for `aiomqtt.Client` (a fresh TLS context: files are re-read)."""
+    options: dict[str, Any] = {"username": username, "password": password}
+    if tls is not None:
+        options["tls_context"] = ssl_context(tls)
+    return options
+
+
+def daemon_client(settings: MqttSettings, will_topic: str, paho_errors: PahoErrors
+                  ) -> aiomqtt.Client:
+    """The daemon's client: a retained `offline` will, no session carried over."""
+    s = settings
+    will = aiomqtt.Will(will_topic, AVAILABILITY_OFFLINE, qos=1, retain=True)
+    common: dict[str, Any] = {
+        "hostname": s.host, "port": s.port, "identifier": s.effective_client_id,
+        "will": will, "keepalive": s.keepalive_s, "timeout": s.timeout_s,
+        "logger": paho_errors.logger,
+        # bounded: a flood of commands while we are busy is dropped, not buffered
+        "max_queued_incoming_messages": 1000,
+        **client_options(username=s.username, password=s.password, tls=s.tls_settings),
+    }
+    if s.protocol == "5":
+        # clean start + session expiry 0 (paho's default): nothing queued for us
+        # while we were away is ever delivered (replay safety).
+        return aiomqtt.Client(protocol=aiomqtt.ProtocolVersion.V5, clean_start=True, **common)
+    return aiomqtt.Client(protocol=aiomqtt.ProtocolVersion.V311, clean_session=True, **common)
+
+
+def security_warnings(settings: MqttSettings) -> list[tuple[str, str]]:
+    """(event, message) pairs worth a loud log line when the daemon starts."""
+    warnings = []
+    if settings.tls and settings.tls_insecure_skip_verify:
+        warnings.append(("mqtt_tls_verification_disabled",
+                         "mqtt.tls_insecure_skip_verify = true: the broker's certificate is NOT "
+                         "checked; anyone on the path can pose as the broker"))
+    if (settings.password is not None and not settings.tls
+            and settings.host not in _LOOPBACK):
+        warnings.append(("mqtt_password_in_cleartext",
+                         "the MQTT password crosses the network unencrypted; set mqtt.tls"))
+    return warnings
+
+
+def explain(exc: BaseException, paho_error: str | None = None) -> ConnectFailure:
+    """Why a connection attempt (or session) failed, naming what to check."""
+    if isinstance(exc, OffboarddError):  # our TLS files, checked again at connect time
+        return ConnectFailure(FailureKind.TLS_FILES, exc.message)
+    if isinstance(exc, MqttConnectError):  # a CONNACK that said no
+        code = _reason_value(exc.rc)
+        if code in _NOT_AUTHORISED or code in _BAD_CREDENTIALS:
+            why = "not authorised" if code in _NOT_AUTHORISED else "bad user name or password"
+            return ConnectFailure(
+                FailureKind.CREDENTIALS,
+                f"broker refused the credentials ({why}); check mqtt.username and the "
+                "password (OFFBOARDD_MQTT_PASSWORD), and the broker's password_file")
+        return ConnectFailure(FailureKind.REFUSED, f"broker refused the connection: {exc}")
+    cause = exc.__context__ or exc.__cause__
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return ConnectFailure(
+            FailureKind.TLS_VERIFY,
+            f"TLS: the broker's certificate failed verification ({cause.verify_message}); "
+            "check mqtt.tls_ca_file and that the certificate names the host you dial")
+    text = f"{exc} {paho_error or ''}"
+    upper = text.upper()
+    if "CERTIFICATE_REQUIRED" in upper or "PEER DID NOT RETURN A CERTIFICATE" in upper:
+        return ConnectFailure(
+            FailureKind.TLS_CLIENT_CERT,
+            "TLS: the broker requires a client certificate; set mqtt.tls_cert_file and "
+            f"mqtt.tls_key_file ({_short(paho_error or str(exc))})")
+    if any(alert in upper for alert in ("ALERT_UNKNOWN_CA", "ALERT_BAD_CERTIFICATE",
+                                         "ALERT_CERTIFICATE_UNKNOWN", "ALERT_DECRYPT_ERROR")):
+        return ConnectFailure(
+            FailureKind.TLS_CLIENT_CERT,
+            "TLS: the broker refused our client certificate (not signed by a CA it trusts?) "
+            f"({_short(paho_error or str(exc))})")
+    if isinstance(cause, ssl.SSLError) or "[SSL" in text:
+        return ConnectFailure(FailureKind.TLS, f"TLS: {_short(paho_error or str(exc))} "
+                              "(is the port a TLS listener, and TLS >= 1.2?)")
+    detail = str(exc) + (f" ({paho_error})" if paho_error else "")
+    return ConnectFailure(FailureKind.NETWORK, detail)
+
+
+def _reason_value(rc: object) -> int | None:
+    if isinstance(rc, int):
+        return rc
+    value = getattr(rc, "value", None)
+    return value if isinstance(value, int) else None
+
+
+def _short(text: str) -> str:
+    return text.split(" (_ssl.c", maxsplit=1)[0]
