@@ -13,7 +13,11 @@ script holds control a background task sends `heartbeat` every `heartbeat_period
 lease and the daemon holds, then applies its loss action.
 
 This is the client side: it may import aiomqtt. It does not reconnect: if the broker goes
-away the script's next call fails and the daemon's lease rules take over.
+away the script's next call fails and the daemon's lease rules take over. A broker that
+refuses the connection raises `ConnectFailed`, whose `failure` says why (credentials, TLS):
+
+    tls = TlsSettings(ca_file="/etc/offboardd/ca.crt", cert_file="me.crt", key_file="me.key")
+    OffboardClient("broker.lan", 8883, "vehicle1", username="commander", password=pw, tls=tls)
 """
 
 from __future__ import annotations
@@ -47,16 +51,20 @@ from offboardd.core.setpoints import Setpoint
 from offboardd.mqtt.client_types import (
     ClientError,
     CommandRefused,
+    ConnectFailed,
     Reply,
     ReplyTimeout,
     Watched,
 )
+from offboardd.mqtt.connection import PahoErrors, client_options, explain
 from offboardd.mqtt.schema import encode_command, encode_stream_setpoint
+from offboardd.mqtt.tls import TlsSettings
 from offboardd.mqtt.topics import Topics
 from offboardd.mqtt.wire import encode_document
 
 StatePredicate = Callable[[dict[str, Any]], bool]
-__all__ = ["ClientError", "CommandRefused", "OffboardClient", "Reply", "ReplyTimeout", "Watched"]
+__all__ = ["ClientError", "CommandRefused", "ConnectFailed", "OffboardClient", "Reply",
+           "ReplyTimeout", "TlsSettings", "Watched"]
 
 
 class OffboardClient:
@@ -69,21 +77,25 @@ class OffboardClient:
         protocol: Literal["5", "3.1.1"] = "5",
         username: str | None = None,
         password: str | None = None,
+        tls: TlsSettings | None = None,
         topic_root: str = "offboardd",
         reply_timeout_s: float = 5.0,
         engage_timeout_s: float = 20.0,
         heartbeat_period_s: float = 0.25,
         follow_state: bool = True,
+        connect_timeout_s: float = 10.0,
     ) -> None:
         self.topics = Topics.for_vehicle(vehicle_id, topic_root)
         self.client_id = f"offboardd-client-{secrets.token_hex(4)}"
         self.session = secrets.token_hex(6)  # the commander session for the replay guard
         self._v5 = protocol == "5"
         self._inbox = self.topics.reply_inbox(self.client_id) if self._v5 else self.topics.reply
+        self._paho_errors = PahoErrors()
         self._mqtt = aiomqtt.Client(
-            host, port, identifier=self.client_id, username=username, password=password,
+            host, port, identifier=self.client_id, logger=self._paho_errors.logger,
             protocol=aiomqtt.ProtocolVersion.V5 if self._v5 else aiomqtt.ProtocolVersion.V311,
-            clean_session=None if self._v5 else True,
+            clean_session=None if self._v5 else True, timeout=connect_timeout_s,
+            **client_options(username=username, password=password, tls=tls),
         )
         self.reply_timeout_s = reply_timeout_s
         self.engage_timeout_s = engage_timeout_s
@@ -105,7 +117,11 @@ class OffboardClient:
 
     # -- life cycle ---------------------------------------------------------------------
     async def __aenter__(self) -> OffboardClient:
-        await self._mqtt.__aenter__()
+        try:
+            await self._mqtt.__aenter__()
+        except aiomqtt.MqttError as exc:
+            # Say why (refused credentials, unverifiable broker, no client certificate...)
+            raise ConnectFailed(explain(exc, self._paho_errors.take())) from exc
         try:
             await self._mqtt.subscribe(self._inbox, 1)
             if self._follow_state:  # off for `watch`, which subscribes to what it shows

@@ -74,3 +74,41 @@ def test_check_config_command_reports_ok_and_errors(tmp_path: Path) -> None:
         capture_output=True, text=True, check=False,
     )
     assert bad.returncode == 1 and "engine.warmup_s" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('tls = true\ntls_ca_file = "{d}/nope.crt"',
+         "mqtt.tls_ca_file = '{d}/nope.crt': file not found"),
+        ('tls = true\ntls_ca_file = "{d}"', "mqtt.tls_ca_file = '{d}': not a regular file"),
+        ('tls = true\ntls_ca_file = "{d}/garbage.pem"',
+         "mqtt.tls_ca_file = '{d}/garbage.pem': no usable PEM CA certificate"),
+        ('tls = true\ntls_key_file = "{d}/garbage.pem"',
+         "mqtt.tls_key_file = '{d}/garbage.pem' is set without mqtt.tls_cert_file"),
+        ('tls = true\ntls_cert_file = "{d}/garbage.pem"',
+         "mqtt.tls_cert_file = '{d}/garbage.pem': no private key in the certificate file"),
+        ('tls_ca_file = "{d}/garbage.pem"',
+         "mqtt.tls_ca_file is set but mqtt.tls = false; set tls = true"),
+        ("tls_insecure_skip_verify = true", "mqtt.tls_insecure_skip_verify is set but mqtt.tls"),
+        ('tls = "yes"', "mqtt.tls = 'yes' is invalid; allowed: true or false"),
+        ("timeout_s = 0", "mqtt.timeout_s = 0 is invalid"),
+        ('password = "x"', "mqtt.password is set (in the file or OFFBOARDD_MQTT_PASSWORD) but "
+                           "mqtt.username is not"),
+    ],
+)
+def test_bad_mqtt_security_config_is_named(tmp_path: Path, text: str, expected: str) -> None:
+    (tmp_path / "garbage.pem").write_text("not a certificate\n")
+    path = tmp_path / "bad.toml"
+    path.write_text("[mqtt]\n" + text.format(d=tmp_path) + "\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert expected.format(d=tmp_path) in info.value.message
+
+
+def test_tls_with_the_system_trust_store_loads(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[mqtt]\nport = 8883\ntls = true\nusername = "offboardd"\n')
+    config = load_config(path, environ={"OFFBOARDD_MQTT_PASSWORD": "pw"})
+    assert config.mqtt.tls_settings is not None and config.mqtt.password == "pw"
+    assert config.mqtt.tls_settings.ca_file == ""

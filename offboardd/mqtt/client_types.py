@@ -7,7 +7,10 @@ mission script can catch.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from offboardd.mqtt.connection import ConnectFailure
 
 
 @dataclass(frozen=True)
@@ -45,3 +48,11 @@ class CommandRefused(ClientError):
 
 class ReplyTimeout(ClientError):
     pass
+
+
+class ConnectFailed(ClientError):
+    """The broker could not be reached or refused us; `failure.kind` says which way."""
+
+    def __init__(self, failure: ConnectFailure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure

@@ -9,10 +9,11 @@
     offboardd ctl send '{"v":1,"id":"x","cmd":"heartbeat"}'
     offboardd ctl state
     offboardd ctl watch [--all] [--count N] [--duration S]
+    offboardd ctl --port 8883 --tls-ca-file ca.crt --username commander hold  # TLS + auth
 
 Replies are printed as one JSON line on stdout. Exit status: 0 ok, 1 refused,
-2 bad usage, 3 no reply in time, 4 broker unreachable. Built on `offboardd.client`; it
-keeps no state of its own.
+2 bad usage, 3 no reply in time, 4 broker unreachable, 5 broker refused us (credentials,
+TLS). Built on `offboardd.client`; it keeps no state of its own.
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ from typing import Any
 
 import aiomqtt
 
-from offboardd.client import ClientError, CommandRefused, OffboardClient, Reply, ReplyTimeout
+from offboardd.client import (
+    ClientError,
+    CommandRefused,
+    ConnectFailed,
+    OffboardClient,
+    Reply,
+    ReplyTimeout,
+    TlsSettings,
+)
 from offboardd.core.commands import (
     Arm,
     Command,
@@ -41,10 +50,12 @@ from offboardd.core.commands import (
     Rtl,
 )
 from offboardd.errors import OffboarddError
+from offboardd.mqtt.connection import FailureKind
 from offboardd.mqtt.schema import CommandDecoder
 from offboardd.mqtt.wire import Rejection
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_TIMEOUT, EXIT_UNREACHABLE = 0, 1, 2, 3, 4
+EXIT_BROKER_REFUSED = 5
 _SIMPLE: dict[str, type[Release | Hold | Land | Rtl | Arm | CommanderHeartbeat]] = {
     "release": Release, "hold": Hold, "land": Land, "rtl": Rtl, "arm": Arm,
            "heartbeat": CommanderHeartbeat}
@@ -58,6 +69,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--username")
     parser.add_argument("--password", default=os.environ.get("OFFBOARDD_MQTT_PASSWORD"),
                         help="default: $OFFBOARDD_MQTT_PASSWORD (keeps it out of `ps`)")
+    parser.add_argument("--tls", action="store_true",
+                        help="connect with TLS (implied by any --tls-* option)")
+    parser.add_argument("--tls-ca-file", default="", help="CA to verify the broker "
+                        "(default: the system trust store)")
+    parser.add_argument("--tls-cert-file", default="", help="client certificate (PEM)")
+    parser.add_argument("--tls-key-file", default="", help="its private key (PEM)")
+    parser.add_argument("--tls-insecure-skip-verify", action="store_true",
+                        help="do not verify the broker at all (testing only)")
     parser.add_argument("--timeout", type=float, default=5.0, dest="timeout_s",
                         help="seconds to wait for a reply (engage: 4x this)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -113,10 +132,20 @@ def _print_reply(reply: Reply) -> int:
     return EXIT_OK if reply.ok else EXIT_REFUSED
 
 
+def _tls(args: argparse.Namespace) -> TlsSettings | None:
+    files = (args.tls_ca_file, args.tls_cert_file, args.tls_key_file)
+    if not (args.tls or args.tls_insecure_skip_verify or any(files)):
+        return None
+    if args.tls_insecure_skip_verify:
+        print("offboardd ctl: WARNING: --tls-insecure-skip-verify: the broker is not "
+              "verified; anyone on the path can pose as it", file=sys.stderr)
+    return TlsSettings(*files, insecure_skip_verify=args.tls_insecure_skip_verify)
+
+
 async def _run(args: argparse.Namespace) -> int:
     try:
         client = OffboardClient(args.host, args.port, args.vehicle, protocol=args.protocol,
-                                username=args.username, password=args.password,
+                                username=args.username, password=args.password, tls=_tls(args),
                                 reply_timeout_s=args.timeout_s,
                                 engage_timeout_s=4 * args.timeout_s,
                                 follow_state=args.action != "watch")
@@ -128,6 +157,9 @@ async def _run(args: argparse.Namespace) -> int:
     except ReplyTimeout as exc:
         print(f"offboardd ctl: {exc}", file=sys.stderr)
         return EXIT_TIMEOUT
+    except ConnectFailed as exc:
+        print(f"offboardd ctl: broker {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE if exc.failure.kind == FailureKind.NETWORK else EXIT_BROKER_REFUSED
     except (aiomqtt.MqttError, ClientError) as exc:
         print(f"offboardd ctl: broker {args.host}:{args.port}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
