@@ -23,7 +23,7 @@ PROFILES: dict[str, dict[str, float]] = {
         "SERVO_OUTPUT_RAW": 10.0, "POSITION_TARGET_LOCAL_NED": 10.0,
         "ATTITUDE_TARGET": 10.0, "SYS_STATUS": 5.0, "EXTENDED_SYS_STATE": 5.0,
         "ESTIMATOR_STATUS": 5.0, "BATTERY_STATUS": 5.0, "GPS_RAW_INT": 5.0,
-        "HOME_POSITION": 0.5,
+        "HOME_POSITION": 0.5, "CURRENT_EVENT_SEQUENCE": 1.0,
     },
     "gcs": {
         "HEARTBEAT": 1.0, "ATTITUDE": 20.0, "GLOBAL_POSITION_INT": 5.0,

@@ -9,8 +9,9 @@ links are `streams.py`'s and the server's business.
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from offboardd.mavlink.codec import Message, dialect
 from offboardd.sim.dynamics import GRAVITY_M_S2, euler_to_quaternion
@@ -50,6 +51,32 @@ ESTIMATOR_FLAGS_BAD = d.ESTIMATOR_ATTITUDE | d.ESTIMATOR_GPS_GLITCH
 _SENSORS = 0x3020FC2F  # gyro, accel, mag, baro, GPS, AHRS, motors, battery... (PX4-ish)
 
 Builder = Callable[["Vehicle", float], Message | None]
+MSG_ID_CURRENT_EVENT_SEQUENCE = 411
+
+
+class CurrentEventSequenceMessage(dialect.MAVLink_message):  # type: ignore[misc]
+    """CURRENT_EVENT_SEQUENCE (#411): PX4 sends it, pymavlink 2.4.50 does not know it.
+
+    Sending it makes peers meet what PX4 really sends: a frame their dialect may lack
+    (px4-offboard.md §5: count and skip it, never crash). crc_extra 106 is MAVLink's,
+    computed from the message definition (uint16 sequence, uint8 flags).
+    """
+
+    id = MSG_ID_CURRENT_EVENT_SEQUENCE
+    msgname = "CURRENT_EVENT_SEQUENCE"
+    fieldnames: ClassVar[list[str]] = ["sequence", "flags"]
+    crc_extra = 106
+    unpacker = struct.Struct("<HB")
+
+    def __init__(self, sequence: int, flags: int) -> None:
+        super().__init__(MSG_ID_CURRENT_EVENT_SEQUENCE, "CURRENT_EVENT_SEQUENCE")
+        self._fieldnames = self.fieldnames
+        self.sequence, self.flags = sequence, flags
+
+    def pack(self, mav: object, force_mavlink1: bool = False) -> bytes:
+        payload = self.unpacker.pack(self.sequence, self.flags)
+        frame: bytes = self._pack(mav, self.crc_extra, payload, force_mavlink1=force_mavlink1)
+        return frame
 
 
 def _global(v: Vehicle) -> tuple[int, int, int]:
@@ -234,6 +261,10 @@ def timesync(v: Vehicle, now_s: float) -> Message:
     return d.MAVLink_timesync_message(0, v.boot_us(now_s) * 1000)
 
 
+def current_event_sequence(v: Vehicle, now_s: float) -> Message:
+    return CurrentEventSequenceMessage(len(v.record.statustexts) & 0xFFFF, 0)
+
+
 def autopilot_version(v: Vehicle, now_s: float) -> Message:
     git_hash = [0x1D, 0x6A, 0x00, 0x5E, 0xC1, 0x0B, 0x8F, 0x2A]
     return d.MAVLink_autopilot_version_message(
@@ -253,8 +284,9 @@ BUILDERS: dict[str, Builder] = {
     "SERVO_OUTPUT_RAW": servo_output_raw,
     "POSITION_TARGET_LOCAL_NED": position_target_local_ned,
     "ATTITUDE_TARGET": attitude_target, "TIMESYNC": timesync,
-    "AUTOPILOT_VERSION": autopilot_version,
+    "AUTOPILOT_VERSION": autopilot_version, "CURRENT_EVENT_SEQUENCE": current_event_sequence,
 }  # fmt: skip
 BUILDER_IDS: dict[int, str] = {
-    getattr(d, f"MAVLINK_MSG_ID_{name}"): name for name in BUILDERS
+    getattr(d, f"MAVLINK_MSG_ID_{name}", MSG_ID_CURRENT_EVENT_SEQUENCE): name
+    for name in BUILDERS
 }
