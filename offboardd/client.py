@@ -83,7 +83,7 @@ class OffboardClient:
         engage_timeout_s: float = 20.0,
         heartbeat_period_s: float = 0.25,
         follow_state: bool = True,
-        connect_timeout_s: float = 10.0,
+        broker_timeout_s: float = 10.0,  # CONNACK, SUBACK and PUBACK waits
     ) -> None:
         self.topics = Topics.for_vehicle(vehicle_id, topic_root)
         self.client_id = f"offboardd-client-{secrets.token_hex(4)}"
@@ -94,7 +94,7 @@ class OffboardClient:
         self._mqtt = aiomqtt.Client(
             host, port, identifier=self.client_id, logger=self._paho_errors.logger,
             protocol=aiomqtt.ProtocolVersion.V5 if self._v5 else aiomqtt.ProtocolVersion.V311,
-            clean_session=None if self._v5 else True, timeout=connect_timeout_s,
+            clean_session=None if self._v5 else True, timeout=broker_timeout_s,
             **client_options(username=username, password=password, tls=tls),
         )
         self.reply_timeout_s = reply_timeout_s

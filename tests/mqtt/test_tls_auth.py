@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import getpass
 import socket
+import ssl
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ from offboardd.core.commands import Hold
 from offboardd.errors import ConfigError
 from offboardd.mqtt import ctl
 from offboardd.mqtt.bridge import MqttBridge
-from offboardd.mqtt.connection import FailureKind
+from offboardd.mqtt.connection import FailureKind, explain
+from offboardd.mqtt.tls import ssl_context
 from offboardd.mqtt.topics import Topics
 from tests.conftest import Broker, _spawn_mosquitto, free_port
 from tests.mqtt.helpers import body, dumps, next_message, observer, running_bridge, settings_for
@@ -126,7 +128,7 @@ def tls_settings(pki: Pki, **overrides: Any) -> dict[str, Any]:
 def commander(port: int, tls: TlsSettings | None = None, *, password: str = "commander-pw"
               ) -> OffboardClient:
     return OffboardClient("127.0.0.1", port, "v1", username="commander", password=password,
-                          tls=tls, reply_timeout_s=5.0, connect_timeout_s=2.0)
+                          tls=tls, reply_timeout_s=5.0, broker_timeout_s=2.0)
 
 
 @contextlib.asynccontextmanager
@@ -238,3 +240,19 @@ async def test_acl_lets_only_the_commander_command(tmp_path: Path, pki: Pki) -> 
 def test_tls_files_are_checked_at_config_load(pki: Pki) -> None:
     with pytest.raises(ConfigError, match="the private key does not belong to the certificate"):
         TlsSettings(str(pki.ca), str(pki.client_cert), str(pki.server_key))
+
+
+async def test_insecure_skip_verify_connects_to_any_broker_and_says_so_loudly(
+        tmp_path: Path, pki: Pki) -> None:
+    with secure_broker(tmp_path, pki) as secure, structlog.testing.capture_logs() as logs:
+        insecure = tls_settings(pki, tls_ca_file=str(pki.other_ca), tls_insecure_skip_verify=True)
+        async with running_bridge(settings_for(secure.broker.port, **insecure)) as daemon:
+            assert daemon.bridge.connect_count == 1
+    [warning] = [e for e in logs if e["event"] == "mqtt_tls_verification_disabled"]
+    assert warning["log_level"] == "warning" and "NOT checked" in warning["message"]
+
+
+def test_tls_version_floor_and_runtime_file_errors_are_explained() -> None:
+    assert ssl_context(TlsSettings()).minimum_version == ssl.TLSVersion.TLSv1_2
+    failure = explain(ConfigError("mqtt.tls_ca_file = '/x': file not found"))
+    assert failure.kind == FailureKind.TLS_FILES and "/x" in failure.message
