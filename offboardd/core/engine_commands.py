@@ -115,6 +115,12 @@ class EngineCommands(EngineCore):
                 Reason.ESTIMATE_MISSING,
                 f"{setpoint.kind.value} needs a valid {setpoint.estimate.value} estimate",
             )
+        admitted = self._admit(cmd.command_id, setpoint)
+        if admitted is None:
+            return False
+        setpoint = admitted[0]
+        self.envelope.inside_seen = False  # breach detection re-arms per engage
+        self._engage_note = admitted[1]
         self._engage_id, self._engage_arm = cmd.command_id, cmd.arm
         self._mode_at_engage = v.custom_mode
         self._last_ack = None
@@ -136,12 +142,40 @@ class EngineCommands(EngineCore):
                 Reason.ESTIMATE_MISSING,
                 f"{sp.kind.value} needs a valid {sp.estimate.value} estimate",
             )
+        admitted = self._admit(cmd.command_id, sp)
+        if admitted is None:
+            return False
+        sp, note = admitted
         self.send_now(sp, now)
         if self.phase is Phase.HOLDING:
             self.lease.grant(now)
             self.enter(Phase.ACTIVE, Reason.RESUMED, "a new setpoint resumed offboard control")
-        self.emit(Reply.success(cmd.command_id, "setpoint accepted"))
+        self.emit(Reply.success(cmd.command_id, "setpoint accepted" + note))
         return True
+
+    def _admit(self, command_id: str, sp: Setpoint) -> tuple[Setpoint, str] | None:
+        """The envelope's verdict on a commanded setpoint: (what to fly, "; clamped: ..."
+        for the reply) or None after a coded refusal. A clamp is also a WARNING notice,
+        once per change of the clamped limits, so a 20 Hz commander does not flood."""
+        blocker = self.envelope.blocker()
+        if blocker is not None:
+            self._refuse(command_id, *blocker)
+            return None
+        verdict = self.envelope.admit(sp)
+        if verdict.setpoint is None:
+            assert verdict.reason is not None
+            self._refuse(command_id, verdict.reason, verdict.message)
+            self._envelope_notice(verdict.reason, f"{sp.kind.value} {verdict.message}")
+            return None
+        limits = tuple(c.limit for c in verdict.clamps)
+        if limits and limits != self._last_clamps:
+            text = f"{sp.kind.value} {verdict.clamp_text()}"
+            self._envelope_notice(verdict.clamps[0].reason, text)
+        self._last_clamps = limits
+        return verdict.setpoint, ("; " + verdict.clamp_text() if verdict.clamps else "")
+
+    def _envelope_notice(self, reason: Reason, message: str) -> None:
+        self.emit(Notice(NoticeKind.WARNING, message, self.phase, reason))
 
     def _handover_command(self, cmd: Release | Hold | Land | Rtl, now: float) -> bool:
         if self.vehicle.target is None:

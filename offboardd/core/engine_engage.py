@@ -65,7 +65,7 @@ class EngineEngage(EngineFailsafe):
     def _engaged(self, now: float, message: str) -> None:
         self.enter(Phase.ACTIVE, Reason.ENGAGED, message)
         if self._engage_id is not None:
-            self.emit(Reply.success(self._engage_id, message, Reason.ENGAGED))
+            self.emit(Reply.success(self._engage_id, message + self._engage_note, Reason.ENGAGED))
             self._engage_id = None
 
     def _step_engage_mode(self, now: float) -> None:

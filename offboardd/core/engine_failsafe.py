@@ -7,13 +7,21 @@ Part of the engine (offboard.py drives it from its timers and FC events). Pure.
 
 from __future__ import annotations
 
-from offboardd.core.actions import Notice, NoticeKind, Reply, RequestMode
+from offboardd.core.actions import Notice, NoticeKind, Reply, RequestMessage, RequestMode, Target
 from offboardd.core.engine_commands import EngineCommands
 from offboardd.core.engine_state import Handover
+from offboardd.core.envelope import describe_face
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.retry import RetryStep
+from offboardd.core.setpoints import EstimateNeed
 from offboardd.core.settings import ESCALATION, LossAction
+
+_BREACH_PHASES = frozenset({Phase.ACTIVE, Phase.HOLDING})
+# HOME_POSITION (common.xml #242): asked for with MAV_CMD_REQUEST_MESSAGE while the fence
+# is enabled and home unknown (PX4 streams it slowly, or not at all on trimmed links).
+HOME_POSITION_ID = 242
+HOME_REQUEST_PERIOD_S = 2.0
 
 
 class EngineFailsafe(EngineCommands):
@@ -59,6 +67,75 @@ class EngineFailsafe(EngineCommands):
             )
         )
         self.start_handover(ESCALATION[action.value], None, Phase.FAILSAFE, Reason.LOSS_ACTION, now)
+
+    # -- the FC gone ---------------------------------------------------------------------------
+
+    def _fc_lost(self, now: float, detail: str) -> None:
+        self.fc_up = False
+        self.checks.stop()
+        self.vehicle.forget_estimates()
+        self.envelope.forget_home()
+        self.vehicle.target = None
+        self.emit(Notice(NoticeKind.FC_LINK, f"FC lost ({detail})", self.phase))
+        self._abandon(Reason.FC_LINK_LOST, f"FC lost ({detail}); stopped streaming", now)
+
+    def _fc_rebooted(self, now: float) -> None:
+        self.vehicle.forget_estimates()
+        self.envelope.forget_home()
+        self._next_home_request_s = now
+        self.checks.start(now)
+        self.emit(Notice(NoticeKind.FC_LINK, "FC rebooted: re-reading its parameters", self.phase))
+        self._abandon(Reason.FC_REBOOTED, "FC rebooted; stopped streaming", now)
+
+    def _abandon(self, reason: Reason, message: str, now: float) -> None:
+        """Stop whatever we were doing with the vehicle; FAILSAFE if we were flying it."""
+        was_streaming = self.stream.running
+        self._fail_pending(reason, message)
+        if was_streaming:
+            self.stop_stream()
+            self.enter(Phase.FAILSAFE, reason, message)
+        elif self.phase is Phase.RELEASING:  # a plain mode request that will not be answered
+            self.enter(Phase.IDLE, reason, message)
+
+    # -- geofence: home and breach -----------------------------------------------------------
+
+    def _wants_home(self) -> bool:
+        return self.fc_up and self.envelope.fence_enabled and self.envelope.home is None
+
+    def _request_home(self, now: float, target: Target) -> None:
+        if self._wants_home() and now >= self._next_home_request_s:
+            self.emit(RequestMessage(target, HOME_POSITION_ID))
+            self._next_home_request_s = now + HOME_REQUEST_PERIOD_S
+
+    def _fence_distance_m(self, now: float) -> float | None:
+        pos = self.vehicle.local_position
+        if pos is None or not self.vehicle.estimate_valid(EstimateNeed.LOCAL_POSITION, now):
+            return None
+        face = self.envelope.nearest_face(pos.north_m, pos.east_m, pos.down_m)
+        return None if face is None else round(face.distance_m, 2)
+
+    def _check_breach(self, now: float) -> None:
+        """The vehicle is outside the fence while ours (drift, wind, an attitude setpoint
+        the fence cannot steer): hold here, then hand over to the breach action."""
+        pos = self.vehicle.local_position
+        if self.phase not in _BREACH_PHASES or pos is None:
+            return
+        if not self.vehicle.estimate_valid(EstimateNeed.LOCAL_POSITION, now):
+            return
+        face = self.envelope.breach(pos.north_m, pos.east_m, pos.down_m)
+        if face is None:
+            return
+        action = self.envelope.settings.breach_action
+        message = (
+            f"fence breach: the vehicle is outside the fence "
+            f"({describe_face(face, self.envelope.settings)}); breach action: {action.value}"
+        )
+        self.emit(Notice(NoticeKind.FAILSAFE, message, self.phase, Reason.FENCE_BREACH))
+        hold = self.vehicle.hold_setpoint(now)
+        if hold is not None:  # stop pushing outwards while PX4 switches mode
+            self.send_now(hold, now)
+        self.start_handover(ESCALATION[action.value], None, Phase.FAILSAFE, Reason.FENCE_BREACH,
+                            now)  # fmt: skip
 
     # -- handover (release, hold/land/rtl, loss action) --------------------------------------
 

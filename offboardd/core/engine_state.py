@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from offboardd.core.actions import Action, Notice, NoticeKind, Reply, SendSetpoint
 from offboardd.core.diagnosis import diagnose
+from offboardd.core.envelope import Envelope
 from offboardd.core.fc_link import FcChecks
 from offboardd.core.lease import Lease
 from offboardd.core.modes import Px4Mode
@@ -61,7 +62,11 @@ class EngineCore:
         self.lease = Lease(settings.command_timeout_s)
         self.phase = Phase.IDLE
         self.reason: Reason | None = None
-        self.setpoint: Setpoint | None = None
+        self.setpoint: Setpoint | None = None  # as commanded (after the envelope's admission)
+        self.envelope = Envelope(settings.envelope)
+        self._envelope_noted = False  # the current setpoint's shaping was reported
+        self._last_clamps: tuple[str, ...] = ()  # limits clamped on the last command
+        self._next_home_request_s = now
         self.fc_up = False
         self._fc_ever_seen = False
         self._next_companion_hb_s = now
@@ -70,6 +75,7 @@ class EngineCore:
         # engage in progress
         self._engage_id: str | None = None
         self._engage_arm = False
+        self._engage_note = ""  # "; clamped: ..." for the engage reply
         self._warmup_end_s: float | None = None
         self._mode_at_engage: int | None = None
         self._mode_try = self.new_mode_retrier()
@@ -127,15 +133,26 @@ class EngineCore:
     def start_stream(self, setpoint: Setpoint, now: float) -> None:
         assert self.vehicle.target is not None
         self.setpoint = setpoint
+        self._envelope_noted = False
         self.stream.start(now)
-        self.emit(SendSetpoint(self.vehicle.target, setpoint))
+        self.emit(SendSetpoint(self.vehicle.target, self.shaped(setpoint, now)))
 
     def send_now(self, setpoint: Setpoint, now: float) -> None:
         """Replace the setpoint and send it at once; the schedule carries on unchanged."""
         self.setpoint = setpoint
+        self._envelope_noted = False
         if self.vehicle.target is not None and self.stream.running:
-            self.emit(SendSetpoint(self.vehicle.target, setpoint))
+            self.emit(SendSetpoint(self.vehicle.target, self.shaped(setpoint, now)))
             self.stream.record_send(now)
+
+    def shaped(self, setpoint: Setpoint, now: float) -> Setpoint:
+        """What the envelope lets us stream for `setpoint` now (stopping at the fence);
+        the first change per commanded setpoint is reported, not every tick."""
+        out, why = self.envelope.shape(setpoint, self.vehicle, now)
+        if why is not None and not self._envelope_noted:
+            self._envelope_noted = True
+            self.emit(Notice(NoticeKind.WARNING, why[1], self.phase, why[0]))
+        return out
 
     def stop_stream(self) -> None:
         self.stream.stop()

@@ -111,6 +111,20 @@ class FcGlobalPosition(FcEvent):
 
 
 @dataclass(frozen=True)
+class FcHomePosition(FcEvent):
+    """HOME_POSITION (#242): PX4's home, WGS84 and in the local NED frame (x, y, z). PX4
+    sets it on the first position fix and again at arming; the envelope's fence is
+    measured from it (envelope_geometry.Home)."""
+
+    lat_deg: float
+    lon_deg: float
+    alt_amsl_m: float
+    north_m: float
+    east_m: float
+    down_m: float
+
+
+@dataclass(frozen=True)
 class FcAttitude(FcEvent):
     time_boot_ms: int
     roll_rad: float
@@ -154,6 +168,7 @@ FcMessageEvent: TypeAlias = (
     | FcAutopilotVersion
     | FcLocalPosition
     | FcGlobalPosition
+    | FcHomePosition
     | FcAttitude
     | FcExtendedSysState
     | FcEstimatorStatus
@@ -170,6 +185,7 @@ FC_MESSAGE_TYPES: tuple[type[FcMessageEvent], ...] = (
     FcAutopilotVersion,
     FcLocalPosition,
     FcGlobalPosition,
+    FcHomePosition,
     FcAttitude,
     FcExtendedSysState,
     FcEstimatorStatus,

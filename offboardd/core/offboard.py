@@ -38,8 +38,10 @@ from offboardd.core.events import (
     FcCommandAck,
     FcCurrentMode,
     FcHeartbeat,
+    FcHomePosition,
     FcLinkDown,
     FcLinkUp,
+    FcLocalPosition,
     FcMessageEvent,
     FcParamValue,
     FcStatusText,
@@ -103,6 +105,8 @@ class OffboardEngine(EngineEngage):
             times.append(self._handover.retrier.deadline())
         if self._pending_arm is not None:
             times.append(self._pending_arm.deadline_s)
+        if self._wants_home():
+            times.append(self._next_home_request_s)
         return min(times)
 
     def snapshot(self, now: float) -> EngineSnapshot:
@@ -135,6 +139,10 @@ class OffboardEngine(EngineEngage):
             com_obl_rc_act=self.checks.loss_action_name(),
             mav_fwdextsp=None if fwd is None else int(fwd),
             warnings=tuple(self.warnings),
+            fence_enabled=self.envelope.fence_enabled,
+            home_known=self.envelope.home is not None,
+            fence_distance_m=self._fence_distance_m(now),
+            envelope_limiting=self.stream.running and self.envelope.limiting,
         )
 
     # -- FC events ---------------------------------------------------------------------------
@@ -163,6 +171,10 @@ class OffboardEngine(EngineEngage):
             self.emit(
                 Notice(NoticeKind.FC_STATUSTEXT, event.text, self.phase, severity=event.severity)
             )
+        elif isinstance(event, FcHomePosition):
+            self.envelope.set_home(event)
+        elif isinstance(event, FcLocalPosition):
+            self._check_breach(now)
 
     def _fc_appeared(self, now: float) -> None:
         v = self.vehicle
@@ -170,6 +182,7 @@ class OffboardEngine(EngineEngage):
         self.fc_up = True
         self._fc_ever_seen = True
         self._next_companion_hb_s = now
+        self._next_home_request_s = now
         self.checks.start(now)
         who = "PX4" if v.is_px4 else f"autopilot {v.autopilot} (not PX4)"
         self.emit(
@@ -181,30 +194,6 @@ class OffboardEngine(EngineEngage):
         )
         if not v.is_px4:
             self._warn([f"autopilot type {v.autopilot} is not PX4: engage will be refused"])
-
-    def _fc_lost(self, now: float, detail: str) -> None:
-        self.fc_up = False
-        self.checks.stop()
-        self.vehicle.forget_estimates()
-        self.vehicle.target = None
-        self.emit(Notice(NoticeKind.FC_LINK, f"FC lost ({detail})", self.phase))
-        self._abandon(Reason.FC_LINK_LOST, f"FC lost ({detail}); stopped streaming", now)
-
-    def _fc_rebooted(self, now: float) -> None:
-        self.vehicle.forget_estimates()
-        self.checks.start(now)
-        self.emit(Notice(NoticeKind.FC_LINK, "FC rebooted: re-reading its parameters", self.phase))
-        self._abandon(Reason.FC_REBOOTED, "FC rebooted; stopped streaming", now)
-
-    def _abandon(self, reason: Reason, message: str, now: float) -> None:
-        """Stop whatever we were doing with the vehicle; FAILSAFE if we were flying it."""
-        was_streaming = self.stream.running
-        self._fail_pending(reason, message)
-        if was_streaming:
-            self.stop_stream()
-            self.enter(Phase.FAILSAFE, reason, message)
-        elif self.phase is Phase.RELEASING:  # a plain mode request that will not be answered
-            self.enter(Phase.IDLE, reason, message)
 
     def _on_fc_state(self, now: float, armed_before: bool) -> None:
         """A HEARTBEAT or CURRENT_MODE: confirm what we asked for, or notice a takeover."""
@@ -274,6 +263,7 @@ class OffboardEngine(EngineEngage):
                 self._next_companion_hb_s += COMPANION_HEARTBEAT_PERIOD_S
                 if self._next_companion_hb_s <= now:  # woke very late: don't burst
                     self._next_companion_hb_s = now + COMPANION_HEARTBEAT_PERIOD_S
+            self._request_home(now, v.target)
         if self.phase in _LEASE_PHASES and self.lease.lapsed(now):
             self._lease_lapsed(now)
         warmup_end = self._warmup_end_s
@@ -295,5 +285,5 @@ class OffboardEngine(EngineEngage):
             reason = Reason.ARM_TIMEOUT if pending.arm else Reason.DISARM_TIMEOUT
             self.emit(Reply.failure(pending.command_id, reason, self._diagnosis(now)))
         if self.stream.tick_due(now) and self.setpoint is not None and v.target is not None:
-            self.emit(SendSetpoint(v.target, self.setpoint))
+            self.emit(SendSetpoint(v.target, self.shaped(self.setpoint, now)))
             self.stream.record_send(now)

@@ -64,6 +64,21 @@ class Reason(StrEnum):
     FC_REBOOTED = "fc_rebooted"
     EMERGENCY_STOP = "emergency_stop"
     CANCELLED = "cancelled"
+    # the safety envelope (envelope.py): each names the limit or fence part that applied
+    HOME_UNKNOWN = "home_unknown"  # the fence needs PX4's HOME_POSITION, not heard yet
+    FENCE_DISTANCE = "fence_distance"  # max_distance_m from home
+    FENCE_MIN_ALTITUDE = "fence_min_altitude"
+    FENCE_MAX_ALTITUDE = "fence_max_altitude"
+    FENCE_POLYGON = "fence_polygon"
+    FENCE_TERRAIN_ALTITUDE = "fence_terrain_altitude"  # terrain altitude cannot be checked
+    FENCE_STOP = "fence_stop"  # the stream was slowed so the vehicle stops at the fence
+    FENCE_BREACH = "fence_breach"  # the vehicle was found outside: breach action taken
+    LIMIT_HORIZONTAL_SPEED = "limit_horizontal_speed"
+    LIMIT_VERTICAL_SPEED = "limit_vertical_speed"
+    LIMIT_ACCELERATION = "limit_acceleration"
+    LIMIT_TILT = "limit_tilt"
+    LIMIT_THRUST = "limit_thrust"
+    LIMIT_YAW_RATE = "limit_yaw_rate"
 
 
 _ERROR_CODES: dict[Reason, ErrorCode] = {
@@ -90,6 +105,19 @@ _ERROR_CODES: dict[Reason, ErrorCode] = {
     Reason.EMERGENCY_STOP: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.CANCELLED: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.ESCALATED: ErrorCode.FC_REFUSED,
+    # a setpoint outside the envelope is well-formed but not allowed here
+    Reason.HOME_UNKNOWN: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.FENCE_DISTANCE: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.FENCE_MIN_ALTITUDE: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.FENCE_MAX_ALTITUDE: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.FENCE_POLYGON: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.FENCE_TERRAIN_ALTITUDE: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.LIMIT_HORIZONTAL_SPEED: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.LIMIT_VERTICAL_SPEED: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.LIMIT_ACCELERATION: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.LIMIT_TILT: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.LIMIT_THRUST: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.LIMIT_YAW_RATE: ErrorCode.COMMAND_NOT_ALLOWED,
 }
 
 

@@ -7,9 +7,10 @@ An invalid value raises `ConfigError` naming the field, its value and the allowe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
+from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.modes import Px4Mode
 from offboardd.errors import ConfigError
 
@@ -65,6 +66,8 @@ class EngineSettings:
     param_retry_s: float = 1.0
     param_retries: int = 5
     current_mode_interval_s: float = 0.5
+    # the safety envelope (config file section [envelope], not [engine])
+    envelope: EnvelopeSettings = field(default_factory=EnvelopeSettings)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -86,6 +89,8 @@ class EngineSettings:
         _range("param_retry_s", self.param_retry_s, 0.1, 60.0)
         _range("param_retries", self.param_retries, 0, 100)
         _range("current_mode_interval_s", self.current_mode_interval_s, 0.01, 10.0)
+        if not isinstance(self.envelope, EnvelopeSettings):
+            raise ConfigError(f"envelope must be an EnvelopeSettings, got {self.envelope!r}")
         for name, enum in (("command_loss_action", LossAction), ("release_mode", ReleaseMode)):
             value = getattr(self, name)
             if not isinstance(value, enum):

@@ -35,6 +35,11 @@ class EngineSnapshot:
     com_obl_rc_act: str | None
     mav_fwdextsp: int | None
     warnings: tuple[str, ...]
+    # the safety envelope
+    fence_enabled: bool = False
+    home_known: bool = False  # PX4's HOME_POSITION heard (the fence is measured from it)
+    fence_distance_m: float | None = None  # to the nearest fence face; negative = outside
+    envelope_limiting: bool = False  # the streamed setpoint is slowed to stop at the fence
 
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)

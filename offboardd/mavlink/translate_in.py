@@ -19,6 +19,7 @@ from offboardd.core.events import (
     FcExtendedSysState,
     FcGlobalPosition,
     FcHeartbeat,
+    FcHomePosition,
     FcLocalPosition,
     FcMessageEvent,
     FcParamValue,
@@ -37,6 +38,7 @@ WANTED_MESSAGE_IDS: frozenset[int] = frozenset(
         dialect.MAVLINK_MSG_ID_AUTOPILOT_VERSION,
         dialect.MAVLINK_MSG_ID_LOCAL_POSITION_NED,
         dialect.MAVLINK_MSG_ID_GLOBAL_POSITION_INT,
+        dialect.MAVLINK_MSG_ID_HOME_POSITION,
         dialect.MAVLINK_MSG_ID_ATTITUDE,
         dialect.MAVLINK_MSG_ID_EXTENDED_SYS_STATE,
         dialect.MAVLINK_MSG_ID_ESTIMATOR_STATUS,
@@ -99,6 +101,10 @@ def _simple(mid: int, m: Message, src: dict[str, int]) -> FcMessageEvent | None:
             m.time_boot_ms, m.lat / 1e7, m.lon / 1e7, m.alt / 1000.0, m.relative_alt / 1000.0,
             **src,
         )  # fmt: skip
+    if mid == d.MAVLINK_MSG_ID_HOME_POSITION:
+        return FcHomePosition(
+            m.latitude / 1e7, m.longitude / 1e7, m.altitude / 1000.0, m.x, m.y, m.z, **src
+        )
     if mid == d.MAVLINK_MSG_ID_ATTITUDE:
         return FcAttitude(m.time_boot_ms, m.roll, m.pitch, m.yaw, **src)
     if mid == d.MAVLINK_MSG_ID_EXTENDED_SYS_STATE:

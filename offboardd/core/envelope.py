@@ -1,0 +1,283 @@
+"""The safety envelope: geofence and limits, applied in the core before PX4 sees anything.
+
+Three entry points, all pure (time and vehicle state come in):
+- `admit(setpoint)`, once per commanded setpoint (engage, setpoint): the limits of
+  envelope_limits (clamp or reject) and the fence check of positions (PositionNed,
+  PositionVelocityNed, GlobalPosition): a position outside the fence is rejected, never
+  moved. Returns a `Verdict` naming every limit that applied.
+- `shape(setpoint, vehicle, now)`, at every stream tick: velocity and acceleration
+  setpoints are limited against the vehicle's current position and velocity so it stops
+  `stop_margin_m` inside the fence (approach speed towards each face capped at
+  sqrt(2 a (d - margin)), the speed from which braking at `max_acceleration_m_s2` stops
+  in time); body-frame velocity is rotated by the current heading first. Acceleration
+  setpoints are also held to the speed limits (an acceleration alone has no top speed).
+- `breach(n, e, d)`: the face the vehicle is beyond by more than `breach_tolerance_m`,
+  once it has been inside since the engage (a take-off from below `min_altitude_m` is
+  not a breach). The engine decides what to do (engine_failsafe).
+
+Home is PX4's HOME_POSITION (the engine asks for it when the fence is enabled); with the
+fence enabled and home unknown, engage and setpoints are refused (`home_unknown`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from offboardd.core.envelope_geometry import (
+    Boundary,
+    FenceShape,
+    Home,
+    Vec3,
+    cap_along,
+    dot,
+    stopping_speed_m_s,
+)
+from offboardd.core.envelope_limits import Limited, apply_limits
+from offboardd.core.envelope_settings import EnvelopeSettings
+from offboardd.core.events import FcHomePosition
+from offboardd.core.reasons import Reason
+from offboardd.core.setpoints import (
+    AccelerationNed,
+    AltitudeFrame,
+    EstimateNeed,
+    GlobalPosition,
+    PositionNed,
+    PositionVelocityNed,
+    Setpoint,
+    VelocityBody,
+    VelocityNed,
+)
+from offboardd.core.vehicle import VehicleState
+
+# An acceleration setpoint is steered like a velocity loop towards the allowed speed:
+# a = K (v_allowed - v), braking no harder than max_acceleration_m_s2. K ~ PX4's
+# MPC_XY_VEL_P_ACC (1.8) rounded up so the vehicle follows the stopping profile closely.
+ACCEL_STEER_GAIN_PER_S = 2.0
+_SAME = 1e-6  # below this the shaped vector is the commanded one
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """`setpoint` is what to fly (None: rejected with `reason` and `message`)."""
+
+    setpoint: Setpoint | None
+    clamps: tuple[Limited, ...] = ()
+    reason: Reason | None = None
+    message: str = ""
+
+    def clamp_text(self) -> str:
+        return "clamped: " + "; ".join(c.describe() for c in self.clamps)
+
+
+def describe_face(face: Boundary, s: EnvelopeSettings) -> str:
+    d = face.distance_m
+    if face.reason is Reason.FENCE_DISTANCE and s.max_distance_m is not None:
+        return f"{s.max_distance_m - d:.1f} m from home, max_distance_m = {s.max_distance_m:g}"
+    if face.reason is Reason.FENCE_MAX_ALTITUDE and s.max_altitude_m is not None:
+        return f"{s.max_altitude_m - d:.1f} m above home, max_altitude_m = {s.max_altitude_m:g}"
+    if face.reason is Reason.FENCE_MIN_ALTITUDE and s.min_altitude_m is not None:
+        return f"{s.min_altitude_m + d:.1f} m above home, min_altitude_m = {s.min_altitude_m:g}"
+    return f"{-d:.1f} m outside the polygon" if d < 0 else f"{d:.1f} m inside the polygon"
+
+
+class Envelope:
+    def __init__(self, settings: EnvelopeSettings) -> None:
+        self.settings = settings
+        self.home: Home | None = None
+        self.fence: FenceShape | None = None
+        self.inside_seen = False  # since the engage: arms breach detection
+        self.limiting = False  # the last shaped setpoint differed from the commanded one
+
+    @property
+    def fence_enabled(self) -> bool:
+        return self.settings.fence_enabled
+
+    def set_home(self, event: FcHomePosition) -> None:
+        values = (event.lat_deg, event.lon_deg, event.alt_amsl_m,
+                  event.north_m, event.east_m, event.down_m)  # fmt: skip
+        if not all(math.isfinite(v) for v in values):
+            return  # PX4 without a home sends NaN local coordinates: keep waiting
+        home = Home(*values)
+        if home != self.home:
+            self.home = home
+            self.fence = FenceShape(self.settings, home) if self.fence_enabled else None
+
+    def forget_home(self) -> None:
+        """After an FC reboot or link loss: PX4 sets home afresh."""
+        self.home, self.fence = None, None
+
+    def blocker(self) -> tuple[Reason, str] | None:
+        if self.fence_enabled and self.fence is None:
+            return Reason.HOME_UNKNOWN, (
+                "the geofence is enabled but PX4's home position (HOME_POSITION) is not known yet"
+            )
+        return None
+
+    # -- admission ---------------------------------------------------------------------
+
+    def admit(self, sp: Setpoint) -> Verdict:
+        limited = apply_limits(sp, self.settings)
+        if limited.rejection is not None:
+            r = limited.rejection
+            return Verdict(None, limited.clamps, r.reason, f"refused: {r.describe()}")
+        out = limited.setpoint
+        if self.fence is not None:
+            refusal = self._fence_refusal(out)
+            if refusal is not None:
+                return Verdict(None, limited.clamps, *refusal)
+        return Verdict(out, limited.clamps)
+
+    def _fence_refusal(self, sp: Setpoint) -> tuple[Reason, str] | None:
+        fence = self.fence
+        assert fence is not None
+        if isinstance(sp, PositionNed | PositionVelocityNed):
+            n, e, d = sp.north_m, sp.east_m, sp.down_m
+        elif isinstance(sp, GlobalPosition):
+            n, e = fence.home.to_local(sp.lat_deg, sp.lon_deg)
+            if sp.altitude_frame is AltitudeFrame.TERRAIN:
+                if self.settings.altitude_fenced:
+                    return Reason.FENCE_TERRAIN_ALTITUDE, (
+                        "refused: an altitude above terrain cannot be checked against "
+                        "min_altitude_m / max_altitude_m (use amsl or relative)"
+                    )
+                d = fence.home.down_m  # horizontal check only
+            elif sp.altitude_frame is AltitudeFrame.RELATIVE:
+                d = fence.home.down_m - sp.alt_m
+            else:
+                d = fence.home.down_m - (sp.alt_m - fence.home.alt_amsl_m)
+        else:
+            return None
+        face = fence.nearest(n, e, d)
+        if face is None or face.distance_m >= 0.0:
+            return None
+        return face.reason, (
+            f"refused: position ({n:.1f}, {e:.1f}, {d:.1f}) m NED is outside the fence: "
+            + describe_face(face, self.settings)
+        )
+
+    # -- every stream tick -------------------------------------------------------------
+
+    def shape(
+        self, sp: Setpoint, vehicle: VehicleState, now: float
+    ) -> tuple[Setpoint, tuple[Reason, str] | None]:
+        """What to stream for `sp` now, and (reason, message) when it differs from `sp`."""
+        fenced = self.fence is not None
+        kinds = (VelocityNed, VelocityBody, PositionVelocityNed)
+        if not isinstance(sp, AccelerationNed) and not (fenced and isinstance(sp, kinds)):
+            self.limiting = False
+            return sp, None
+        pos = vehicle.local_position
+        need = EstimateNeed.LOCAL_POSITION if fenced else EstimateNeed.LOCAL_VELOCITY
+        yaw = vehicle.attitude.yaw_rad if vehicle.attitude is not None else None
+        if (
+            pos is None
+            or not vehicle.estimate_valid(need, now)
+            or (isinstance(sp, VelocityBody) and (yaw is None or not math.isfinite(yaw)))
+        ):
+            if not fenced:
+                self.limiting = False
+                return sp, None  # speed-limiting an acceleration needs a velocity: PX4's
+            self.limiting = True  # own limits apply; a fence needs a position: stop
+            blind = "no valid position estimate: cannot keep the vehicle inside the fence; stopping"
+            return _motionless(sp), (Reason.FENCE_STOP, blind)
+        vel: Vec3 = (pos.north_m_s, pos.east_m_s, pos.down_m_s)
+        ceilings = self._ceilings(pos.north_m, pos.east_m, pos.down_m)
+        if isinstance(sp, AccelerationNed):
+            shaped, why = self._shape_acceleration(sp, vel, ceilings)
+        else:
+            shaped, why = self._shape_velocity(sp, yaw or 0.0, ceilings)
+        self.limiting = why is not None
+        return shaped, why
+
+    def _ceilings(self, n: float, e: float, d: float) -> list[tuple[Vec3, float, Boundary]]:
+        if self.fence is None:
+            return []
+        margin, accel = self.settings.stop_margin_m, self.settings.max_acceleration_m_s2
+        return [
+            (f.outward, stopping_speed_m_s(f.distance_m - margin, accel), f)
+            for f in self.fence.boundaries(n, e, d)
+        ]
+
+    def _shape_velocity(
+        self, sp: VelocityNed | VelocityBody | PositionVelocityNed, yaw: float,
+        ceilings: list[tuple[Vec3, float, Boundary]],
+    ) -> tuple[Setpoint, tuple[Reason, str] | None]:  # fmt: skip
+        c, s = math.cos(yaw), math.sin(yaw)
+        if isinstance(sp, VelocityBody):  # PX4 rotates BODY_NED velocity by heading (§1)
+            v = (c * sp.forward_m_s - s * sp.right_m_s, s * sp.forward_m_s + c * sp.right_m_s,
+                 sp.down_m_s)  # fmt: skip
+        else:
+            v = (sp.north_m_s, sp.east_m_s, sp.down_m_s)
+        capped, ok = cap_along(v, [(n, cap) for n, cap, _ in ceilings])
+        if not ok:
+            capped = (0.0, 0.0, 0.0)
+        if max(abs(a - b) for a, b in zip(capped, v, strict=True)) < _SAME:
+            return sp, None
+        face = max(ceilings, key=lambda t: dot(v, t[0]) - t[1])[2]
+        why = (Reason.FENCE_STOP, f"velocity limited to stop {self.settings.stop_margin_m:g} m "
+               f"inside the fence ({describe_face(face, self.settings)})")  # fmt: skip
+        if isinstance(sp, VelocityBody):
+            forward, right = c * capped[0] + s * capped[1], -s * capped[0] + c * capped[1]
+            return dataclasses.replace(sp, forward_m_s=forward, right_m_s=right,
+                                       down_m_s=capped[2]), why  # fmt: skip
+        return dataclasses.replace(sp, north_m_s=capped[0], east_m_s=capped[1],
+                                   down_m_s=capped[2]), why  # fmt: skip
+
+    def _shape_acceleration(
+        self, sp: AccelerationNed, vel: Vec3, ceilings: list[tuple[Vec3, float, Boundary]]
+    ) -> tuple[Setpoint, tuple[Reason, str] | None]:
+        s = self.settings
+        speed_h = math.hypot(vel[0], vel[1])
+        speed: list[tuple[Vec3, float, Reason]] = [
+            ((0.0, 0.0, -1.0), s.max_up_speed_m_s, Reason.LIMIT_VERTICAL_SPEED),
+            ((0.0, 0.0, 1.0), s.max_down_speed_m_s, Reason.LIMIT_VERTICAL_SPEED),
+        ]
+        if speed_h > 1e-3:
+            heading = (vel[0] / speed_h, vel[1] / speed_h, 0.0)
+            speed.append((heading, s.max_horizontal_speed_m_s, Reason.LIMIT_HORIZONTAL_SPEED))
+        every = [(n, cap, f.reason) for n, cap, f in ceilings] + speed
+        brake = s.max_acceleration_m_s2
+        limits = [
+            (n, max(-brake, ACCEL_STEER_GAIN_PER_S * (cap - dot(vel, n)))) for n, cap, _ in every
+        ]
+        a = (sp.north_m_s2, sp.east_m_s2, sp.down_m_s2)
+        capped, _ = cap_along(a, limits)
+        if max(abs(x - y) for x, y in zip(capped, a, strict=True)) < _SAME:
+            return sp, None
+        worst = max(range(len(every)), key=lambda i: dot(a, limits[i][0]) - limits[i][1])
+        reason = every[worst][2]
+        why: tuple[Reason, str] = (reason, "acceleration limited to hold the speed limits")
+        if worst < len(ceilings):
+            why = (Reason.FENCE_STOP, f"acceleration limited to stop {s.stop_margin_m:g} m "
+                   f"inside the fence ({describe_face(ceilings[worst][2], s)})")  # fmt: skip
+        return dataclasses.replace(sp, north_m_s2=capped[0], east_m_s2=capped[1],
+                                   down_m_s2=capped[2]), why  # fmt: skip
+
+    # -- breach ------------------------------------------------------------------------
+
+    def nearest_face(self, n: float, e: float, d: float) -> Boundary | None:
+        return None if self.fence is None else self.fence.nearest(n, e, d)
+
+    def breach(self, n: float, e: float, d: float) -> Boundary | None:
+        face = self.nearest_face(n, e, d)
+        if face is None:
+            return None
+        if face.distance_m >= 0.0:
+            self.inside_seen = True
+            return None
+        if self.inside_seen and face.distance_m < -self.settings.breach_tolerance_m:
+            return face
+        return None
+
+
+def _motionless(sp: Setpoint) -> Setpoint:
+    """The same kind of setpoint with every motion component zero (yaw kept)."""
+    if isinstance(sp, VelocityBody):
+        return dataclasses.replace(sp, forward_m_s=0.0, right_m_s=0.0, down_m_s=0.0)
+    if isinstance(sp, VelocityNed | PositionVelocityNed):
+        return dataclasses.replace(sp, north_m_s=0.0, east_m_s=0.0, down_m_s=0.0)
+    if isinstance(sp, AccelerationNed):
+        return dataclasses.replace(sp, north_m_s2=0.0, east_m_s2=0.0, down_m_s2=0.0)
+    return sp

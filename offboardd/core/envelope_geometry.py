@@ -1,0 +1,170 @@
+"""Geofence geometry: home, global -> local projection, and the fence's boundaries.
+
+Everything is in PX4's local NED frame (metres from the EKF origin, the frame of
+PositionNed setpoints and LOCAL_POSITION_NED). Home comes from PX4's HOME_POSITION
+(#242), whose x/y/z place it in that same frame; altitudes are metres *up* from home.
+Global coordinates are projected about home onto a flat plane (equirectangular, Earth
+radius 6371 km as PX4's CONSTANTS_RADIUS_OF_EARTH): well under 0.1 % off within the few
+km a companion-fenced vehicle flies, and conservative margins cover the rest.
+
+`Boundary` is one face of the fence seen from a point: the signed distance to it
+(positive inside) and the unit direction that leads out through it. Pure math; no
+policy (what to clamp or reject lives in envelope.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from offboardd.core.envelope_settings import EnvelopeSettings, PolygonFrame
+from offboardd.core.reasons import Reason
+
+EARTH_RADIUS_M = 6_371_000.0
+Vec3 = tuple[float, float, float]
+_EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class Home:
+    """PX4's home: WGS84 position and where it sits in the local NED frame."""
+
+    lat_deg: float
+    lon_deg: float
+    alt_amsl_m: float
+    north_m: float
+    east_m: float
+    down_m: float
+
+    def to_local(self, lat_deg: float, lon_deg: float) -> tuple[float, float]:
+        """(north_m, east_m) in the local frame of a WGS84 point."""
+        north = math.radians(lat_deg - self.lat_deg) * EARTH_RADIUS_M
+        dlon = (lon_deg - self.lon_deg + 180.0) % 360.0 - 180.0  # across the antimeridian
+        east = math.radians(dlon) * EARTH_RADIUS_M * math.cos(math.radians(self.lat_deg))
+        return self.north_m + north, self.east_m + east
+
+    def altitude_m(self, down_m: float) -> float:
+        """Metres above home of a local down coordinate."""
+        return self.down_m - down_m
+
+
+@dataclass(frozen=True)
+class Boundary:
+    reason: Reason  # names the fence part: FENCE_DISTANCE, FENCE_POLYGON, ...
+    limit: str  # the config key
+    distance_m: float  # signed: positive inside, negative outside
+    outward: Vec3  # unit vector pointing out through this face (NED)
+
+
+class FenceShape:
+    """The configured fence resolved against one home (rebuilt when home moves)."""
+
+    def __init__(self, settings: EnvelopeSettings, home: Home) -> None:
+        self.settings = settings
+        self.home = home
+        polygon = settings.polygon
+        if settings.polygon_frame is PolygonFrame.GLOBAL:
+            polygon = tuple(home.to_local(lat, lon) for lat, lon in polygon)
+        self.polygon: tuple[tuple[float, float], ...] = polygon
+
+    def boundaries(self, north_m: float, east_m: float, down_m: float) -> list[Boundary]:
+        """Every face that constrains a vehicle at this point (polygon: all edges when
+        inside, the nearest one when outside)."""
+        s, home = self.settings, self.home
+        out: list[Boundary] = []
+        if s.max_distance_m is not None:
+            dn, de = north_m - home.north_m, east_m - home.east_m
+            r = math.hypot(dn, de)
+            # At home itself every direction is outward: none is, until the vehicle moves.
+            outward = (dn / r, de / r, 0.0) if r > _EPS else (0.0, 0.0, 0.0)
+            out.append(Boundary(Reason.FENCE_DISTANCE, "max_distance_m", s.max_distance_m - r,
+                                outward))  # fmt: skip
+        alt = home.altitude_m(down_m)
+        if s.max_altitude_m is not None:
+            out.append(Boundary(Reason.FENCE_MAX_ALTITUDE, "max_altitude_m",
+                                s.max_altitude_m - alt, (0.0, 0.0, -1.0)))  # fmt: skip
+        if s.min_altitude_m is not None:
+            out.append(Boundary(Reason.FENCE_MIN_ALTITUDE, "min_altitude_m",
+                                alt - s.min_altitude_m, (0.0, 0.0, 1.0)))  # fmt: skip
+        if self.polygon:
+            out.extend(self._polygon_boundaries(north_m, east_m))
+        return out
+
+    def _polygon_boundaries(self, north_m: float, east_m: float) -> list[Boundary]:
+        inside = point_in_polygon(north_m, east_m, self.polygon)
+        faces: list[Boundary] = []
+        for qn, qe in closest_points(north_m, east_m, self.polygon):
+            dn, de = qn - north_m, qe - east_m
+            dist = math.hypot(dn, de)
+            if dist <= _EPS:
+                outward = (0.0, 0.0, 0.0)
+            elif inside:  # towards the edge is out
+                outward = (dn / dist, de / dist, 0.0)
+            else:  # away from the edge is further out
+                outward = (-dn / dist, -de / dist, 0.0)
+            faces.append(Boundary(Reason.FENCE_POLYGON, "polygon",
+                                  dist if inside else -dist, outward))  # fmt: skip
+        if not inside:
+            return [max(faces, key=lambda b: b.distance_m)]  # the nearest edge only
+        return faces
+
+    def nearest(self, north_m: float, east_m: float, down_m: float) -> Boundary | None:
+        """The face with the smallest signed distance (the one most violated)."""
+        faces = self.boundaries(north_m, east_m, down_m)
+        return min(faces, key=lambda b: b.distance_m) if faces else None
+
+
+def point_in_polygon(n: float, e: float, polygon: tuple[tuple[float, float], ...]) -> bool:
+    """Even-odd rule (ray casting along +east); a point on an edge may go either way."""
+    inside = False
+    count = len(polygon)
+    for i in range(count):
+        (n1, e1), (n2, e2) = polygon[i], polygon[(i + 1) % count]
+        if (n1 > n) != (n2 > n):
+            e_cross = e1 + (n - n1) * (e2 - e1) / (n2 - n1)
+            if e < e_cross:
+                inside = not inside
+    return inside
+
+
+def closest_points(
+    n: float, e: float, polygon: tuple[tuple[float, float], ...]
+) -> list[tuple[float, float]]:
+    """For each edge, the point of that segment closest to (n, e)."""
+    out: list[tuple[float, float]] = []
+    count = len(polygon)
+    for i in range(count):
+        (n1, e1), (n2, e2) = polygon[i], polygon[(i + 1) % count]
+        dn, de = n2 - n1, e2 - e1
+        length2 = dn * dn + de * de
+        t = 0.0 if length2 <= _EPS else ((n - n1) * dn + (e - e1) * de) / length2
+        t = min(1.0, max(0.0, t))
+        out.append((n1 + t * dn, e1 + t * de))
+    return out
+
+
+def stopping_speed_m_s(distance_m: float, accel_m_s2: float) -> float:
+    """The fastest approach that can still stop within `distance_m` braking at
+    `accel_m_s2`: from d = v^2 / (2 a), v = sqrt(2 a d); 0 at or past the line."""
+    return math.sqrt(2.0 * accel_m_s2 * distance_m) if distance_m > 0.0 else 0.0
+
+
+def dot(a: Vec3, b: Vec3) -> float:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+def cap_along(v: Vec3, constraints: list[tuple[Vec3, float]], rounds: int = 8) -> tuple[Vec3, bool]:
+    """The vector near `v` with v . n <= c for every (n, c) (n a unit vector, or zero for
+    "no direction"), by alternating projections onto the half-spaces; and whether every
+    constraint holds at the end (a narrow corridor may not converge in `rounds`)."""
+    out = v
+    for _ in range(rounds):
+        moved = False
+        for n, c in constraints:
+            excess = dot(out, n) - c
+            if excess > 1e-9:
+                out = (out[0] - excess * n[0], out[1] - excess * n[1], out[2] - excess * n[2])
+                moved = True
+        if not moved:
+            return out, True
+    return out, all(dot(out, n) <= c + 1e-6 for n, c in constraints)
