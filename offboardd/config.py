@@ -1,7 +1,8 @@
 """TOML file -> frozen `DaemonConfig`; every error names the key, the value and what is allowed.
 
 Each section maps onto the settings type of the part that owns it (`[engine]` ->
-`core.settings.EngineSettings`, `[mqtt]` -> `mqtt.bridge.MqttSettings`), which validate
+`core.settings.EngineSettings`, `[envelope]` -> its `envelope` field,
+`core.envelope_settings.EnvelopeSettings`, `[mqtt]` -> `mqtt.bridge.MqttSettings`), which validate
 themselves; this module only reads the file, rejects unknown keys and sections, and takes
 secrets from the environment so they need not sit in a world-readable file.
 """
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.settings import EngineSettings
 from offboardd.errors import ConfigError, LinkUrlError
 from offboardd.mavlink.links import LinkUrl, parse_link_url
@@ -62,7 +64,7 @@ def load_config(path: str | Path, environ: dict[str, str] | None = None) -> Daem
 
 
 def config_from_dict(document: dict[str, Any], environ: dict[str, str]) -> DaemonConfig:
-    known = {f.name for f in dataclasses.fields(DaemonConfig)}
+    known = {f.name for f in dataclasses.fields(DaemonConfig)} | {"envelope"}
     for section in document:
         if section not in known:
             raise ConfigError(
@@ -70,7 +72,7 @@ def config_from_dict(document: dict[str, Any], environ: dict[str, str]) -> Daemo
             )
     return DaemonConfig(
         mavlink=_mavlink(_table(document, "mavlink")),
-        engine=_build("engine", EngineSettings, _table(document, "engine")),
+        engine=_engine(_table(document, "engine"), _table(document, "envelope")),
         mqtt=_mqtt(_table(document, "mqtt"), environ),
         log=_log(_table(document, "log")),
     )
@@ -116,6 +118,19 @@ def _mavlink(table: dict[str, Any]) -> MavlinkSettings:
     if isinstance(sysid, bool) or not isinstance(sysid, int) or not 0 <= sysid <= 255:
         raise ConfigError(f"mavlink.fc_system_id = {sysid!r}: allowed 0 (any PX4) or 1..255")
     return settings  # type: ignore[no-any-return]
+
+
+def _engine(table: dict[str, Any], envelope_table: dict[str, Any]) -> EngineSettings:
+    if "envelope" in table:
+        raise ConfigError("engine.envelope: the envelope has its own section, [envelope]")
+    if "polygon" in envelope_table and isinstance(envelope_table["polygon"], list):
+        envelope_table["polygon"] = tuple(
+            tuple(v) if isinstance(v, list) else v for v in envelope_table["polygon"]
+        )
+    envelope: EnvelopeSettings = _build("envelope", EnvelopeSettings, envelope_table)
+    table["envelope"] = envelope
+    settings: EngineSettings = _build("engine", EngineSettings, table)
+    return settings
 
 
 def _mqtt(table: dict[str, Any], environ: dict[str, str]) -> MqttSettings:

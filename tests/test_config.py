@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from offboardd.config import DaemonConfig, load_config
+from offboardd.core.envelope_settings import EnvelopeSettings, LimitAction, PolygonFrame
 from offboardd.core.settings import EngineSettings
 from offboardd.errors import ConfigError
 
@@ -38,6 +39,18 @@ def test_documented_example_equals_the_defaults() -> None:
         ("[mqtt]\nvehicle_id = \"a/b\"\n", "mqtt.vehicle_id"),
         ("[log]\nlevel = \"loud\"\n", "log.level = 'loud': allowed debug, info, warning, error"),
         ("engine = 3\n", "engine must be a table"),
+        ("[envelope]\nmax_tilt_deg = 120\n", "envelope.max_tilt_deg must be in [1, 90], got 120"),
+        ("[envelope]\ntilt_action = \"ignore\"\n",
+         "envelope.tilt_action must be one of clamp, reject, got 'ignore'"),
+        ("[envelope]\nbreach_action = \"panic\"\n", "envelope.breach_action must be one of"),
+        ("[envelope]\npolygon = [[0, 0], [1, 1]]\n", "envelope.polygon needs 3..256 vertices"),
+        ("[envelope]\npolygon_frame = \"global\"\npolygon = [[0, 0], [0, 200], [1, 1]]\n",
+         "envelope.polygon[1] = [0, 200]: a global vertex is [lat_deg, lon_deg]"),
+        ("[envelope]\nmin_altitude_m = 10\nmax_altitude_m = 5\n",
+         "envelope.max_altitude_m (5) must be at least 1 m above min_altitude_m (10)"),
+        ("[envelope]\nmin_thrust = 0.8\nmax_thrust = 0.2\n", "envelope.min_thrust (0.8)"),
+        ("[envelope]\nfence = true\n", "unknown key envelope.fence; allowed keys:"),
+        ("[engine.envelope]\nmax_tilt_deg = 10\n", "the envelope has its own section"),
         ("[engine\n", "not valid TOML"),
     ],
 )
@@ -47,6 +60,20 @@ def test_bad_config_is_named(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(path, environ={})
     assert expected in info.value.message
+
+
+def test_envelope_section_with_a_global_polygon(tmp_path: Path) -> None:
+    path = tmp_path / "fence.toml"
+    path.write_text(
+        "[envelope]\nmax_distance_m = 80\nmax_altitude_m = 30\npolygon_frame = \"global\"\n"
+        "polygon = [[47.0, 8.0], [47.0, 8.1], [47.1, 8.1]]\ntilt_action = \"reject\"\n"
+    )
+    envelope = load_config(path, environ={}).engine.envelope
+    assert envelope == EnvelopeSettings(
+        max_distance_m=80, max_altitude_m=30, polygon_frame=PolygonFrame.GLOBAL,
+        polygon=((47.0, 8.0), (47.0, 8.1), (47.1, 8.1)), tilt_action=LimitAction.REJECT,
+    )  # fmt: skip
+    assert envelope.fence_enabled and not EnvelopeSettings().fence_enabled
 
 
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -151,7 +151,7 @@ class EnvelopeSettings:
                 -90.0 <= a <= 90.0 and -180.0 <= b <= 180.0
             ):
                 raise ConfigError(
-                    f"polygon[{i}] = {vertex!r}: a global vertex is [lat_deg, lon_deg] "
+                    f"polygon[{i}] = {list(vertex)!r}: a global vertex is [lat_deg, lon_deg] "
                     "with lat in [-90, 90] and lon in [-180, 180]"
                 )
             out.append((a, b))
