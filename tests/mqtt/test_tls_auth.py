@@ -237,9 +237,13 @@ async def test_acl_lets_only_the_commander_command(tmp_path: Path, pki: Pki) -> 
     assert [i.command for i in daemon.received] == [Hold(reply.id or "")]
 
 
-def test_tls_files_are_checked_at_config_load(pki: Pki) -> None:
+def test_tls_files_are_checked_at_config_load(tmp_path: Path, pki: Pki) -> None:
     with pytest.raises(ConfigError, match="the private key does not belong to the certificate"):
         TlsSettings(str(pki.ca), str(pki.client_cert), str(pki.server_key))
+    encrypted = tmp_path / "encrypted.key"
+    _openssl("pkey", "-in", pki.client_key, "-aes256", "-passout", "pass:x", "-out", encrypted)
+    with pytest.raises(ConfigError, match="is encrypted; offboardd needs an unencrypted key"):
+        TlsSettings(str(pki.ca), str(pki.client_cert), str(encrypted))  # never prompts
 
 
 async def test_insecure_skip_verify_connects_to_any_broker_and_says_so_loudly(
