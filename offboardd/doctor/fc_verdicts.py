@@ -1,0 +1,142 @@
+"""Judge an `FcProbe`: one check line each for the FC itself, its PX4 version and the
+parameters offboard depends on (px4-offboard.md §1, §3). Pure.
+
+The rules are the daemon's own: the stream-period margin is `core.fc_link.LOSS_TIMEOUT_MARGIN`
+and the warnings about COM_OBL_RC_ACT / COM_RC_OVERRIDE / COM_RCL_EXCEPT are the texts
+`FcChecks` produces, so the doctor and the running daemon never disagree.
+"""
+
+from __future__ import annotations
+
+from offboardd.core.fc_link import LOSS_TIMEOUT_MARGIN, OPTIONAL_PARAMS, REQUIRED_PARAMS
+from offboardd.doctor.fc_probe import FcProbe
+from offboardd.doctor.report import Check, fail, note, ok, warn
+from offboardd.mavlink.codec import dialect
+
+MIN_PX4_VERSION = (1, 14)  # offboardd relies on v1.14+ behaviour (px4-offboard.md)
+# FIRMWARE_VERSION_TYPE (common.xml), the low byte of flight_sw_version
+_VERSION_TYPES = {0: "dev", 64: "alpha", 128: "beta", 192: "rc", 255: ""}
+# COM_OBL_RC_ACT values that keep a multicopter safe without RC (§3): Hold, Land.
+_SAFE_LOSS_ACTIONS = "COM_OBL_RC_ACT = 5 (Hold) or 4 (Land)"
+
+
+def px4_version(flight_sw_version: int) -> tuple[int, int, int, str]:
+    """PX4's AUTOPILOT_VERSION.flight_sw_version: major, minor, patch bytes, then a type."""
+    v = flight_sw_version
+    kind = _VERSION_TYPES.get(v & 0xFF, f"type{v & 0xFF}")
+    return (v >> 24) & 0xFF, (v >> 16) & 0xFF, (v >> 8) & 0xFF, kind
+
+
+def format_version(flight_sw_version: int) -> str:
+    major, minor, patch, kind = px4_version(flight_sw_version)
+    return f"v{major}.{minor}.{patch}" + (f"-{kind}" if kind else "")
+
+
+def fc_verdicts(probe: FcProbe, setpoint_rate_hz: float) -> list[Check]:
+    found = _identity(probe)
+    if found.status.value == "FAIL":
+        return [found]
+    return [found, _version(probe), *_params(probe, setpoint_rate_hz)]
+
+
+def _identity(probe: FcProbe) -> Check:
+    hb = probe.heartbeat
+    where = str(probe.url)
+    if hb is not None:
+        return ok("flight controller", f"PX4 (sysid {hb.source_system}, compid "
+                  f"{hb.source_component}, {_enum('MAV_TYPE', hb.mav_type)}) on {where}")
+    if probe.other_autopilots:
+        names = ", ".join(_enum("MAV_AUTOPILOT", a) for a in probe.other_autopilots)
+        return fail("flight controller", f"heard {names} on {where}, not PX4",
+                    "offboardd speaks PX4's offboard protocol only")
+    waited = f"in {probe.timeout_s:g} s"
+    if "in use" in probe.link_detail:
+        return fail("flight controller", f"{probe.link_detail}",
+                    "another process owns it (offboardd itself? systemctl stop offboardd "
+                    "while the doctor runs)")
+    if probe.bytes_in == 0:
+        return fail("flight controller", f"nothing received on {where} {waited} "
+                    f"({probe.link_detail})", _silent_fix(probe))
+    if probe.frames_ok == 0:
+        return fail("flight controller", f"{probe.bytes_in} bytes but no MAVLink on {where} "
+                    f"{waited}", "wrong baud rate (mavlink.url vs PX4's SER_TEL2_BAUD), or "
+                    "the port carries something else (a console, a GPS)")
+    return fail("flight controller", f"MAVLink on {where} but no PX4 HEARTBEAT {waited}",
+                "check mavlink.fc_system_id and that the autopilot, not only a GCS or "
+                "camera, is on this link")
+
+
+def _silent_fix(probe: FcProbe) -> str:
+    if probe.url.is_serial:
+        return ("check wiring (FC TX -> companion RX and back, common GND) and that PX4 runs "
+                "MAVLink on that port: MAV_1_CONFIG = TELEM 2, MAV_1_MODE = Onboard, "
+                "SER_TEL2_BAUD = the baud in mavlink.url")
+    return ("PX4 (or mavlink-router) must send to this address: PX4 SITL sends to udp 14540; "
+            "a mavlink-router endpoint needs Mode = Normal and this port")
+
+
+def _version(probe: FcProbe) -> Check:
+    if probe.version is None:
+        return warn("PX4 version", "no answer to the AUTOPILOT_VERSION request",
+                    f"offboardd needs PX4 >= v{MIN_PX4_VERSION[0]}.{MIN_PX4_VERSION[1]}")
+    raw = probe.version.flight_sw_version
+    major, minor, patch, _ = px4_version(raw)
+    text = format_version(raw)
+    if (major, minor, patch) == (0, 0, 0):
+        return warn("PX4 version", "PX4 reports v0.0.0 (a build without a release tag?)",
+                    "check it is v1.14 or later")
+    if (major, minor) < MIN_PX4_VERSION:
+        return fail("PX4 version", f"PX4 {text} is older than v1.14",
+                    "update PX4 (QGroundControl > Vehicle Setup > Firmware)")
+    if probe.version_warnings:
+        return warn("PX4 version", f"PX4 {text}; " + "; ".join(probe.version_warnings))
+    return ok("PX4 version", f"PX4 {text}")
+
+
+def _params(probe: FcProbe, setpoint_rate_hz: float) -> list[Check]:
+    params = probe.params
+    surprise = {name: text for text in probe.param_warnings
+                for name in REQUIRED_PARAMS + OPTIONAL_PARAMS if text.startswith(name)}
+    checks = []
+    for name in REQUIRED_PARAMS + OPTIONAL_PARAMS:
+        if name not in params:
+            missing = ("could not be read (no PARAM_VALUE answer): offboardd will refuse to "
+                       "engage" if name in REQUIRED_PARAMS else "could not be read")
+            make = fail if name in REQUIRED_PARAMS else warn
+            checks.append(make(name, missing, "the link must carry our bytes to the FC too "
+                               "(serial TX wire, the UDP reply path)"))
+            continue
+        value = params[name]
+        if name == "MAV_FWDEXTSP":
+            checks.append(ok(name, "1: PX4 takes setpoints from this link") if int(value) == 1
+                          else fail(name, f"{int(value)}: PX4 ignores every setpoint "
+                                    "from this link", "set MAV_FWDEXTSP = 1"))
+        elif name == "COM_OF_LOSS_T":
+            checks.append(_loss_timeout(float(value), setpoint_rate_hz))
+        elif name == "COM_OBL_RC_ACT":
+            checks.append(warn(name, surprise[name], f"set {_SAFE_LOSS_ACTIONS}")
+                          if name in surprise else
+                          ok(name, f"{int(value)}: PX4's action when setpoints stop"))
+        else:
+            checks.append(note(name, surprise[name]) if name in surprise
+                          else ok(name, str(int(value))))
+    return checks
+
+
+def _loss_timeout(loss_t_s: float, setpoint_rate_hz: float) -> Check:
+    period_s = 1.0 / setpoint_rate_hz
+    limit_s = loss_t_s / LOSS_TIMEOUT_MARGIN
+    rule = (f"stream period {period_s:.3f} s vs COM_OF_LOSS_T/{LOSS_TIMEOUT_MARGIN:g} = "
+            f"{limit_s:.3f} s")
+    if period_s > limit_s:
+        need_hz = LOSS_TIMEOUT_MARGIN / loss_t_s
+        return fail("COM_OF_LOSS_T", f"{loss_t_s:g} s: {rule}: too slow, offboardd will refuse "
+                    "to engage", f"engine.setpoint_rate_hz >= {need_hz:g}, or raise COM_OF_LOSS_T")
+    return ok("COM_OF_LOSS_T", f"{loss_t_s:g} s; {rule}")
+
+
+def _enum(enum_name: str, value: int) -> str:
+    entry = dialect.enums.get(enum_name, {}).get(value)
+    if entry is None:
+        return f"{enum_name} {value}"
+    return str(entry.name).removeprefix(enum_name + "_").replace("_", " ").lower()
