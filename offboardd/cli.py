@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "sim": ("offboardd.sim.cli", "run the simulated PX4 vehicle"),
     "ctl": ("offboardd.mqtt.ctl", "send a command and print the reply / watch state"),
     "check-config": ("offboardd.check_config", "validate a configuration file"),
+    "doctor": ("offboardd.doctor.cli", "check a deployment (device, FC, broker); say what to fix"),
 }
 
 
