@@ -29,6 +29,7 @@ In-process API (tests):
         sim.set_estimator_valid(False)         # stops LOCAL_POSITION_NED, flips flags
         sim.pause_link(2.0)                    # or pause_link(2.0, "udp"); drop_link();
         sim.restore_link()
+        sim.set_packet_loss(0.2)               # lose 20 % of frames each way
         sim.reboot()                           # gap, then disarmed, boot time from 0
 
 Wiring a daemon to it: either give the sim the daemon's port (`udp_remote=("127.0.0.1",

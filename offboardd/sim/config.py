@@ -21,7 +21,8 @@ class FaultSpec:
     """One scheduled fault: `name` at `at_s` seconds after start, with an optional argument.
 
     Names: estimator_invalid[:duration_s], estimator_valid, mode:<MODE> (a GCS/pilot mode
-    switch), rc_takeover, link_pause:<seconds>, link_drop, link_restore, reboot.
+    switch), rc_takeover, link_pause:<seconds>, link_drop, link_restore,
+    packet_loss:<fraction>, reboot.
     """
 
     name: str

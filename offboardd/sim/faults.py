@@ -24,6 +24,7 @@ FAULT_NAMES = {
     "link_pause": "stop sending and receiving for ARG seconds (default 3)",
     "link_drop": "stop sending and receiving until link_restore",
     "link_restore": "end a link pause or drop",
+    "packet_loss": "lose ARG (0..1) of the frames each way from now on (0 restores)",
     "reboot": "heartbeat gap, then boot: disarmed, boot time from 0, params kept",
 }
 
@@ -42,7 +43,7 @@ def parse_fault(text: str) -> FaultSpec:
         raise ValueError(f"unknown fault {name!r}; known: {', '.join(sorted(FAULT_NAMES))}")
     if name == "mode":
         modes.mode_by_name(arg)  # raises with the list of known modes
-    elif name in ("estimator_invalid", "link_pause") and arg:
+    elif name in ("estimator_invalid", "link_pause", "packet_loss") and arg:
         try:
             float(arg)
         except ValueError:
@@ -68,6 +69,8 @@ def apply(sim: SimServer, fault: FaultSpec) -> None:
         sim.drop_link()
     elif name == "link_restore":
         sim.restore_link()
+    elif name == "packet_loss":
+        sim.set_packet_loss(float(arg) if arg else 0.1)
     elif name == "reboot":
         sim.reboot()
 

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import TracebackType
 
 from offboardd.mavlink.codec import MavlinkCodec, Message
@@ -24,31 +23,16 @@ from offboardd.sim.commands import is_gcs_heartbeat
 from offboardd.sim.config import SimConfig
 from offboardd.sim.outbox import TO_ALL, TO_CURRENT_MODE, TO_GCS, Outgoing
 from offboardd.sim.record import SimRecord
-from offboardd.sim.streams import HEAVY_FILLER_HZ, PROFILES, PrebuiltFrames, StreamScheduler
+from offboardd.sim.streams import (
+    HEAVY_FILLER_HZ,
+    PROFILES,
+    PrebuiltFrames,
+    SimLink,
+    StreamScheduler,
+)
 from offboardd.sim.telemetry import BUILDERS
-from offboardd.sim.transports import FrameSender, PtyEndpoint, TcpSender, UdpEndpoint
+from offboardd.sim.transports import Endpoint, PtyEndpoint, TcpSender, UdpEndpoint
 from offboardd.sim.vehicle import Vehicle
-
-
-@dataclass
-class SimLink:
-    """One served link: name ("udp", "gcs", "tcp", "pty"), codec, streams, pending frames."""
-
-    link_id: int
-    name: str
-    profile: str
-    codec: MavlinkCodec
-    streams: StreamScheduler
-    sender: FrameSender | None = None
-    prebuilt: PrebuiltFrames | None = None
-    filler: StreamScheduler | None = None
-    is_gcs: bool = False  # a GCS heartbeat was seen on it
-    paused_until_s: float = -math.inf  # link pause / drop fault (inf = dropped)
-    received_msgs: int = 0
-    pending: list[bytes] = field(default_factory=list)
-
-    def paused(self, now_s: float) -> bool:
-        return now_s < self.paused_until_s
 
 
 class SimServer:
@@ -85,16 +69,8 @@ class SimServer:
         now = self.now()
         self._started_s = now
         self.vehicle = Vehicle(cfg, now)
-        if cfg.udp_bind is not None:
-            link = self._add_link("udp", cfg.profile)
-            ep = await UdpEndpoint.open(cfg.udp_bind, cfg.udp_remote, self._receiver(link))
-            link.sender, self.udp_port = ep, ep.bound[1]
-            self._udp.append(ep)
-        if cfg.gcs_bind is not None:
-            link = self._add_link("gcs", "gcs")
-            ep = await UdpEndpoint.open(cfg.gcs_bind, cfg.gcs_remote, self._receiver(link))
-            link.sender, self.gcs_port = ep, ep.bound[1]
-            self._udp.append(ep)
+        self.udp_port = await self._open_udp("udp", cfg.profile, cfg.udp_bind, cfg.udp_remote)
+        self.gcs_port = await self._open_udp("gcs", "gcs", cfg.gcs_bind, cfg.gcs_remote)
         if cfg.pty:
             link = self._add_link("pty", cfg.profile)
             self._pty = PtyEndpoint(self._receiver(link), cfg.pty_symlink)
@@ -108,6 +84,16 @@ class SimServer:
             link.sender, self.tcp_port = TcpSender(tcp), cfg.tcp_port
             self._tasks.append(asyncio.create_task(tcp.run()))
         self._tasks.append(asyncio.create_task(self._tick_loop()))
+
+    async def _open_udp(self, name: str, profile: str, bind: Endpoint | None,
+                        remote: Endpoint | None) -> int | None:  # fmt: skip
+        if bind is None:
+            return None
+        link = self._add_link(name, profile)
+        ep = await UdpEndpoint.open(bind, remote, self._receiver(link))
+        link.sender = ep
+        self._udp.append(ep)
+        return ep.bound[1]
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -147,6 +133,8 @@ class SimServer:
             now = self.now()
             if link.paused(now) or self._rebooting_until_s is not None:
                 return  # a paused link or a rebooting autopilot hears nothing
+            if link.loss_fraction and link.rng.random() < link.loss_fraction:
+                return
             for msg in link.codec.decode(data):
                 link.received_msgs += 1
                 if is_gcs_heartbeat(msg):
@@ -188,6 +176,8 @@ class SimServer:
         for link in self.links:
             if link.pending:
                 frames, link.pending = link.pending, []
+                if link.loss_fraction:
+                    frames = [f for f in frames if link.rng.random() >= link.loss_fraction]
                 if link.sender is not None and not link.paused(now):
                     link.sender.send_frames(frames)
 
@@ -255,6 +245,12 @@ class SimServer:
         for link in self.links:
             if name is None or link.name == name:
                 link.paused_until_s = until
+
+    def set_packet_loss(self, fraction: float, name: str | None = None) -> None:
+        """Lose `fraction` (0..1) of frames sent and of datagrams received; 0 restores."""
+        for link in self.links:
+            if name is None or link.name == name:
+                link.loss_fraction = min(1.0, max(0.0, fraction))
 
     def drop_link(self, name: str | None = None) -> None:
         self.pause_link(math.inf, name)

@@ -5,15 +5,20 @@
 GLOBAL_POSITION_INT and HIGHRES_IMU 50/s, LOCAL_POSITION_NED and ODOMETRY 30/s, ~10/s
 of the rest); "gcs" is PX4's normal-mode GCS link; "light" suits a slow serial link;
 "heavy" adds ~1,600 msg/s of filler sent from pre-encoded frames so a benchmark load
-costs almost nothing to generate. SET_MESSAGE_INTERVAL changes one link's rates. Pure:
-`now_s` comes in; encoding is done with the link's own codec.
+costs almost nothing to generate. SET_MESSAGE_INTERVAL changes one link's rates.
+`SimLink` holds one link's codec, streams and pending frames. No I/O, no clock: `now_s`
+comes in; encoding is done with the link's own codec.
 """
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from offboardd.mavlink.codec import MavlinkCodec, Message, dialect
+from offboardd.sim.transports import FrameSender
 
 PROFILES: dict[str, dict[str, float]] = {
     "px4": {
@@ -132,3 +137,26 @@ class StreamScheduler:
     def restart(self, now_s: float) -> None:
         for name in self._next_s:
             self._next_s[name] = now_s
+
+
+@dataclass
+class SimLink:
+    """One served link: name ("udp", "gcs", "tcp", "pty"), codec, streams, pending frames."""
+
+    link_id: int
+    name: str
+    profile: str
+    codec: MavlinkCodec
+    streams: StreamScheduler
+    sender: FrameSender | None = None
+    prebuilt: PrebuiltFrames | None = None
+    filler: StreamScheduler | None = None
+    is_gcs: bool = False  # a GCS heartbeat was seen on it
+    paused_until_s: float = -math.inf  # link pause / drop fault (inf = dropped)
+    loss_fraction: float = 0.0  # packet loss fault: this share of frames lost each way
+    rng: random.Random = field(default_factory=lambda: random.Random(4))  # reproducible
+    received_msgs: int = 0
+    pending: list[bytes] = field(default_factory=list)
+
+    def paused(self, now_s: float) -> bool:
+        return now_s < self.paused_until_s

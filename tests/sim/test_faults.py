@@ -8,7 +8,7 @@ from offboardd.mavlink.params import decode_param_value, encode_param_value
 from offboardd.sim import FaultSpec
 from offboardd.sim.faults import parse_fault
 from offboardd.sim.telemetry import ESTIMATOR_FLAGS_OK
-from tests.sim.client import LOITER, Peer, d, offboard_and_arm, running_sim
+from tests.sim.client import LOITER, Peer, d, offboard_and_arm, position_sp, running_sim
 
 
 def test_fault_specs_parse_from_the_command_line_form() -> None:
@@ -139,3 +139,21 @@ async def test_gcs_peer_sees_the_same_vehicle() -> None:
             assert hb.custom_mode == LOITER
         finally:
             gcs.close()
+
+
+async def test_fault_packet_loss_loses_that_share_each_way() -> None:
+    async with running_sim(faults=(FaultSpec("packet_loss", 0.0, "0.5"),)) as (sim, peer):
+        await asyncio.sleep(0.1)
+        start = sim.now()
+        for _ in range(100):
+            peer.send(position_sp())
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(1.0)
+        heard = len(sim.record.setpoints)
+        assert 25 <= heard <= 75
+        attitude_hz = len(peer.of_type("ATTITUDE", start + 0.1)) / (sim.now() - start - 0.1)
+        assert 30 <= attitude_hz <= 70  # half of 100/s
+        sim.set_packet_loss(0.0)
+        t0 = sim.now()
+        await asyncio.sleep(0.5)
+        assert len(peer.of_type("ATTITUDE", t0 + 0.05)) >= 40
