@@ -52,9 +52,12 @@ from offboardd.core.setpoints import (
 from offboardd.core.vehicle import VehicleState
 
 # An acceleration setpoint is steered like a velocity loop towards the allowed speed:
-# a = K (v_allowed - v), braking no harder than max_acceleration_m_s2. K ~ PX4's
-# MPC_XY_VEL_P_ACC (1.8) rounded up so the vehicle follows the stopping profile closely.
-ACCEL_STEER_GAIN_PER_S = 2.0
+# a = K (v_allowed - v), braking no harder than max_acceleration_m_s2. K a little above
+# PX4's MPC_XY_VEL_P_ACC (1.8); the stop is planned at ACCEL_PLAN of the braking limit so
+# the loop's lag is made up by braking harder rather than by overshooting (tuned in
+# tests/core/test_envelope_engine.py against a 10 Hz-telemetry point mass).
+ACCEL_STEER_GAIN_PER_S = 3.0
+ACCEL_PLAN = 0.5
 _SAME = 1e-6  # below this the shaped vector is the commanded one
 
 
@@ -183,18 +186,24 @@ class Envelope:
             blind = "no valid position estimate: cannot keep the vehicle inside the fence; stopping"
             return _motionless(sp), (Reason.FENCE_STOP, blind)
         vel: Vec3 = (pos.north_m_s, pos.east_m_s, pos.down_m_s)
-        ceilings = self._ceilings(pos.north_m, pos.east_m, pos.down_m)
+        accel = self.settings.max_acceleration_m_s2
         if isinstance(sp, AccelerationNed):
+            # Plan the stop at a fraction of the braking allowed, so steering lag can be
+            # made up by braking harder (up to the limit) instead of overshooting.
+            ceilings = self._ceilings(pos.north_m, pos.east_m, pos.down_m, accel * ACCEL_PLAN)
             shaped, why = self._shape_acceleration(sp, vel, ceilings)
         else:
+            ceilings = self._ceilings(pos.north_m, pos.east_m, pos.down_m, accel)
             shaped, why = self._shape_velocity(sp, yaw or 0.0, ceilings)
         self.limiting = why is not None
         return shaped, why
 
-    def _ceilings(self, n: float, e: float, d: float) -> list[tuple[Vec3, float, Boundary]]:
+    def _ceilings(
+        self, n: float, e: float, d: float, accel: float
+    ) -> list[tuple[Vec3, float, Boundary]]:
         if self.fence is None:
             return []
-        margin, accel = self.settings.stop_margin_m, self.settings.max_acceleration_m_s2
+        margin = self.settings.stop_margin_m
         return [
             (f.outward, stopping_speed_m_s(f.distance_m - margin, accel), f)
             for f in self.fence.boundaries(n, e, d)

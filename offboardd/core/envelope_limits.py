@@ -34,6 +34,8 @@ from offboardd.core.setpoints import (
 )
 
 Quaternion = tuple[float, float, float, float]
+# A value clamped to a limit must pass that limit again: forgive float rounding.
+_ROUNDING = 1e-9
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class _Judge:
 
     def horizontal(self, north: float, east: float) -> tuple[float, float]:
         speed, limit = math.hypot(north, east), self.s.max_horizontal_speed_m_s
-        if speed <= limit:
+        if speed <= limit + _ROUNDING:
             return north, east
         self.exceeded(Limited(Reason.LIMIT_HORIZONTAL_SPEED, "max_horizontal_speed_m_s",
                               speed, limit, "m/s"), "horizontal_speed_action")  # fmt: skip
@@ -84,11 +86,11 @@ class _Judge:
 
     def vertical(self, down: float) -> float:
         up_limit, down_limit = self.s.max_up_speed_m_s, self.s.max_down_speed_m_s
-        if -down > up_limit:
+        if -down > up_limit + _ROUNDING:
             self.exceeded(Limited(Reason.LIMIT_VERTICAL_SPEED, "max_up_speed_m_s",
                                   -down, up_limit, "m/s up"), "vertical_speed_action")  # fmt: skip
             return -up_limit
-        if down > down_limit:
+        if down > down_limit + _ROUNDING:
             self.exceeded(Limited(Reason.LIMIT_VERTICAL_SPEED, "max_down_speed_m_s", down,
                                   down_limit, "m/s down"), "vertical_speed_action")  # fmt: skip
             return down_limit
@@ -96,7 +98,7 @@ class _Judge:
 
     def acceleration(self, a: tuple[float, float, float]) -> tuple[float, float, float]:
         norm, limit = math.sqrt(sum(c * c for c in a)), self.s.max_acceleration_m_s2
-        if norm <= limit:
+        if norm <= limit + _ROUNDING:
             return a
         self.exceeded(Limited(Reason.LIMIT_ACCELERATION, "max_acceleration_m_s2",
                               norm, limit, "m/s²"), "acceleration_action")  # fmt: skip
@@ -105,7 +107,7 @@ class _Judge:
 
     def yaw_rate(self, rate: float | None) -> float | None:
         limit = self.s.max_yaw_rate_rad_s
-        if rate is None or abs(rate) <= limit:
+        if rate is None or abs(rate) <= limit + _ROUNDING:
             return rate
         self.exceeded(Limited(Reason.LIMIT_YAW_RATE, "max_yaw_rate_deg_s",
                               math.degrees(abs(rate)), self.s.max_yaw_rate_deg_s, "deg/s"),
@@ -126,7 +128,7 @@ class _Judge:
 
     def tilt(self, q: Quaternion) -> Quaternion:
         angle, limit = tilt_rad(q), self.s.max_tilt_rad
-        if angle <= limit:
+        if angle <= limit + _ROUNDING:
             return q
         self.exceeded(Limited(Reason.LIMIT_TILT, "max_tilt_deg", math.degrees(angle),
                               self.s.max_tilt_deg, "deg"), "tilt_action")  # fmt: skip

@@ -1,0 +1,175 @@
+"""The envelope inside the engine (pure, float time): home, refusals with nothing sent,
+clamp reports that do not flood, stopping at the fence at every tick (closed loop with a
+point-mass vehicle), and the breach action."""
+
+from __future__ import annotations
+
+import math
+
+from offboardd.core.actions import NoticeKind, RequestMessage, SendSetpoint
+from offboardd.core.commands import Engage, SetSetpoint
+from offboardd.core.envelope import Envelope
+from offboardd.core.envelope_settings import BreachAction, EnvelopeSettings
+from offboardd.core.events import FcAttitude, FcHeartbeat, FcHomePosition, FcLocalPosition
+from offboardd.core.modes import Px4Mode
+from offboardd.core.reasons import Phase, Reason
+from offboardd.core.setpoints import (
+    AccelerationNed,
+    Attitude,
+    PositionNed,
+    PositionVelocityNed,
+    Setpoint,
+    VelocityBody,
+    VelocityNed,
+)
+from offboardd.core.settings import EngineSettings
+from offboardd.core.vehicle import VehicleState
+from offboardd.errors import ErrorCode
+
+from .bench import FC, Bench
+
+HOME = FcHomePosition(47.397742, 8.545594, 488.0, 0.0, 0.0, 0.0, **FC)
+
+
+def fenced_bench(**envelope: object) -> Bench:
+    return Bench(EngineSettings(envelope=EnvelopeSettings(**envelope)))  # type: ignore[arg-type]
+
+
+def home_known(b: Bench) -> None:
+    b.connect()
+    b.feed(HOME)
+
+
+def test_fence_needs_home_requests_it_and_refuses_engage_until_known() -> None:
+    b = fenced_bench(max_distance_m=50.0)
+    b.connect()
+    requests = [a for _, a in b.actions(RequestMessage) if a.message_id == 242]
+    assert requests, "HOME_POSITION was not requested"
+    b.feed(Engage("e1", PositionNed(0, 0, -5)))
+    reply = b.reply("e1")
+    assert not reply.ok and reply.reason is Reason.HOME_UNKNOWN
+    assert b.phase() is Phase.IDLE and not b.actions(SendSetpoint)
+    b.feed(HOME)
+    b.step(3.0)
+    assert len([a for _, a in b.actions(RequestMessage) if a.message_id == 242]) == len(requests)
+    assert b.engine.snapshot(b.now).home_known
+
+
+def test_setpoint_outside_the_fence_is_refused_and_never_sent() -> None:
+    b = fenced_bench(max_distance_m=50.0)
+    home_known(b)
+    b.engage(PositionNed(0, 0, -5))
+    t = b.now
+    b.feed(SetSetpoint("far", PositionNed(60.0, 0.0, -5.0)))
+    b.step(0.5)
+    reply = b.reply("far")
+    assert not reply.ok and reply.code is ErrorCode.COMMAND_NOT_ALLOWED
+    assert reply.reason is Reason.FENCE_DISTANCE and "max_distance_m = 50" in reply.message
+    sent = {a.setpoint for _, a in b.actions(SendSetpoint, since=t)}
+    assert sent == {PositionNed(0, 0, -5)}
+    assert any(n.reason is Reason.FENCE_DISTANCE for n in b.notices(NoticeKind.WARNING))
+    assert b.phase() is Phase.ACTIVE
+
+
+def test_clamp_is_in_every_reply_but_noticed_once_per_change() -> None:
+    b = Bench(EngineSettings(envelope=EnvelopeSettings(max_horizontal_speed_m_s=5.0)))
+    b.engage(PositionNed(0, 0, -5))
+    for i in range(5):
+        b.feed(SetSetpoint(f"fast{i}", VelocityNed(8.0, 6.0, 0.0)))
+        b.step(0.05)
+    assert all("max_horizontal_speed_m_s = 5" in b.reply(f"fast{i}").message for i in range(5))
+    clamps = [n for n in b.notices(NoticeKind.WARNING)
+              if n.reason is Reason.LIMIT_HORIZONTAL_SPEED]  # fmt: skip
+    assert len(clamps) == 1
+    streamed = b.actions(SendSetpoint)[-1][1].setpoint
+    assert isinstance(streamed, VelocityNed)
+    assert math.hypot(streamed.north_m_s, streamed.east_m_s) <= 5.0 + 1e-9
+
+
+def test_breach_holds_then_asks_for_the_breach_action() -> None:
+    b = fenced_bench(polygon=((-20.0, -20.0), (-20.0, 20.0), (20.0, 20.0), (20.0, -20.0)),
+                     breach_action=BreachAction.LAND)  # fmt: skip
+    home_known(b)
+    b.engage(Attitude(1, 0, 0, 0, 0.5))  # attitude is not steered by the fence
+    b.step(0.3)  # inside: breach detection armed
+    t = b.now
+    b.fc.north_m = 23.0  # pushed out (wind, a tilted attitude) beyond the 1 m tolerance
+    b.step(0.3)
+    failsafes = [n for n in b.notices(NoticeKind.FAILSAFE) if n.reason is Reason.FENCE_BREACH]
+    assert len(failsafes) == 1 and "3.0 m outside the polygon" in failsafes[0].message
+    assert [m for _, m in b.mode_requests(since=t)][:1] == [Px4Mode.AUTO_LAND]
+    sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t)]
+    first_hold = next(i for i, sp in enumerate(sent) if isinstance(sp, PositionVelocityNed))
+    assert all(sp == PositionVelocityNed(23.0, 0, -5, 0, 0, 0) for sp in sent[first_hold:])
+    b.set_mode(Px4Mode.AUTO_LAND)
+    b.step(0.2)
+    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.FENCE_BREACH
+
+
+# -- closed loop: a point mass flown by the shaped setpoints --------------------------------
+
+
+def fly(env: Envelope, sp: Setpoint, yaw_rad: float = 0.0, seconds: float = 20.0) -> tuple[
+    list[float], list[float], float]:  # fmt: skip
+    """20 Hz stream, 10 Hz telemetry, a velocity loop of gain 4/s and 5 m/s² (like PX4's and
+    the sim's), acceleration setpoints flown directly. Returns end position, velocity and
+    the highest horizontal speed seen."""
+    vs = VehicleState(estimate_timeout_s=0.5)
+    vs.accepts(FcHeartbeat(12, 2, 129, Px4Mode.OFFBOARD.custom_mode, 4, **FC))
+    pos, vel = [0.0, 0.0, -10.0], [0.0, 0.0, 0.0]
+    dt, cmd, top = 0.01, sp, 0.0
+    for k in range(int(seconds / dt)):
+        now = k * dt
+        if k % 10 == 0:
+            vs.fold(FcLocalPosition(k * 10, *pos, *vel, **FC), now)
+            vs.fold(FcAttitude(k * 10, 0.0, 0.0, yaw_rad, **FC), now)
+        if k % 5 == 0:
+            cmd, _ = env.shape(sp, vs, now)
+        if isinstance(cmd, AccelerationNed):
+            acc = [cmd.north_m_s2, cmd.east_m_s2, cmd.down_m_s2]
+        else:
+            if isinstance(cmd, VelocityBody):
+                c, s = math.cos(yaw_rad), math.sin(yaw_rad)
+                want = [c * cmd.forward_m_s - s * cmd.right_m_s,
+                        s * cmd.forward_m_s + c * cmd.right_m_s, cmd.down_m_s]  # fmt: skip
+            else:
+                assert isinstance(cmd, VelocityNed)
+                want = [cmd.north_m_s, cmd.east_m_s, cmd.down_m_s]
+            acc = [4.0 * (w - v) for w, v in zip(want, vel, strict=True)]
+        norm = math.sqrt(sum(a * a for a in acc))
+        acc = [a * min(1.0, 5.0 / norm) if norm else 0.0 for a in acc]
+        for i in range(3):
+            vel[i] += acc[i] * dt
+            pos[i] += vel[i] * dt
+        top = max(top, math.hypot(vel[0], vel[1]))
+    return pos, vel, top
+
+
+def fenced(**kw: object) -> Envelope:
+    env = Envelope(EnvelopeSettings(**kw))  # type: ignore[arg-type]
+    env.set_home(HOME)
+    return env
+
+
+def test_velocity_leg_stops_inside_the_fence() -> None:
+    pos, vel, _ = fly(fenced(max_distance_m=30.0), VelocityNed(6.0, 0.0, 0.0))
+    assert 28.0 <= pos[0] <= 30.0 and math.hypot(*vel) < 0.05  # margin 1 m: ~29 m
+
+
+def test_body_velocity_is_rotated_by_heading_before_the_fence() -> None:
+    square = ((-50.0, -50.0), (-50.0, 25.0), (50.0, 25.0), (50.0, -50.0))
+    pos, vel, _ = fly(fenced(polygon=square), VelocityBody(5.0, 0.0, 0.0), yaw_rad=math.pi / 2)
+    assert 23.0 <= pos[1] <= 25.0 and abs(pos[0]) < 0.1 and math.hypot(*vel) < 0.05
+
+
+def test_climb_stops_below_max_altitude() -> None:
+    pos, vel, _ = fly(fenced(max_altitude_m=20.0), VelocityNed(0.0, 0.0, -3.0))
+    assert 18.0 <= -pos[2] <= 20.0 and abs(vel[2]) < 0.05
+
+
+def test_acceleration_setpoint_stops_inside_and_holds_the_speed_limit() -> None:
+    env = fenced(max_distance_m=60.0, max_horizontal_speed_m_s=8.0)
+    pos, vel, top = fly(env, AccelerationNed(2.0, 0.0, 0.0), seconds=30.0)
+    assert 58.0 <= pos[0] <= 60.0 and top <= 8.0 * 1.05 and math.hypot(*vel) < 0.05
+    _, _, free_top = fly(fenced(max_horizontal_speed_m_s=8.0), AccelerationNed(2.0, 0.0, 0.0))
+    assert 7.0 <= free_top <= 8.0 * 1.05  # no fence: the speed limit alone still holds
