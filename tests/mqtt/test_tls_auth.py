@@ -45,6 +45,8 @@ class Pki:
     server_key: Path
     client_cert: Path
     client_key: Path
+    elsewhere_cert: Path  # signed by `ca`, but for another host name
+    elsewhere_key: Path
 
 
 def _openssl(*args: str | Path) -> None:
@@ -77,7 +79,9 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     server = _make_leaf(d, "server", ca, "subjectAltName=DNS:localhost,IP:127.0.0.1\n"
                         "extendedKeyUsage=serverAuth")
     client = _make_leaf(d, "offboardd", ca, "extendedKeyUsage=clientAuth")
-    return Pki(ca[0], other_ca[0], server[0], server[1], client[0], client[1])
+    elsewhere = _make_leaf(d, "elsewhere", ca, "subjectAltName=DNS:elsewhere.example\n"
+                           "extendedKeyUsage=serverAuth")
+    return Pki(ca[0], other_ca[0], server[0], server[1], client[0], client[1], *elsewhere)
 
 
 @dataclass
@@ -87,21 +91,22 @@ class SecureBroker:
 
 
 @contextlib.contextmanager
-def secure_broker(tmp_path: Path, pki: Pki, *, require_certificate: bool = False
-                  ) -> Iterator[SecureBroker]:
+def secure_broker(tmp_path: Path, pki: Pki, *, require_certificate: bool = False,
+                  server: tuple[Path, Path] | None = None) -> Iterator[SecureBroker]:
     passwd = tmp_path / "passwd"
     for user, password in PASSWORDS.items():
         create = ["-c"] if not passwd.exists() else []
         subprocess.run(["mosquitto_passwd", *create, "-b", str(passwd), user, password],
                        check=True, capture_output=True)
+    server_cert, server_key = server or (pki.server_cert, pki.server_key)
     tls_port, plain_port = free_port(socket.SOCK_STREAM), free_port(socket.SOCK_STREAM)
     text = (REPO / "config" / "mosquitto-secure.conf").read_text()
     for old, new in {
         "/etc/mosquitto/offboardd.passwd": str(passwd),
         "/etc/mosquitto/offboardd-acl.conf": str(REPO / "config" / "mosquitto-acl.conf"),
         "/etc/mosquitto/certs/ca.crt": str(pki.ca),
-        "/etc/mosquitto/certs/server.crt": str(pki.server_cert),
-        "/etc/mosquitto/certs/server.key": str(pki.server_key),
+        "/etc/mosquitto/certs/server.crt": str(server_cert),
+        "/etc/mosquitto/certs/server.key": str(server_key),
         "listener 1883 127.0.0.1": f"listener {plain_port} 127.0.0.1",
         "listener 8883": f"listener {tls_port} 127.0.0.1",
         "#require_certificate true": f"require_certificate {str(require_certificate).lower()}",
@@ -197,6 +202,16 @@ async def test_wrong_ca_is_refused_naming_the_verification_failure(
     assert "certificate failed verification" in failure.message
     assert "mqtt.tls_ca_file" in failure.message and bridge.failed_attempts >= 2
     assert info.value.failure.kind == FailureKind.TLS_VERIFY
+
+
+async def test_a_certificate_for_another_host_is_refused(tmp_path: Path, pki: Pki) -> None:
+    elsewhere = (pki.elsewhere_cert, pki.elsewhere_key)
+    with secure_broker(tmp_path, pki, server=elsewhere) as secure, \
+            pytest.raises(ConnectFailed) as info:
+        async with commander(secure.broker.port, TlsSettings(str(pki.ca))):
+            pass
+    assert info.value.failure.kind == FailureKind.TLS_VERIFY
+    assert "mismatch" in info.value.failure.message  # "IP address mismatch, certificate is..."
 
 
 async def test_client_certificate_required_and_presented(tmp_path: Path, pki: Pki) -> None:
