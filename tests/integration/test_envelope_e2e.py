@@ -1,0 +1,79 @@
+"""The safety envelope end to end: the real runtime flying the sim over UDP.
+
+The fence stops a velocity leg at the boundary (the vehicle ends inside, stopped), a
+position setpoint outside is refused with nothing sent for it, and an attitude setpoint
+(which the fence cannot steer) pushes the vehicle out of a polygon: the breach action
+fires. Home comes from the sim's HOME_POSITION, as from PX4. The harness audits on exit
+that no setpoint PX4 would drop or fail safe on was ever sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+from offboardd.core.commands import SetSetpoint
+from offboardd.core.envelope_settings import EnvelopeSettings
+from offboardd.core.setpoints import Attitude, PositionNed, VelocityNed
+
+from .harness import Flight, flight
+
+
+def speed(fl: Flight) -> float:
+    return math.sqrt(sum(v * v for v in fl.sim.vehicle.velocity_ned_m_s))
+
+
+async def test_fence_stops_a_velocity_leg_at_the_boundary() -> None:
+    envelope = EnvelopeSettings(max_distance_m=12.0, stop_margin_m=1.0)
+    async with flight(engine={"envelope": envelope}) as fl:
+        await fl.takeoff(-3.0)
+        assert fl.snapshot()["home_known"]
+        reply = await fl.command(SetSetpoint(fl.next_id(), VelocityNed(4.0, 0.0, 0.0)))
+        assert reply.ok, reply
+        await fl.wait_for(lambda: fl.sim.vehicle.position_ned_m[0] > 8.0, 8.0, "leg under way")
+        await fl.wait_for(lambda: speed(fl) < 0.1, 10.0, "stopped at the fence")
+        await asyncio.sleep(1.0)  # still there a second later: the fence holds it
+        north = fl.sim.vehicle.position_ned_m[0]
+        assert 10.0 <= north <= 12.0 and speed(fl) < 0.1, (north, speed(fl))
+        snap = fl.snapshot()
+        assert snap["phase"] == "active" and snap["envelope_limiting"]
+        assert 0.0 <= snap["fence_distance_m"] <= 2.0
+
+
+async def test_position_outside_is_refused_and_nothing_is_sent_for_it() -> None:
+    envelope = EnvelopeSettings(max_distance_m=20.0, max_altitude_m=10.0)
+    async with flight(engine={"envelope": envelope}) as fl:
+        await fl.takeoff(-3.0)
+        targets: list[object] = []
+
+        async def watch() -> None:  # every target the sim accepted meanwhile
+            while True:
+                targets.append(fl.sim.vehicle.offboard_target)
+                await asyncio.sleep(0.005)
+
+        watcher = asyncio.create_task(watch())
+        before = len(fl.sim.record.setpoints)
+        reply = await fl.command(SetSetpoint(fl.next_id(), PositionNed(0.0, 0.0, -15.0)))
+        await asyncio.sleep(0.5)
+        watcher.cancel()
+        assert not reply.ok and reply.reason is not None
+        assert reply.reason.value == "fence_max_altitude" and "max_altitude_m = 10" in reply.message
+        assert len(fl.sim.record.setpoints) > before + 5  # the stream went on...
+        downs = {getattr(t, "pos_m", (None, None, None))[2] for t in targets}
+        assert -15.0 not in downs and downs == {-3.0}  # ...with the old setpoint only
+        assert fl.phase == "active"
+
+
+async def test_breach_action_fires_when_pushed_out_of_the_polygon() -> None:
+    square = ((-8.0, -8.0), (-8.0, 8.0), (8.0, 8.0), (8.0, -8.0))
+    envelope = EnvelopeSettings(polygon=square, breach_tolerance_m=0.5)
+    async with flight(engine={"envelope": envelope}) as fl:
+        await fl.takeoff(-3.0)
+        pitch = math.radians(-12.0)  # nose down: accelerates north (heading 0)
+        lean = Attitude(math.cos(pitch / 2), 0.0, math.sin(pitch / 2), 0.0, 0.5)
+        reply = await fl.command(SetSetpoint(fl.next_id(), lean))
+        assert reply.ok, reply
+        await fl.wait_for(lambda: fl.phase == "failsafe", 10.0, "breach action")
+        snap = fl.snapshot()
+        assert snap["reason"] == "fence_breach" and fl.sim.vehicle.mode_name == "AUTO.LOITER"
+        assert fl.sim.vehicle.position_ned_m[0] > 8.0  # it really was outside
