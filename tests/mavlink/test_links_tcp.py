@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from offboardd.mavlink.codec import MavlinkCodec
-from offboardd.mavlink.links import LinkStats, TcpOutLink, open_link
+from offboardd.mavlink.links import LinkStats, TcpInLink, TcpOutLink, open_link
 from tests.mavlink.conftest import Recorder, heartbeat, markers, running, wait_until
 
 
@@ -167,3 +167,17 @@ async def test_tcp_sockets_give_up_on_a_silent_peer_within_seconds(tcp_port: int
                 await link.run()
     finally:
         await fc.stop()
+
+
+async def test_tcpin_on_port_0_tells_the_port_the_kernel_chose() -> None:
+    link = open_link("tcpin://127.0.0.1:0", lambda data: None, lambda state: None)
+    assert isinstance(link, TcpInLink)
+    async with running(link):
+        await wait_until(lambda: link.bound_address is not None, "listening")
+        assert link.bound_address is not None
+        host, port = link.bound_address
+        assert host == "127.0.0.1" and port > 0
+        _, writer = await asyncio.open_connection(host, port)
+        await wait_until(lambda: link.up, "client connected")
+        writer.close()
+        await writer.wait_closed()

@@ -68,7 +68,7 @@ def test_str_is_the_canonical_text() -> None:
         ("udpin://0.0.0.0:", "missing the port"),
         ("udpin://0.0.0.0:abc", "port 'abc' is not a number"),
         ("udpin://0.0.0.0:-1", "port '-1' is not a number"),
-        ("udpin://0.0.0.0:0", "port 0 is out of range 1..65535"),
+        ("udpout://127.0.0.1:0", "port 0 is out of range 1..65535"),
         ("tcpout://127.0.0.1:65536", "port 65536 is out of range"),
         ("udpin://0.0.0.0:14540/mavlink", "unexpected path '/mavlink'"),
         ("udpin://0.0.0.0:14540?ttl=1", "unexpected query '?ttl=1'"),

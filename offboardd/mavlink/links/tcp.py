@@ -166,7 +166,16 @@ class TcpInLink(Link):
         self._server = await loop.create_server(
             lambda: _Stream(self._made, self._data, self._lost), *self.url.address
         )
+        self._where = format_host_port(*self.bound_address or self.url.address)
         self._mark_down(f"listening on {self._where}, no client yet")
+
+    @property
+    def bound_address(self) -> tuple[str, int] | None:
+        """(host, port) actually listened on; tells the port the kernel chose for port 0."""
+        if self._server is None or not self._server.sockets:
+            return None
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return str(host), int(port)
 
     def _made(self, stream: _Stream) -> None:
         self._streams.add(stream)

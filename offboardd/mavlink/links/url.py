@@ -143,18 +143,19 @@ def _parse_network(text: str, scheme: str, rest: str) -> LinkUrl:
         raise LinkUrlError(
             f"link URL {text!r}: host {host!r} is a listen-on-all address, not a destination"
         )
-    port = _parse_port(text, port_text)
+    # A listener may ask for port 0: the kernel picks a free one (tests, ephemeral set-ups).
+    port = _parse_port(text, port_text, lowest=0 if scheme.endswith("in") else 1)
     return LinkUrl(scheme=scheme, host=host, port=port)
 
 
-def _parse_port(text: str, port_text: str | None) -> int:
+def _parse_port(text: str, port_text: str | None, lowest: int) -> int:
     if not port_text:
         raise LinkUrlError(f"link URL {text!r} is missing the port after the host (host:port)")
     if not port_text.isdigit() or not port_text.isascii():
         raise LinkUrlError(f"link URL {text!r}: port {port_text!r} is not a number")
     port = int(port_text)
-    if not 1 <= port <= 65535:
-        raise LinkUrlError(f"link URL {text!r}: port {port} is out of range 1..65535")
+    if not lowest <= port <= 65535:
+        raise LinkUrlError(f"link URL {text!r}: port {port} is out of range {lowest}..65535")
     return port
 
 
