@@ -7,10 +7,12 @@ Part of the engine (offboard.py drives it from its timers and FC events). Pure.
 
 from __future__ import annotations
 
+import math
+
 from offboardd.core.actions import Notice, NoticeKind, Reply, RequestMessage, RequestMode, Target
 from offboardd.core.engine_commands import EngineCommands
 from offboardd.core.engine_state import Handover
-from offboardd.core.envelope import describe_face
+from offboardd.core.envelope_geometry import describe_face
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.retry import RetryStep
@@ -112,7 +114,9 @@ class EngineFailsafe(EngineCommands):
         if pos is None or not self.vehicle.estimate_valid(EstimateNeed.LOCAL_POSITION, now):
             return None
         face = self.envelope.nearest_face(pos.north_m, pos.east_m, pos.down_m)
-        return None if face is None else round(face.distance_m, 2)
+        if face is None or not math.isfinite(face.distance_m):
+            return None
+        return round(face.distance_m, 2)
 
     def _check_breach(self, now: float) -> None:
         """The vehicle is outside the fence while ours (drift, wind, an attitude setpoint

@@ -22,6 +22,7 @@ from offboardd.core.setpoints import Setpoint
 from offboardd.core.settings import EngineSettings
 from offboardd.core.stream import StreamClock
 from offboardd.core.vehicle import VehicleState
+from offboardd.errors import SetpointError
 
 
 @dataclass
@@ -148,7 +149,10 @@ class EngineCore:
     def shaped(self, setpoint: Setpoint, now: float) -> Setpoint:
         """What the envelope lets us stream for `setpoint` now (stopping at the fence);
         the first change per commanded setpoint is reported, not every tick."""
-        out, why = self.envelope.shape(setpoint, self.vehicle, now)
+        try:
+            out, why = self.envelope.shape(setpoint, self.vehicle, now)
+        except SetpointError:  # cannot happen with finite inputs; never crash the stream
+            out, why = setpoint, None
         if why is not None and not self._envelope_noted:
             self._envelope_noted = True
             self.emit(Notice(NoticeKind.WARNING, why[1], self.phase, why[0]))

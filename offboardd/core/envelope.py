@@ -6,11 +6,12 @@ Three entry points, all pure (time and vehicle state come in):
   PositionVelocityNed, GlobalPosition): a position outside the fence is rejected, never
   moved. Returns a `Verdict` naming every limit that applied.
 - `shape(setpoint, vehicle, now)`, at every stream tick: velocity and acceleration
-  setpoints are limited against the vehicle's current position and velocity so it stops
-  `stop_margin_m` inside the fence (approach speed towards each face capped at
-  sqrt(2 a (d - margin)), the speed from which braking at `max_acceleration_m_s2` stops
-  in time); body-frame velocity is rotated by the current heading first. Acceleration
-  setpoints are also held to the speed limits (an acceleration alone has no top speed).
+  setpoints (and PositionVelocityNed's velocity feed-forward) are limited against the
+  vehicle's current position and velocity so it stops `stop_margin_m` inside the fence
+  (approach speed towards each face capped at sqrt(2 a (d - margin)), the speed from
+  which braking at `max_acceleration_m_s2` stops in time); body-frame velocity is
+  rotated by the current heading first. Acceleration setpoints are also held to the
+  speed limits (an acceleration alone has no top speed).
 - `breach(n, e, d)`: the face the vehicle is beyond by more than `breach_tolerance_m`,
   once it has been inside since the engage (a take-off from below `min_altitude_m` is
   not a breach). The engine decides what to do (engine_failsafe).
@@ -31,6 +32,7 @@ from offboardd.core.envelope_geometry import (
     Home,
     Vec3,
     cap_along,
+    describe_face,
     dot,
     stopping_speed_m_s,
 )
@@ -72,17 +74,6 @@ class Verdict:
 
     def clamp_text(self) -> str:
         return "clamped: " + "; ".join(c.describe() for c in self.clamps)
-
-
-def describe_face(face: Boundary, s: EnvelopeSettings) -> str:
-    d = face.distance_m
-    if face.reason is Reason.FENCE_DISTANCE and s.max_distance_m is not None:
-        return f"{s.max_distance_m - d:.1f} m from home, max_distance_m = {s.max_distance_m:g}"
-    if face.reason is Reason.FENCE_MAX_ALTITUDE and s.max_altitude_m is not None:
-        return f"{s.max_altitude_m - d:.1f} m above home, max_altitude_m = {s.max_altitude_m:g}"
-    if face.reason is Reason.FENCE_MIN_ALTITUDE and s.min_altitude_m is not None:
-        return f"{s.min_altitude_m + d:.1f} m above home, min_altitude_m = {s.min_altitude_m:g}"
-    return f"{-d:.1f} m outside the polygon" if d < 0 else f"{d:.1f} m inside the polygon"
 
 
 class Envelope:
@@ -177,6 +168,17 @@ class Envelope:
         if (
             pos is None
             or not vehicle.estimate_valid(need, now)
+            or not all(
+                math.isfinite(x)
+                for x in (
+                    pos.north_m,
+                    pos.east_m,
+                    pos.down_m,
+                    pos.north_m_s,
+                    pos.east_m_s,
+                    pos.down_m_s,
+                )
+            )
             or (isinstance(sp, VelocityBody) and (yaw is None or not math.isfinite(yaw)))
         ):
             if not fenced:

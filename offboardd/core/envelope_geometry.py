@@ -114,6 +114,17 @@ class FenceShape:
         return min(faces, key=lambda b: b.distance_m) if faces else None
 
 
+def describe_face(face: Boundary, s: EnvelopeSettings) -> str:
+    d = face.distance_m
+    if face.reason is Reason.FENCE_DISTANCE and s.max_distance_m is not None:
+        return f"{s.max_distance_m - d:.1f} m from home, max_distance_m = {s.max_distance_m:g}"
+    if face.reason is Reason.FENCE_MAX_ALTITUDE and s.max_altitude_m is not None:
+        return f"{s.max_altitude_m - d:.1f} m above home, max_altitude_m = {s.max_altitude_m:g}"
+    if face.reason is Reason.FENCE_MIN_ALTITUDE and s.min_altitude_m is not None:
+        return f"{s.min_altitude_m + d:.1f} m above home, min_altitude_m = {s.min_altitude_m:g}"
+    return f"{-d:.1f} m outside the polygon" if d < 0 else f"{d:.1f} m inside the polygon"
+
+
 def point_in_polygon(n: float, e: float, polygon: tuple[tuple[float, float], ...]) -> bool:
     """Even-odd rule (ray casting along +east); a point on an edge may go either way."""
     inside = False

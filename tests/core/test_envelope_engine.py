@@ -173,3 +173,17 @@ def test_acceleration_setpoint_stops_inside_and_holds_the_speed_limit() -> None:
     assert 58.0 <= pos[0] <= 60.0 and top <= 8.0 * 1.05 and math.hypot(*vel) < 0.05
     _, _, free_top = fly(fenced(max_horizontal_speed_m_s=8.0), AccelerationNed(2.0, 0.0, 0.0))
     assert 7.0 <= free_top <= 8.0 * 1.05  # no fence: the speed limit alone still holds
+
+
+def test_without_a_usable_position_a_fenced_stream_stops() -> None:
+    vs = VehicleState(estimate_timeout_s=0.5)
+    vs.accepts(FcHeartbeat(12, 2, 129, Px4Mode.OFFBOARD.custom_mode, 4, **FC))
+    nan = float("nan")
+    vs.fold(FcLocalPosition(1000, nan, 0.0, -5.0, 0.0, 0.0, 0.0, **FC), 0.0)
+    out, why = fenced(max_distance_m=30.0).shape(VelocityNed(3.0, 1.0, -1.0, yaw_rad=1.0), vs, 0.0)
+    assert out == VelocityNed(0.0, 0.0, 0.0, yaw_rad=1.0)
+    assert why is not None and why[0] is Reason.FENCE_STOP
+    stale, _ = fenced(max_distance_m=30.0).shape(VelocityNed(3.0, 0.0, 0.0), vs, 5.0)
+    assert stale == VelocityNed(0.0, 0.0, 0.0)
+    free = AccelerationNed(1.0, 0.0, 0.0)  # no fence: nothing to stop for
+    assert fenced().shape(free, vs, 0.0) == (free, None)
