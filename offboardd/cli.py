@@ -21,6 +21,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "ctl": ("offboardd.mqtt.ctl", "send a command and print the reply / watch state"),
     "check-config": ("offboardd.check_config", "validate a configuration file"),
     "doctor": ("offboardd.doctor.cli", "check a deployment (device, FC, broker); say what to fix"),
+    "scenario": ("offboardd.scenario.cli", "fly a built-in mission through the daemon"),
+    "demo": ("offboardd.demo.cli", "start a broker, the sim and the daemon; fly; plot"),
 }
 
 

@@ -1,0 +1,99 @@
+"""The scenario runner against the real thing: `offboardd run` as a process, a real
+mosquitto and the built-in sim, over MQTT only (as it would fly real PX4).
+
+The deployment fixture comes from the daemon-process tests: on the way out it asserts that
+the daemon never sent a setpoint PX4 would drop or fail safe on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from offboardd.cli import build_parser
+from offboardd.scenario import ScenarioRunner
+from offboardd.scenario import cli as scenario_cli
+from offboardd.scenario.mission import GotoLeg, LandLeg, Mission, TakeoffLeg, VelocityLeg
+from offboardd.scenario.report import Progress
+from tests.conftest import Broker
+from tests.integration.test_daemon_process import deployment
+
+pytestmark = pytest.mark.integration
+
+
+async def test_scenario_command_flies_the_short_mission_and_lands(
+    mosquitto: Broker, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    summary_path = tmp_path / "summary.json"
+    args = build_parser("scenario").parse_args([
+        "scenario", "--broker", f"127.0.0.1:{mosquitto.port}", "--vehicle", "t1",
+        "--mission", "short", "--json", str(summary_path)])
+    async with deployment(mosquitto, tmp_path) as dep:
+        # the command runs its own event loop, as from a shell
+        code = await asyncio.wait_for(asyncio.to_thread(scenario_cli.main, args), 90)
+        v = dep.sim.vehicle
+        assert code == 0, capsys.readouterr().out
+        assert not v.armed and v.landed, "landed and disarmed at the end"
+        doc = json.loads(summary_path.read_text())
+        assert doc["ok"] and [leg["name"] for leg in doc["legs"]] == [
+            "takeoff", "square north", "square east", "square south", "square west",
+            "velocity east", "release", "land"]
+        assert all(leg["ok"] for leg in doc["legs"])
+        assert doc["max_tracking_error_m"] < 1.0
+        assert len(doc["flown"]) > 40 and len(doc["commanded"]) > 40
+        # the flown path is the sim's: the top of the climb and where it landed
+        assert max(-d for _, _, _, d in doc["flown"]) == pytest.approx(2.5, abs=0.3)
+        _, north_m, east_m, _ = doc["flown"][-1]
+        assert north_m == pytest.approx(v.position_ned_m[0], abs=0.2)
+        assert east_m == pytest.approx(v.position_ned_m[1], abs=0.2)
+        assert east_m > 1.0, "the velocity leg flew east"
+        modes = [m.new_mode for m in dep.sim.record.mode_changes]
+        after_offboard = modes[modes.index("OFFBOARD"):]
+        assert after_offboard[1:3] == ["AUTO.LOITER", "AUTO.LAND"], modes  # release, land
+    out = capsys.readouterr().out
+    assert "mission 'short' completed" in out and "[####################] 100%" in out
+
+
+async def test_a_leg_that_times_out_fails_the_mission_and_lands(
+    mosquitto: Broker, tmp_path: Path
+) -> None:
+    mission = Mission("too far", (
+        TakeoffLeg("takeoff", 2.0, tolerance_m=0.5),
+        GotoLeg("far away", (60.0, 0.0, -2.0), timeout_s=1.0),
+        LandLeg(),
+    ))
+    async with deployment(mosquitto, tmp_path) as dep, dep.client() as c:
+        summary = await ScenarioRunner(c, mission).run()
+        assert not summary.ok and "not within" in (summary.failure or "")
+        assert [(leg.name, leg.ok) for leg in summary.legs] == [
+            ("takeoff", True), ("far away", False)]
+        assert dep.sim.vehicle.mode_name == "AUTO.LAND", "a failed mission asks for a landing"
+
+
+async def test_a_pilot_taking_over_ends_the_mission_without_a_landing_request(
+    mosquitto: Broker, tmp_path: Path
+) -> None:
+    mission = Mission("drift", (
+        TakeoffLeg("takeoff", 2.0, tolerance_m=0.5),
+        VelocityLeg("drift", (0.3, 0.0, 0.0), duration_s=15.0),
+        LandLeg(),
+    ))
+    async with deployment(mosquitto, tmp_path) as dep, dep.client() as c:
+        switched: list[float] = []
+
+        def on_progress(p: Progress) -> None:
+            if p.leg_name == "drift" and p.fraction > 0.05 and not switched:
+                switched.append(p.elapsed_s)
+                dep.sim.pilot_mode_switch("AUTO.LOITER")  # a GCS/pilot takes the vehicle
+
+        summary = await asyncio.wait_for(ScenarioRunner(c, mission, on_progress=on_progress)
+                                         .run(), 30)
+        assert switched and not summary.ok
+        assert "preempted" in (summary.failure or ""), summary.failure
+        assert summary.legs[-1].name == "drift" and summary.legs[-1].duration_s < 10
+        await asyncio.sleep(0.5)
+        assert dep.sim.vehicle.mode_name == "AUTO.LOITER", "the pilot's choice stands"
+        assert dep.sim.vehicle.armed
