@@ -9,6 +9,10 @@ This module must not do I/O, read a clock or log: the runtime owns those.
 The dialect is `development`, a superset of `common` that also holds CURRENT_MODE (#436),
 which PX4 v1.15+ sends and pymavlink 2.4.50 has only there (px4-offboard.md §5). Messages
 still unknown to it (EVENT #410, CURRENT_EVENT_SEQUENCE...) are counted, not raised.
+
+MAVLink 2 signing (`enable_signing`): pymavlink signs what we encode; what we decode is
+judged by `signing.SignatureChecker` (see there why not by pymavlink), and every message
+`decode()` returns has passed it. Frames skipped as unwanted are never decoded nor returned.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from pymavlink.dialects.v20 import development as dialect
+
+from offboardd.mavlink.signing import SignatureChecker
 
 __all__ = ["CodecStats", "MavlinkCodec", "Message", "dialect"]
 
@@ -46,6 +52,10 @@ class CodecStats:
     filtered: int = 0  # whole frames skipped because their id is not wanted
     garbage_bytes: int = 0  # bytes thrown away while looking for a frame start
     frames_sent: int = 0
+    # signing (only while a key is set): whole, CRC-valid frames refused
+    bad_signature: int = 0  # signed with another key, or tampered with
+    unsigned_refused: int = 0  # unsigned (or MAVLink 1) and not allowed unsigned
+    replayed: int = 0  # right signature, timestamp not newer than the stream's last
 
     @property
     def frames_bad(self) -> int:
@@ -68,6 +78,11 @@ class MavlinkCodec:
     ) -> None:
         self.mav = dialect.MAVLink(None, srcSystem=system_id, srcComponent=component_id)
         self.mav.robust_parsing = True
+        # Decoding uses a key-less twin, so pymavlink never judges signatures (we do).
+        self._rx = dialect.MAVLink(None, srcSystem=system_id, srcComponent=component_id)
+        self._checker: SignatureChecker | None = None
+        self._accept_unsigned = True
+        self._unsigned_ids: frozenset[int] = frozenset()
         self.stats = CodecStats()
         self._wanted: frozenset[int] | None = (
             frozenset(wanted_ids) if wanted_ids is not None else None
@@ -81,6 +96,39 @@ class MavlinkCodec:
     @property
     def component_id(self) -> int:
         return int(self.mav.srcComponent)
+
+    def enable_signing(
+        self,
+        key: bytes,
+        *,
+        timestamp: int,
+        link_id: int = 0,
+        accept_unsigned: bool = False,
+        unsigned_ids: Collection[int] = (),
+    ) -> None:
+        """Sign every frame we encode; refuse received frames signed wrongly or replayed, and
+        unsigned ones unless `accept_unsigned` or their id is in `unsigned_ids`."""
+        signing = self.mav.signing
+        signing.secret_key = key
+        signing.link_id = link_id
+        signing.timestamp = timestamp
+        signing.sign_outgoing = True
+        self._checker = SignatureChecker(key)
+        self._accept_unsigned = accept_unsigned
+        self._unsigned_ids = frozenset(unsigned_ids)
+
+    @property
+    def signing(self) -> bool:
+        return self._checker is not None
+
+    @property
+    def signing_timestamp(self) -> int:
+        """The next signing timestamp (10 us units since 2015); pymavlink adds 1 per frame."""
+        return int(self.mav.signing.timestamp)
+
+    @signing_timestamp.setter
+    def signing_timestamp(self, value: int) -> None:
+        self.mav.signing.timestamp = value
 
     def encode(self, msg: Message) -> bytes:
         """Pack `msg` as MAVLink 2 with the next sequence number.
@@ -136,6 +184,8 @@ class MavlinkCodec:
                 continue
             if msg.get_type().startswith("UNKNOWN"):
                 self.stats.unknown_id += 1
+            elif self._checker is not None and not self._signature_allows(buf, pos, after, msg):
+                pass  # counted by _signature_allows
             else:
                 self.stats.frames_ok += 1
                 out.append(msg)
@@ -146,9 +196,26 @@ class MavlinkCodec:
             buf.clear()
         return out
 
+    def _signature_allows(self, buf: bytearray, pos: int, after: int, msg: Message) -> bool:
+        assert self._checker is not None
+        if buf[pos] == _MAGIC_V2 and buf[pos + 2] & _IFLAG_SIGNED:
+            verdict, timestamp = self._checker.check(buf[pos:after], self.signing_timestamp)
+            if verdict == "ok":  # the spec: our next timestamp is at least what we accepted
+                self.signing_timestamp = max(self.signing_timestamp, timestamp)
+                return True
+            if verdict == "replayed":
+                self.stats.replayed += 1
+            else:
+                self.stats.bad_signature += 1
+            return False
+        if self._accept_unsigned or msg.get_msgId() in self._unsigned_ids:
+            return True
+        self.stats.unsigned_refused += 1
+        return False
+
     def _decode_frame(self, frame: bytearray) -> Message | None:
         try:
-            msg: Message = self.mav.decode(frame)
+            msg: Message = self._rx.decode(frame)
         except Exception:  # pymavlink raises MAVError, struct.error, UnicodeError...
             self.stats.bad_crc += 1
             return None
