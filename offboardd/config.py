@@ -19,7 +19,9 @@ from typing import Any
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.settings import EngineSettings
 from offboardd.errors import ConfigError, LinkUrlError
+from offboardd.mavlink.codec import dialect
 from offboardd.mavlink.links import LinkUrl, parse_link_url
+from offboardd.mavlink.signing import load_key
 from offboardd.mqtt.bridge import MqttSettings
 
 # The MQTT password may come from the environment (systemd EnvironmentFile=, a secret store).
@@ -33,6 +35,12 @@ class MavlinkSettings:
     url: LinkUrl = field(default_factory=lambda: parse_link_url("udpin://0.0.0.0:14540"))
     # 0: fly the first PX4 autopilot heard on the link; else only this MAVLink system id.
     fc_system_id: int = 0
+    # MAVLink 2 signing (README "MAVLink signing"): "" = off; else a 32-byte key file
+    # (64 hex digits or base64, chmod 600, owned by the daemon's user or root).
+    signing_key_file: str = ""
+    signing_timestamp_file: str = "/var/lib/offboardd/signing-timestamp"  # "" = not kept
+    accept_unsigned: bool = False  # with a key: also accept unsigned frames (not advised)
+    accept_unsigned_messages: tuple[str, ...] = ("RADIO_STATUS",)  # accepted unsigned anyway
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,30 @@ def _mavlink(table: dict[str, Any]) -> MavlinkSettings:
     sysid = settings.fc_system_id
     if isinstance(sysid, bool) or not isinstance(sysid, int) or not 0 <= sysid <= 255:
         raise ConfigError(f"mavlink.fc_system_id = {sysid!r}: allowed 0 (any PX4) or 1..255")
+    return _signing(settings)
+
+
+def _signing(settings: Any) -> MavlinkSettings:
+    for key in ("signing_key_file", "signing_timestamp_file"):
+        if not isinstance(getattr(settings, key), str):
+            raise ConfigError(f"mavlink.{key} must be a file path string, "
+                              f"got {getattr(settings, key)!r}")  # fmt: skip
+    if not isinstance(settings.accept_unsigned, bool):
+        raise ConfigError(f"mavlink.accept_unsigned = {settings.accept_unsigned!r}: "
+                          "allowed true or false")  # fmt: skip
+    names = settings.accept_unsigned_messages
+    if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"mavlink.accept_unsigned_messages must be a list of MAVLink "
+                          f"message names, got {names!r}")  # fmt: skip
+    unknown = [n for n in names if not hasattr(dialect, f"MAVLINK_MSG_ID_{n.upper()}")]
+    if unknown:
+        raise ConfigError(f"mavlink.accept_unsigned_messages: unknown MAVLink message "
+                          f"{unknown[0]!r}; allowed: names such as RADIO_STATUS")  # fmt: skip
+    settings = dataclasses.replace(
+        settings, accept_unsigned_messages=tuple(n.upper() for n in names)
+    )
+    if settings.signing_key_file:
+        load_key(settings.signing_key_file)  # refuse a missing or unsafe key now, not at start
     return settings  # type: ignore[no-any-return]
 
 

@@ -139,3 +139,41 @@ def test_tls_with_the_system_trust_store_loads(tmp_path: Path) -> None:
     config = load_config(path, environ={"OFFBOARDD_MQTT_PASSWORD": "pw"})
     assert config.mqtt.tls_settings is not None and config.mqtt.password == "pw"
     assert config.mqtt.tls_settings.ca_file == ""
+
+
+def test_mavlink_signing_keys_load(tmp_path: Path) -> None:
+    key = tmp_path / "signing.key"
+    key.write_text("ab" * 32 + "\n")
+    key.chmod(0o600)
+    path = tmp_path / "c.toml"
+    path.write_text(f'[mavlink]\nsigning_key_file = "{key}"\nsigning_timestamp_file = ""\n'
+                    'accept_unsigned_messages = ["radio_status", "ADSB_VEHICLE"]\n')
+    m = load_config(path, environ={}).mavlink
+    assert m.signing_key_file == str(key) and m.signing_timestamp_file == ""
+    assert m.accept_unsigned_messages == ("RADIO_STATUS", "ADSB_VEHICLE")
+    assert not m.accept_unsigned
+
+
+@pytest.mark.parametrize(
+    ("text", "mode", "expected"),
+    [
+        ('signing_key_file = "{d}/key"', 0o640,
+         "signing key file {d}/key: mode 0640 lets group or others access it"),
+        ('signing_key_file = "{d}/nope"', 0o600,
+         "signing key file {d}/nope: cannot open: No such file or directory"),
+        ('accept_unsigned_messages = ["RADIO_STAT"]', 0o600,
+         "mavlink.accept_unsigned_messages: unknown MAVLink message 'RADIO_STAT'"),
+        ('accept_unsigned = "no"', 0o600, "mavlink.accept_unsigned = 'no': allowed true or false"),
+        ("signing_key_file = 3", 0o600, "mavlink.signing_key_file must be a file path string"),
+    ],
+)
+def test_bad_mavlink_signing_config_is_named(
+    tmp_path: Path, text: str, mode: int, expected: str
+) -> None:
+    (tmp_path / "key").write_text("cd" * 32)
+    (tmp_path / "key").chmod(mode)
+    path = tmp_path / "bad.toml"
+    path.write_text("[mavlink]\n" + text.format(d=tmp_path) + "\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert expected.format(d=tmp_path) in info.value.message
