@@ -1,0 +1,142 @@
+"""`offboardd doctor` against real parts: the sim over UDP, mosquitto with and without a
+password file, a missing serial device, a real pty held by another process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offboardd.cli import main as cli_main
+from offboardd.doctor.device import device_checks, resolve_user
+from offboardd.doctor.report import Status
+from offboardd.sim import SimConfig, SimServer
+from tests.conftest import Broker, free_port
+
+pytestmark = pytest.mark.integration
+
+
+def _config(tmp_path: Path, url: str, broker_port: int, extra_mqtt: str = "") -> Path:
+    path = tmp_path / "offboardd.toml"
+    path.write_text(f'[mavlink]\nurl = "{url}"\n'
+                    f'[mqtt]\nhost = "127.0.0.1"\nport = {broker_port}\n{extra_mqtt}')
+    path.chmod(0o640)
+    return path
+
+
+async def _doctor(*args: str, env: dict[str, str] | None = None) -> tuple[int, list[str]]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "offboardd", "doctor", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=env)
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode().splitlines()
+
+
+async def test_doctor_against_the_sim_and_a_broker_is_all_ok(
+    mosquitto: Broker, tmp_path: Path
+) -> None:
+    port = free_port()
+    config = _config(tmp_path, f"udpin://127.0.0.1:{port}", mosquitto.port)
+    # Parameter values a careful integrator sets (the defaults give warn/note lines).
+    params = {"COM_OBL_RC_ACT": 5, "COM_RC_OVERRIDE": 3}
+    sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
+                           gcs_bind=None, profile="light", params=params)
+    async with SimServer(sim_config):
+        code, lines = await _doctor("--config", str(config), "--user", "root")
+    checks, summary = lines[:-1], lines[-1]
+    assert code == 0, lines
+    assert summary == "all checks passed", lines
+    names = [line.split()[1] for line in checks]
+    for wanted in ("config", "flight", "PX4", "COM_OF_LOSS_T", "COM_OBL_RC_ACT",
+                   "MAV_FWDEXTSP", "COM_RC_OVERRIDE", "COM_RCL_EXCEPT", "broker"):
+        assert wanted in names, lines
+    assert all(line.startswith("ok ") for line in checks), lines
+    assert any("PX4 v1.16.2" in line for line in checks)
+
+
+async def test_doctor_names_wrong_broker_credentials(mosquitto: Broker, tmp_path: Path) -> None:
+    passwords = tmp_path / "passwords"
+    made = await asyncio.create_subprocess_exec(
+        "mosquitto_passwd", "-c", "-b", str(passwords), "pilot", "right-secret")
+    assert await made.wait() == 0
+    passwords.chmod(0o600)
+    # `user`: stay who we are, or a broker started as root drops to `mosquitto`, which
+    # cannot read a file in pytest's private tmp directory.
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    mosquitto.config_path.write_text(
+        f"user {me}\nlistener {mosquitto.port} 127.0.0.1\nallow_anonymous false\n"
+        f"password_file {passwords}\npersistence false\n")
+    mosquitto.start()  # same port, now with the password file
+    config = _config(tmp_path, "udpin://127.0.0.1:14540", mosquitto.port,
+                     'username = "pilot"\n')
+    env = dict(os.environ, OFFBOARDD_MQTT_PASSWORD="wrong-secret")
+    code, lines = await _doctor("--config", str(config), "--no-fc", "--user", "root", env=env)
+    broker = [line for line in lines if line.split()[1:2] == ["broker"]]
+    assert code == 1, lines
+    assert broker[0].startswith("FAIL") and "refused the credentials" in broker[0], lines
+    env["OFFBOARDD_MQTT_PASSWORD"] = "right-secret"
+    code, lines = await _doctor("--config", str(config), "--no-fc", "--user", "root", env=env)
+    assert code == 0, lines
+    assert any(line.startswith("ok") and "accepts offboardd as 'pilot'" in line
+               for line in lines), lines
+
+
+def test_doctor_with_a_missing_serial_device(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    device = tmp_path / "ttyAMA7"
+    config = _config(tmp_path, f"serial://{device}:921600", free_port())
+    code = cli_main(["doctor", "--config", str(config), "--no-mqtt", "--user", "root"])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 1
+    serial = next(line for line in lines if "serial device" in line)
+    assert serial.startswith("FAIL") and f"{device} does not exist" in serial
+    assert "enable the UART" in serial  # a ttyAMA name: the Raspberry Pi fix
+    assert any("not probed" in line for line in lines)
+    assert lines[-1].startswith("1 FAIL")
+
+
+def test_a_held_pty_names_its_holder_and_policy() -> None:
+    master, slave = os.openpty()
+    path = os.ttyname(slave)
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                              pass_fds=(slave,))
+    try:
+        checks = {c.name: c for c in device_checks(path, resolve_user("root"))}
+        nobody = {c.name: c for c in device_checks(path, resolve_user("nobody"))}
+    finally:
+        holder.kill()
+        holder.wait()
+        os.close(master)
+        os.close(slave)
+    held = checks["serial holders"]
+    assert held.status is Status.FAIL and f"pid {holder.pid}" in held.detail
+    assert checks["serial access"].status is Status.OK  # root
+    assert nobody["serial access"].status is Status.FAIL
+    assert "user nobody cannot read and write" in nobody["serial access"].detail
+    # a pty is not a UART: the unit's DevicePolicy would refuse it
+    assert checks["device policy"].status is Status.WARN
+    assert "DeviceAllow=char-" in checks["device policy"].fix
+
+
+def test_unreadable_config_for_the_service_user(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    config = _config(tmp_path, "udpin://127.0.0.1:14540", free_port(),
+                     'username = "u"\npassword = "in-the-file"\n')
+    config.chmod(0o604)  # others may read it, the group may not: both are wrong here
+    code = cli_main(["doctor", "--config", str(config), "--no-mqtt", "--no-fc",
+                     "--user", "nobody"])
+    out = capsys.readouterr().out
+    assert code == 0  # nobody can read it via "others"; the password warning remains
+    assert "warn  config secrets" in out and "chmod 0640" in out
+    config.chmod(0o600)
+    code = cli_main(["doctor", "--config", str(config), "--no-mqtt", "--no-fc",
+                     "--user", "nobody"])
+    out = capsys.readouterr().out
+    assert code == 1 and "FAIL  config access" in out and "user nobody cannot read" in out
