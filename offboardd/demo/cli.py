@@ -1,0 +1,98 @@
+"""`offboardd demo` (what `make demo` runs): a private broker, the simulated vehicle and the
+daemon, a short mission flown through MQTT with live progress, then a summary and a PNG.
+
+    offboardd demo [--out demo-out] [--mission square]
+
+Everything it starts is stopped before it exits, also on failure, Ctrl-C or SIGTERM; the
+PIDs are printed at start and stop so that can be checked. The output directory gets
+`flight.png`, `summary.json` (legs, times, paths) and `logs/` (each process's output and
+the generated configuration files). Exit status: 0 mission flown and plotted, 1 mission
+failed, 2 cannot start (what is missing is printed), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+
+from offboardd.client import OffboardClient
+from offboardd.demo.plot import INSTALL_HINT, plotting_available, write_flight_png
+from offboardd.demo.processes import DemoError, Deployment
+from offboardd.scenario.display import ProgressDisplay
+from offboardd.scenario.mission import MISSIONS, Mission
+from offboardd.scenario.report import Summary
+from offboardd.scenario.runner import ScenarioRunner
+
+EXIT_OK, EXIT_FAILED, EXIT_CANNOT_START, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=Path("demo-out"),
+                        help="output directory for flight.png, summary.json, logs/ "
+                             "(default demo-out)")
+    parser.add_argument("--mission", choices=sorted(MISSIONS), default="square")
+    parser.add_argument("--profile", choices=["px4", "light"], default="px4",
+                        help="the sim's telemetry: px4 (~400 msg/s, as SITL sends) or light")
+
+
+async def _fly(deployment: Deployment, mission: Mission, display: ProgressDisplay) -> Summary:
+    client = OffboardClient("127.0.0.1", deployment.broker_port, deployment.vehicle_id)
+    async with client:
+        return await ScenarioRunner(client, mission, on_progress=display).run()
+
+
+def _sigterm_as_sigint(signum: int, frame: FrameType | None) -> None:
+    # One path for Ctrl-C and SIGTERM: asyncio.run turns SIGINT into a cancellation of the
+    # flight (the runner then asks for a landing) and the deployment stops everything.
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+def _say(text: str) -> None:
+    print(f"demo: {text}", flush=True)
+
+
+def main(args: argparse.Namespace) -> int:
+    if not plotting_available():
+        print(f"demo: {INSTALL_HINT}", file=sys.stderr)
+        return EXIT_CANNOT_START
+    mission = MISSIONS[args.mission]
+    out: Path = args.out
+    signal.signal(signal.SIGTERM, _sigterm_as_sigint)
+    display = ProgressDisplay(sys.stdout)
+    summary: Summary | None = None
+    try:
+        with Deployment(out / "logs", profile=args.profile) as deployment:
+            _say("starting a private mosquitto, the simulated vehicle and the daemon")
+            deployment.start()
+            for child in deployment.children:
+                _say(f"started {child.name} (pid {child.pid}), output in {child.log_path}")
+            _say(f"broker 127.0.0.1:{deployment.broker_port}, vehicle {deployment.vehicle_id}; "
+                 f"flying {mission.name!r}: {', '.join(leg.name for leg in mission.legs)}")
+            try:
+                summary = asyncio.run(_fly(deployment, mission, display))
+            finally:
+                display.close()
+                for child in deployment.stop():
+                    _say(f"stopped {child.name} (pid {child.pid}, "
+                         f"exit {child.process.returncode})")
+    except DemoError as exc:
+        print(f"demo: {exc}", file=sys.stderr)
+        return EXIT_CANNOT_START
+    except KeyboardInterrupt:
+        print("demo: interrupted; everything it started is stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return _report(summary, out)
+
+
+def _report(summary: Summary, out: Path) -> int:
+    print("\n".join(summary.lines()), flush=True)
+    (out / "summary.json").write_text(json.dumps(summary.as_dict(), indent=1) + "\n")
+    png = write_flight_png(summary, out / "flight.png")
+    _say(f"wrote {png} (flown vs commanded path) and {out / 'summary.json'}")
+    return EXIT_OK if summary.ok else EXIT_FAILED
