@@ -41,7 +41,9 @@ default 127.0.0.1:14580 -> :14540), gcs_bind/gcs_remote (:18570 -> :14550; None
 disables), tcp_port, pty/pty_symlink (read `sim.pty_path`), profile "px4" | "light" |
 "heavy", double_ack (True = PX4 v1.16.2's two DO_SET_MODE ACKs), params (initial
 overrides), home_lat_deg/home_lon_deg/home_alt_m, boot_mode ("AUTO.LOITER"), faults
-(scheduled FaultSpec, see faults.py), tick_hz, reboot_gap_s.
+(scheduled FaultSpec, see faults.py), tick_hz, reboot_gap_s, signing_key (32 bytes: sign
+everything, like PX4 v1.17 with a key) and require_signing (refuse unsigned and wrongly
+signed frames; counted in `sim.link(name).codec.stats`), see signing.py.
 """
 
 from offboardd.sim.config import FaultSpec, SimConfig

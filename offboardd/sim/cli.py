@@ -12,7 +12,9 @@ import contextlib
 import signal
 import sys
 
+from offboardd.errors import ConfigError
 from offboardd.mavlink.params import ParamValue
+from offboardd.mavlink.signing import load_key
 from offboardd.sim.config import PROFILE_NAMES, Endpoint, FaultSpec, SimConfig
 from offboardd.sim.faults import FAULT_NAMES, parse_fault
 from offboardd.sim.params import ParamTable
@@ -43,6 +45,13 @@ def _fault(text: str) -> FaultSpec:
         return parse_fault(text)
     except ValueError as exc:  # argparse shows an ArgumentTypeError's own message
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _key(path: str) -> bytes:
+    try:
+        return load_key(path)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +85,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="NAME[:ARG]@SECONDS",
                         help="inject a fault; names: " + "; ".join(
                             f"{k}: {v}" for k, v in FAULT_NAMES.items()))  # fmt: skip
+    parser.add_argument("--signing-key", type=_key, default=None, metavar="FILE",
+                        help="MAVLink 2 signing like PX4 v1.17 with a key: sign everything and "
+                        "refuse unsigned or wrongly signed frames (key file as for offboardd)")
+    parser.add_argument("--signing-optional", action="store_true",
+                        help="with --signing-key: also accept unsigned frames")
 
 
 def config_from_args(args: argparse.Namespace) -> SimConfig:
@@ -85,7 +99,8 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         tcp_port=args.tcp, pty=args.pty is not None, pty_symlink=args.pty or None,
         profile=args.profile, double_ack=not args.single_ack, params=dict(args.param),
         home_lat_deg=args.home[0], home_lon_deg=args.home[1], home_alt_m=args.home[2],
-        faults=tuple(args.fault),
+        faults=tuple(args.fault), signing_key=args.signing_key,
+        require_signing=args.signing_key is not None and not args.signing_optional,
     )  # fmt: skip
 
 

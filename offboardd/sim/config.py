@@ -53,6 +53,10 @@ class SimConfig:
     tick_hz: float = 100.0  # physics and telemetry tick (ATTITUDE is 100/s on PX4)
     reboot_gap_s: float = 3.0  # silence while "rebooting"
     faults: tuple[FaultSpec, ...] = ()
+    # MAVLink 2 signing like PX4 v1.17 with a key (sim/signing.py): sign everything sent;
+    # with require_signing also refuse unsigned and wrongly signed frames.
+    signing_key: bytes | None = field(default=None, repr=False)
+    require_signing: bool = False
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILE_NAMES:
@@ -62,3 +66,7 @@ class SimConfig:
                 raise ValueError(f"{name} must be 1..255, not {value}")
         if not 10.0 <= self.tick_hz <= 1000.0:
             raise ValueError(f"tick_hz must be 10..1000, not {self.tick_hz}")
+        if self.signing_key is not None and len(self.signing_key) != 32:
+            raise ValueError(f"signing_key must be 32 bytes, not {len(self.signing_key)}")
+        if self.require_signing and self.signing_key is None:
+            raise ValueError("require_signing needs a signing_key")

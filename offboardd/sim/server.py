@@ -17,12 +17,13 @@ import math
 from collections.abc import Callable
 from types import TracebackType
 
-from offboardd.mavlink.codec import MavlinkCodec, Message
+from offboardd.mavlink.codec import Message
 from offboardd.sim import faults
 from offboardd.sim.commands import is_gcs_heartbeat
 from offboardd.sim.config import SimConfig
 from offboardd.sim.outbox import TO_ALL, TO_CURRENT_MODE, TO_GCS, Outgoing
 from offboardd.sim.record import SimRecord
+from offboardd.sim.signing import link_codec
 from offboardd.sim.streams import (
     HEAVY_FILLER_HZ,
     PROFILES,
@@ -111,8 +112,7 @@ class SimServer:
 
     def _add_link(self, name: str, profile: str) -> SimLink:
         cfg, now = self.config, self.now()
-        link = SimLink(len(self.links), name, profile,
-                       MavlinkCodec(cfg.system_id, cfg.component_id),
+        link = SimLink(len(self.links), name, profile, link_codec(cfg, len(self.links)),
                        StreamScheduler(PROFILES[profile], now))  # fmt: skip
         if profile == "heavy":
             link.prebuilt = PrebuiltFrames(cfg.system_id, cfg.component_id)
@@ -269,7 +269,7 @@ class SimServer:
         self.vehicle.reboot(now)
         cfg = self.config
         for link in self.links:  # a rebooted PX4 starts its sequence numbers afresh
-            link.codec = MavlinkCodec(cfg.system_id, cfg.component_id)
+            link.codec = link_codec(cfg, link.link_id, link.codec)
             link.streams = StreamScheduler(PROFILES[link.profile], now)
             link.pending.clear()
 

@@ -79,6 +79,8 @@ class PrebuiltFrames:
 
     def take(self, name: str, codec: MavlinkCodec) -> bytes:
         """The frame carrying the codec's next sequence number; advances it like encode()."""
+        if codec.signing:  # a signed frame carries a fresh timestamp: nothing to prebuild
+            return codec.encode(_filler_message(name))
         seq = codec.mav.seq
         codec.mav.seq = (seq + 1) % 256
         codec.stats.frames_sent += 1
