@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import itertools
 import signal
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -28,10 +29,11 @@ from offboardd.core.actions import Action, Notice, NoticeKind, Reply, SendCompan
 from offboardd.core.commands import Command, Release
 from offboardd.core.events import FcLinkDown, FcLinkUp
 from offboardd.core.offboard import OffboardEngine
-from offboardd.core.reasons import STREAMING_PHASES, Phase
+from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
 from offboardd.mavlink import translate
 from offboardd.mavlink.codec import MavlinkCodec, Message, dialect
 from offboardd.mavlink.links import Link, LinkState, open_link
+from offboardd.mavlink.signing import SigningSession, load_key, refusal_hint
 from offboardd.mavlink.telemetry import WANTED_MESSAGE_IDS as TELEMETRY_IDS
 from offboardd.mavlink.telemetry import TelemetryCache, message_document
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
@@ -70,6 +72,16 @@ class Runtime:
             config.engine.companion_component_id,
             wanted_ids=translate.WANTED_MESSAGE_IDS | TELEMETRY_IDS | relay_ids,
         )
+        self.signing: SigningSession | None = None
+        if (m := config.mavlink).signing_key_file:  # MAVLink 2 signing (mavlink/signing.py)
+            self.signing = SigningSession(load_key(m.signing_key_file), m.signing_timestamp_file)
+            problem = self.signing.attach(
+                self.codec, time.time(), accept_unsigned=m.accept_unsigned,
+                unsigned_ids={getattr(dialect, f"MAVLINK_MSG_ID_{n}")
+                              for n in m.accept_unsigned_messages},
+            )  # fmt: skip
+            if problem is not None:
+                log.warning("signing_timestamp_unreadable", problem=problem)
         self.translator = translate.InboundTranslator()
         self.telemetry = TelemetryCache()
         self.link: Link = open_link(config.mavlink.url, self._on_bytes, self._on_link_state)
@@ -113,6 +125,7 @@ class Runtime:
         finally:
             if self._timer is not None:
                 self._timer.cancel()
+            self._signing_tick(final=True)
             self.notifier.stopping()
             log.info("stopped")
 
@@ -211,7 +224,15 @@ class Runtime:
             self._last_watchdog_s = now
         if now - self._last_state_s >= _STATE_PERIOD_S:
             self._publish_state(now)
+        self._signing_tick()
         self._rearm()
+
+    def _signing_tick(self, *, final: bool = False) -> None:
+        """The signing timestamp follows the wall clock (a second clock, read for signing
+        only) and is saved now and then and at exit."""
+        if self.signing is not None:
+            for warning in self.signing.tick(self.codec, time.time(), final=final):
+                log.warning("mavlink_signing", problem=warning)
 
     def _rearm(self) -> None:
         loop = self._loop
@@ -246,6 +267,8 @@ class Runtime:
             return
         command_id, sink = pending
         reply = dataclasses.replace(reply, command_id=command_id)
+        if reply.reason is Reason.FC_UNKNOWN and (hint := refusal_hint(self.codec.stats)):
+            reply = dataclasses.replace(reply, message=f"{reply.message}; {hint}")
         if not reply.ok:
             log.info("command_refused", id=reply.command_id, code=reply.code,
                      reason=reply.reason, message=reply.message)
