@@ -1,0 +1,106 @@
+"""The signing timestamp: never below the wall clock, monotonic across restarts (persisted).
+
+Wall time is injected (plain floats), so the clock can be made to go back as it does on a
+Raspberry Pi without RTC that boots before NTP.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from offboardd.mavlink.codec import MavlinkCodec, dialect
+from offboardd.mavlink.signing import (
+    RESTART_MARGIN_TICKS,
+    SAVE_STEP_TICKS,
+    TICKS_PER_S,
+    SigningSession,
+    TimestampStore,
+    initial_timestamp,
+    timestamp_from_unix,
+)
+
+KEY = bytes(range(32))
+WALL_S = 1_800_000_000.0  # 2027-01-15
+
+
+def _session(path: Path, wall_s: float) -> tuple[SigningSession, MavlinkCodec]:
+    codec = MavlinkCodec(1, 191)
+    session = SigningSession(KEY, path)
+    assert session.attach(codec, wall_s, accept_unsigned=False, unsigned_ids=()) is None
+    return session, codec
+
+
+def _send(codec: MavlinkCodec, frames: int) -> int:
+    """Encode `frames` heartbeats; the timestamp the last one carried."""
+    frame = b""
+    for _ in range(frames):
+        frame = codec.encode(dialect.MAVLink_heartbeat_message(18, 8, 0, 0, 4, 3))
+    return int.from_bytes(frame[-12:-6], "little")
+
+
+def test_units_and_seeding() -> None:
+    assert timestamp_from_unix(1_420_070_400.0) == 0  # 2015-01-01T00:00:00Z
+    assert timestamp_from_unix(1_420_070_401.5) == 150_000  # 10 us units
+    assert timestamp_from_unix(0.0) == 0  # a clock before 2015 never goes negative
+    wall = timestamp_from_unix(WALL_S)
+    assert initial_timestamp(WALL_S, None) == wall
+    assert initial_timestamp(WALL_S, wall - 10**9) == wall  # never below the wall clock
+    assert initial_timestamp(WALL_S, wall + 5) == wall + 5 + RESTART_MARGIN_TICKS
+
+
+def test_monotonic_across_restarts_with_a_clock_that_went_back(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "signing-timestamp"  # the directory is created on first save
+    session, codec = _session(path, WALL_S)
+    assert codec.signing_timestamp == timestamp_from_unix(WALL_S)
+    assert session.tick(codec, WALL_S) == []  # first tick saves at once
+    assert TimestampStore(path).load() == (codec.signing_timestamp, None)
+    last = _send(codec, 500)
+    assert session.tick(codec, WALL_S + 1.0, final=True) == []
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    # Restart with the wall clock a day behind (no RTC, no NTP yet).
+    _, codec2 = _session(path, WALL_S - 86_400)
+    assert codec2.signing_timestamp > max(last, timestamp_from_unix(WALL_S + 1.0))
+
+
+def test_monotonic_after_a_crash_between_saves(tmp_path: Path) -> None:
+    """No final save: the margin covers what was signed since the last periodic save."""
+    path = tmp_path / "signing-timestamp"
+    session, codec = _session(path, WALL_S)
+    session.tick(codec, WALL_S)
+    saves = 0
+    last = 0
+    for second in range(1, 200):  # a burst of frames every second, the wall clock advancing
+        last = _send(codec, 20)
+        before = TimestampStore(path).load()[0]
+        session.tick(codec, WALL_S + second)
+        saves += TimestampStore(path).load()[0] != before
+    assert 1 <= saves <= 200 * TICKS_PER_S // SAVE_STEP_TICKS + 1  # now and then, not always
+    _, codec2 = _session(path, 0.0)  # the crash, then a clock stuck at 1970
+    assert codec2.signing_timestamp > last
+
+
+def test_a_corrupt_or_unwritable_state_file_is_reported_not_fatal(tmp_path: Path) -> None:
+    path = tmp_path / "signing-timestamp"
+    path.write_text("garbage\n")
+    codec = MavlinkCodec(1, 191)
+    problem = SigningSession(KEY, path).attach(codec, WALL_S, accept_unsigned=False,
+                                               unsigned_ids=())  # fmt: skip
+    assert problem is not None and str(path) in problem
+    assert codec.signing_timestamp == timestamp_from_unix(WALL_S)  # the wall clock still seeds
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    session = SigningSession(KEY, blocked / "signing-timestamp")  # parent is not a directory
+    session.attach(codec, WALL_S, accept_unsigned=False, unsigned_ids=())
+    warnings = session.tick(codec, WALL_S)
+    assert len(warnings) == 1 and "cannot save the signing timestamp" in warnings[0]
+    assert session.tick(codec, WALL_S + 60, final=True) == []  # said once, not every tick
+
+
+def test_the_timestamp_follows_the_wall_clock_and_received_frames(tmp_path: Path) -> None:
+    session, codec = _session(tmp_path / "ts", WALL_S)
+    session.tick(codec, WALL_S + 100.0)  # NTP stepped the clock forward
+    assert codec.signing_timestamp == timestamp_from_unix(WALL_S + 100.0)
+    peer = MavlinkCodec(1, 1)
+    peer.enable_signing(KEY, timestamp=timestamp_from_unix(WALL_S + 500.0))
+    codec.decode(peer.encode(dialect.MAVLink_heartbeat_message(2, 12, 0, 0, 4, 3)))
+    assert codec.signing_timestamp == timestamp_from_unix(WALL_S + 500.0)  # the spec's max()
