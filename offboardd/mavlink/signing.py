@@ -30,6 +30,7 @@ import hmac
 import os
 import stat
 import struct
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -210,37 +211,48 @@ class TimestampStore:
 
 
 class SigningSession:
-    """The daemon's signing state from start to exit: key, timestamp seeding and saving."""
+    """The daemon's signing from start to exit: key, timestamp seeding and saving, reports."""
 
-    def __init__(self, key: bytes, store: TimestampStore | None) -> None:
+    def __init__(self, key: bytes, timestamp_file: str | Path) -> None:
         self.key = key
-        self.store = store
+        self.store = TimestampStore(timestamp_file) if str(timestamp_file) else None
         self._saved: int | None = None
         self._last_problem: str | None = None
+        self._reported = (0, 0, 0)
+        self._report_s = -1e9
 
-    def start(self, wall_s: float) -> tuple[int, str | None]:
-        """(the first timestamp to sign with, a problem with the persisted one to log)."""
+    def attach(self, codec: MavlinkCodec, wall_s: float, *, accept_unsigned: bool,
+               unsigned_ids: Collection[int]) -> str | None:  # fmt: skip
+        """Turn signing on in `codec`, starting at max(wall clock, persisted + margin).
+        Returns a problem with the persisted timestamp worth a warning, or None."""
         persisted, problem = self.store.load() if self.store is not None else (None, None)
-        return initial_timestamp(wall_s, persisted), problem
+        codec.enable_signing(self.key, timestamp=initial_timestamp(wall_s, persisted),
+                             accept_unsigned=accept_unsigned, unsigned_ids=unsigned_ids)
+        return problem
 
-    def tick(self, codec: MavlinkCodec, wall_s: float, *, final: bool = False) -> str | None:
-        """Keep the codec's timestamp at or above the wall clock and save it when it has moved
-        SAVE_STEP_TICKS since the last save (always when `final`). Returns a save problem to
-        log, once per distinct problem."""
+    def tick(self, codec: MavlinkCodec, wall_s: float, *, final: bool = False) -> list[str]:
+        """Keep the codec's timestamp at or above the wall clock; save it once it has moved
+        SAVE_STEP_TICKS since the last save (always when `final`). Returns warnings: a save
+        problem (once per distinct problem), and refused frames (at most every 10 s)."""
+        warnings: list[str] = []
         timestamp = max(codec.signing_timestamp, timestamp_from_unix(wall_s))
         codec.signing_timestamp = timestamp
-        if self.store is None:
-            return None
-        if not final and self._saved is not None and timestamp - self._saved < SAVE_STEP_TICKS:
-            return None
-        try:
-            self.store.save(timestamp)
-        except OSError as exc:
-            problem = f"cannot save the signing timestamp to {self.store.path}: {exc.strerror}"
-            new, self._last_problem = problem != self._last_problem, problem
-            return problem if new else None
-        self._saved, self._last_problem = timestamp, None
-        return None
+        due = self._saved is None or timestamp - self._saved >= SAVE_STEP_TICKS
+        if self.store is not None and (due or final):
+            try:
+                self.store.save(timestamp)
+                self._saved, self._last_problem = timestamp, None
+            except OSError as exc:
+                problem = f"cannot save the signing timestamp to {self.store.path}: {exc}"
+                if problem != self._last_problem:
+                    warnings.append(problem)
+                self._last_problem = problem
+        st = codec.stats
+        refused = (st.bad_signature, st.unsigned_refused, st.replayed)
+        if refused != self._reported and wall_s - self._report_s >= 10.0:
+            self._reported, self._report_s = refused, wall_s
+            warnings.append(refusal_hint(st) or "")
+        return warnings
 
 
 def refusal_hint(stats: CodecStats) -> str | None:
