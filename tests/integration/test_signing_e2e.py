@@ -1,0 +1,94 @@
+"""MAVLink 2 signing end to end: the daemon runtime <-> real UDP <-> the sim requiring signatures.
+
+Same key: a normal offboard takeoff, nothing refused either way, the timestamp persisted.
+Another key: the daemon accepts nothing from the link and refuses to engage, saying why.
+No key on the daemon: the sim (like PX4 v1.17 with a key) refuses everything it sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from offboardd.config import DaemonConfig, MavlinkSettings
+from offboardd.core.commands import Engage
+from offboardd.core.setpoints import PositionNed
+from offboardd.mavlink.links import parse_link_url
+from offboardd.mavlink.signing import TimestampStore
+from offboardd.runtime import Runtime
+from offboardd.sim import SimConfig, SimServer
+from tests.conftest import free_port
+from tests.integration.harness import Flight
+
+pytestmark = pytest.mark.integration
+
+SIM_KEY = bytes(range(32))
+
+
+@contextlib.asynccontextmanager
+async def signed_flight(tmp_path: Path, daemon_key: bytes | None) -> AsyncIterator[Flight]:
+    port = free_port()
+    sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
+                           gcs_bind=None, profile="light", signing_key=SIM_KEY,
+                           require_signing=True)  # fmt: skip
+    mavlink = MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{port}"))
+    if daemon_key is not None:
+        key_file = tmp_path / "signing.key"
+        key_file.write_text(daemon_key.hex() + "\n")
+        key_file.chmod(0o600)
+        mavlink = MavlinkSettings(url=mavlink.url, signing_key_file=str(key_file),
+                                  signing_timestamp_file=str(tmp_path / "signing-timestamp"))
+    async with SimServer(sim_config) as sim:
+        runtime = Runtime(DaemonConfig(mavlink=mavlink), mqtt=False)
+        stop = asyncio.Event()
+        task = asyncio.create_task(runtime.run(stop))
+        await asyncio.wait_for(runtime.running.wait(), 5)
+        fl = Flight(sim, runtime)
+        try:
+            yield fl
+        finally:
+            fl.drop_lease()
+            stop.set()
+            await asyncio.wait_for(task, 15)
+        assert runtime.internal_errors == 0
+        fl.audit_setpoints()
+
+
+async def test_same_key_flies_a_takeoff(tmp_path: Path) -> None:
+    async with signed_flight(tmp_path, SIM_KEY) as fl:
+        await fl.takeoff(-2.0)
+        sim_stats, daemon_stats = fl.sim.link("udp").codec.stats, fl.runtime.codec.stats
+        assert fl.sim.vehicle.armed and fl.sim.vehicle.mode_name == "OFFBOARD"
+        for stats in (sim_stats, daemon_stats):
+            assert (stats.bad_signature, stats.unsigned_refused, stats.replayed) == (0, 0, 0)
+        assert daemon_stats.frames_ok > 50 and sim_stats.frames_ok > 50
+        last_sent = fl.runtime.codec.signing_timestamp
+    saved, problem = TimestampStore(tmp_path / "signing-timestamp").load()
+    assert problem is None and saved is not None and saved >= last_sent  # saved at exit
+
+
+async def test_another_key_hears_nothing_and_refuses_to_engage(tmp_path: Path) -> None:
+    async with signed_flight(tmp_path, bytes(range(1, 33))) as fl:
+        stats = fl.runtime.codec.stats
+        await fl.wait_for(lambda: stats.bad_signature >= 20, 5.0, "signed frames from the sim")
+        reply = await fl.command(Engage("e1", PositionNed(0.0, 0.0, -2.0), arm=True))
+        assert not reply.ok and reply.reason is not None and reply.reason.value == "fc_unknown"
+        assert "with a wrong signature" in reply.message, reply.message
+        assert stats.frames_ok == 0 and fl.phase == "idle"
+        assert not fl.sim.vehicle.armed
+
+
+async def test_an_unsigned_daemon_is_refused_by_the_sim(tmp_path: Path) -> None:
+    async with signed_flight(tmp_path, None) as fl:
+        # Without a key the daemon ignores signatures (as PX4 <= v1.16 does) and hears PX4...
+        await fl.wait_for(lambda: fl.runtime.codec.stats.frames_ok >= 20, 5.0, "the sim heard")
+        sim_stats = fl.sim.link("udp").codec.stats
+        # ...but everything it sends (parameter requests, heartbeats) is refused unsigned.
+        await fl.wait_for(lambda: sim_stats.unsigned_refused >= 3, 5.0, "refused frames")
+        reply = await fl.command(Engage("e1", PositionNed(0.0, 0.0, -2.0), arm=True))
+        assert not reply.ok, reply
+        assert sim_stats.frames_ok == 0 and not fl.sim.vehicle.armed
