@@ -7,6 +7,7 @@ timestamp), timestamp 48-bit little-endian), with hashlib and nothing of ours or
 
 from __future__ import annotations
 
+import argparse
 import base64
 import hashlib
 import os
@@ -18,6 +19,7 @@ import pytest
 from offboardd.mavlink import signing
 from offboardd.mavlink.codec import MavlinkCodec, dialect
 from offboardd.mavlink.signing import SigningKeyError, load_key
+from offboardd.sim.cli import add_arguments, config_from_args
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
@@ -202,3 +204,19 @@ def test_key_file_owned_by_someone_else_or_not_a_file(tmp_path: Path) -> None:
         load_key(tmp_path)
     with pytest.raises(SigningKeyError, match="cannot open: No such file"):
         load_key(tmp_path / "missing.key")
+
+
+def test_sim_command_line_takes_a_key_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    key = _key_file(tmp_path, KEY.hex())
+    config = config_from_args(parser.parse_args(["--signing-key", str(key)]))
+    assert config.signing_key == KEY and config.require_signing
+    optional = parser.parse_args(["--signing-key", str(key), "--signing-optional"])
+    assert not config_from_args(optional).require_signing
+    key.chmod(0o644)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--signing-key", str(key)])
+    assert "mode 0644 lets group or others access it" in capsys.readouterr().err
