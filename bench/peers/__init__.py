@@ -1,0 +1,1 @@
+"""The peers offboardd is compared with, each a standalone script run as its own process."""

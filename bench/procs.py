@@ -1,0 +1,122 @@
+"""Child processes of the benchmark and what the kernel says they cost.
+
+`Children` starts processes (their own session, SIGTERM to them if the benchmark dies:
+PR_SET_PDEATHSIG) and stops them newest first, SIGTERM then SIGKILL. `cpu_s` and
+`peak_rss_mb` read /proc/PID/stat (utime + stime, all threads) and /proc/PID/status
+(VmHWM). No MAVLink or MQTT here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_CLOCK_TICKS_HZ = os.sysconf("SC_CLK_TCK")
+_STOP_TIMEOUT_S = 5.0
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def free_tcp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def mosquitto_binary() -> str:
+    found = shutil.which("mosquitto") or (
+        "/usr/sbin/mosquitto" if Path("/usr/sbin/mosquitto").exists() else None
+    )
+    if found is None:
+        raise RuntimeError("mosquitto is not installed: run `make deps` (or apt-get install it)")
+    return found
+
+
+def cpu_s(pid: int) -> float:
+    """CPU time (user + system, every thread) the process used so far, in seconds."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2 :].split()  # the command name may hold spaces
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS_HZ  # utime, stime (proc(5))
+
+
+def peak_rss_mb(pid: int) -> float:
+    """VmHWM: the resident set's high-water mark, in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024.0
+    raise RuntimeError(f"no VmHWM for pid {pid}")
+
+
+def _die_with_parent() -> None:  # in the child, between fork and exec
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class Children:
+    """Processes started for one workload (or the whole run); all stopped on exit."""
+
+    def __init__(self) -> None:
+        self._procs: list[subprocess.Popen[str]] = []
+
+    def __enter__(self) -> Children:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:  # fmt: skip
+        self.stop_all()
+
+    def start(self, argv: list[str], *, ready: str | None = None,
+              timeout_s: float = 20.0) -> subprocess.Popen[str]:  # fmt: skip
+        """Start argv; if `ready` is given, wait for a stdout line containing it."""
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, text=True,
+            stdout=subprocess.PIPE if ready else subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads here)
+        )  # fmt: skip
+        self._procs.append(proc)
+        if ready is not None:
+            self._wait_line(proc, ready, timeout_s)
+        return proc
+
+    @staticmethod
+    def _wait_line(proc: subprocess.Popen[str], ready: str, timeout_s: float) -> None:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if ready in line:
+                return
+            if not line and proc.poll() is not None:
+                raise RuntimeError(f"{proc.args!r} exited with {proc.returncode} before {ready!r}")
+        raise RuntimeError(f"{proc.args!r} did not print {ready!r} within {timeout_s} s")
+
+    def stop(self, proc: subprocess.Popen[str]) -> int:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        with contextlib.suppress(ValueError):
+            self._procs.remove(proc)
+        return proc.returncode
+
+    def stop_all(self) -> None:
+        for proc in reversed(list(self._procs)):
+            self.stop(proc)

@@ -1,0 +1,160 @@
+"""Turn results into bench/results.json, bench/results.md (tables, machine, targets) and
+bench/results.png. Pure formatting plus file writes; measures nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from bench.workloads import Result
+
+RSS_TARGET_MB = 45.0
+HEAVY_P99_TARGET_MS = 1.0
+
+
+def machine() -> dict[str, str]:
+    model = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    versions = {name: metadata.version(name) for name in ("mavsdk", "pymavlink", "aiomqtt")}
+    return {"cpu": model, "cores": str(os.cpu_count()), "python": platform.python_version(),
+            "kernel": platform.release(), "date_utc": time.strftime("%Y-%m-%d %H:%M UTC",
+            time.gmtime()), **versions}  # fmt: skip
+
+
+def _f(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def _ratio(value: float, reference: Result | None, attr: str) -> str:
+    if reference is None:
+        return "–"
+    ref = float(getattr(reference, attr))
+    return "–" if ref <= 0 or math.isnan(ref) or math.isnan(value) else f"{value / ref:.2f}×"
+
+
+def _mavsdk(results: Sequence[Result], profile: str) -> Result | None:
+    return next((r for r in results if r.workload.peer == "mavsdk"
+                 and r.workload.profile == profile), None)  # fmt: skip
+
+
+def _stream_table(results: Sequence[Result]) -> list[str]:
+    lines = ["| workload | load msg/s | rate Hz | dev p50 / p99 / max ms | missed | CPU % "
+             "| CPU vs MAVSDK | peak RSS MB | RSS vs MAVSDK | p99 vs MAVSDK "
+             "| stream→OFFBOARD ms |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for r in results:
+        ref = _mavsdk(results, r.workload.profile)
+        lines.append(
+            f"| {r.workload.name} | {r.load_msg_s:.0f} | {_f(r.rate_hz)} | "
+            f"{_f(r.dev_p50_ms, 3)} / {_f(r.dev_p99_ms, 3)} / {_f(r.dev_max_ms, 3)} | "
+            f"{r.missed_ticks} | {_f(r.cpu_per_s * 100, 1)} | "
+            f"{_ratio(r.cpu_per_s, ref, 'cpu_per_s')} | {_f(r.peak_rss_mb, 1)} | "
+            f"{_ratio(r.peak_rss_mb, ref, 'peak_rss_mb')} | "
+            f"{_ratio(r.dev_p99_ms, ref, 'dev_p99_ms')} | {_f(r.stream_to_offboard_ms, 0)} |"
+        )
+    return lines
+
+
+def _daemon_table(results: Sequence[Result]) -> list[str]:
+    lines = ["| workload | probes | MQTT→FC p50 / p99 / max ms | lease lapse → hold ms |",
+             "|---|---:|---:|---:|"]  # fmt: skip
+    for r in results:
+        if r.latency is None:
+            continue
+        lat = r.latency
+        lines.append(f"| {r.workload.name} | {lat['count']:.0f} | {_f(lat['p50_ms'])} / "
+                     f"{_f(lat['p99_ms'])} / {_f(lat['max_ms'])} | {_f(r.lease_lapse_ms, 1)} |")
+    return lines
+
+
+def targets(results: Sequence[Result]) -> list[str]:
+    """The issue's targets, each judged on this run (met / MISSED / not run)."""
+    def find(peer: str, rate: float, profile: str) -> Result | None:
+        return next((r for r in results if r.workload.peer == peer
+                     and r.workload.rate_hz == rate and r.workload.profile == profile), None)
+
+    ours, ref = find("offboardd", 20.0, "px4"), _mavsdk(results, "px4")
+    heavy = find("offboardd", 50.0, "heavy")
+    out: list[str] = []
+
+    def judge(text: str, ok: bool | None, detail: str) -> None:
+        verdict = "not run" if ok is None else ("met" if ok else "MISSED")
+        out.append(f"- {text}: **{verdict}** ({detail})")
+
+    both = ours is not None and ref is not None
+    judge("CPU at 20 Hz under the px4 load ≤ MAVSDK's",
+          (ours.cpu_per_s <= ref.cpu_per_s) if ours and ref else None,
+          f"{_f(ours.cpu_per_s * 100, 1)} % vs {_f(ref.cpu_per_s * 100, 1)} %" if both
+          and ours and ref else "–")  # fmt: skip
+    rss = [r.peak_rss_mb for r in results if r.workload.peer == "offboardd"]
+    judge(f"peak RSS ≤ {RSS_TARGET_MB:g} MB", max(rss) <= RSS_TARGET_MB if rss else None,
+          f"max {_f(max(rss), 1)} MB" if rss else "–")
+    judge("p99 interval deviation at 20 Hz (px4 load) ≤ MAVSDK's",
+          (ours.dev_p99_ms <= ref.dev_p99_ms) if ours and ref else None,
+          f"{_f(ours.dev_p99_ms, 3)} ms vs {_f(ref.dev_p99_ms, 3)} ms" if ours and ref else "–")
+    judge(f"50 Hz under the heavy load: no missed ticks, p99 ≤ {HEAVY_P99_TARGET_MS:g} ms",
+          (heavy.missed_ticks == 0 and heavy.dev_p99_ms <= HEAVY_P99_TARGET_MS) if heavy
+          else None,
+          f"{heavy.missed_ticks} missed, p99 {_f(heavy.dev_p99_ms, 3)} ms" if heavy else "–")
+    return out
+
+
+def markdown(results: Sequence[Result], info: dict[str, str], seconds: float) -> str:
+    head = [
+        "# offboardd benchmark results", "",
+        f"Machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}, "
+        f"Linux {info['kernel']}; mavsdk {info['mavsdk']}, pymavlink {info['pymavlink']}, "
+        f"aiomqtt {info['aiomqtt']}. Run {info['date_utc']}, {seconds:g} s per workload, "
+        "all workloads in one run (`make bench`; bench/README.md says what each number means).",
+        "", "## Stream timing and cost", "",
+    ]  # fmt: skip
+    return "\n".join([*head, *_stream_table(results), "", "## offboardd only: command "
+                      "latency and lease lapse", "", *_daemon_table(results), "",
+                      "## Targets (issue 9)", "", *targets(results), ""])  # fmt: skip
+
+
+def plot(results: Sequence[Result], path: Path) -> None:
+    import matplotlib  # noqa: PLC0415 (optional: the `bench` extra)
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    names = [r.workload.name for r in results]
+    colors = ["tab:blue" if r.workload.peer == "offboardd" else
+              "tab:orange" if r.workload.peer == "mavsdk" else "tab:gray" for r in results]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 5), sharey=True)
+    panels: list[tuple[str, list[float]]] = [
+        ("CPU % of one core", [r.cpu_per_s * 100 for r in results]),
+        ("peak RSS (MB)", [r.peak_rss_mb for r in results]),
+        ("p99 interval deviation (ms)", [r.dev_p99_ms for r in results]),
+    ]
+    for ax, (title, values) in zip(axes, panels, strict=True):
+        ax.barh(names, values, color=colors)
+        ax.set_title(title)
+        ax.invert_yaxis()
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle("offboardd (blue) vs MAVSDK (orange) vs a pymavlink loop (grey), same run")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_reports(results: Sequence[Result], info: dict[str, str], seconds: float,
+                  out_dir: Path) -> None:  # fmt: skip
+    out_dir.mkdir(parents=True, exist_ok=True)
+    doc: dict[str, Any] = {"machine": info, "seconds_per_workload": seconds,
+                           "results": [r.to_json() for r in results]}  # fmt: skip
+    (out_dir / "results.json").write_text(json.dumps(doc, indent=1, allow_nan=True) + "\n")
+    (out_dir / "results.md").write_text(markdown(results, info, seconds))
+    plot(results, out_dir / "results.png")

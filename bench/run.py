@@ -1,0 +1,90 @@
+"""`make bench` / `python -m bench`: run every workload side by side, write the results.
+
+Starts one private mosquitto for the whole run, then each workload in turn (a fresh sim and
+proxy each: bench/workloads.py), and writes results.json, results.md and results.png into
+`--out` (bench/ by default). `run_benchmark` is the same thing for the smoke test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.procs import Children, free_tcp_port, mosquitto_binary
+from bench.report import machine, write_reports
+from bench.workloads import Result, Workload, run_workload
+
+PROFILES = ("px4", "heavy")
+DAEMON_RATES_HZ = (20.0, 50.0, 100.0)
+PEER_RATE_HZ = 20.0  # MAVSDK's Offboard plugin streams at a fixed 20 Hz; the loop matches it
+
+
+def all_workloads() -> list[Workload]:
+    out: list[Workload] = []
+    for profile in PROFILES:
+        out += [Workload("mavsdk", PEER_RATE_HZ, profile),
+                Workload("pymavlink", PEER_RATE_HZ, profile)]  # fmt: skip
+        out += [Workload("offboardd", rate, profile) for rate in DAEMON_RATES_HZ]
+    return out
+
+
+def _start_broker(children: Children, workdir: Path) -> int:
+    port = free_tcp_port()
+    config = workdir / "mosquitto.conf"
+    config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+                      "log_type none\n")  # fmt: skip
+    children.start([mosquitto_binary(), "-c", str(config)])
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return port
+        time.sleep(0.05)
+    raise RuntimeError("mosquitto did not listen within 10 s")
+
+
+def run_benchmark(workloads: Sequence[Workload], seconds: float, out_dir: Path,
+                  *, log: bool = True, workdir: Path | None = None) -> list[Result]:  # fmt: skip
+    """Run `workloads` in order; keep configs and raw captures in `workdir` if given."""
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="offboardd-bench-") as tmp, Children() as children:
+        workdir = workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        broker_port = _start_broker(children, workdir)
+        for w in workloads:
+            if log:
+                print(f"bench: {w.name} ({seconds:g} s)...", flush=True)
+            results.append(run_workload(w, seconds, broker_port, workdir))
+    write_reports(results, machine(), seconds, out_dir)
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--seconds", type=float, default=10.0,
+                        help="measurement window of each workload (default 10)")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent,
+                        help="where results.md/.json/.png go (default bench/)")
+    parser.add_argument("--only", nargs="*", default=None, metavar="NAME",
+                        help="run only workloads whose name contains one of these "
+                        "(e.g. mavsdk 20hz-heavy)")  # fmt: skip
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="keep daemon configs and raw proxy captures (*.capture.json) here")
+    args = parser.parse_args(argv)
+    chosen = [w for w in all_workloads()
+              if args.only is None or any(key in w.name for key in args.only)]  # fmt: skip
+    if not chosen:
+        parser.error("no workload matches --only")
+    started = time.monotonic()
+    run_benchmark(chosen, args.seconds, args.out, workdir=args.keep)
+    print(f"bench: done in {time.monotonic() - started:.0f} s; see {args.out}/results.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,136 @@
+"""One workload: a peer streaming setpoints to a fresh sim through the measuring proxy.
+
+A workload is (peer, rate_hz, telemetry profile). `run_workload` starts the proxy and the
+sim, then the peer: `offboardd run` (its own process, MQTT + lease + telemetry on, with
+bench/commander.py keeping the lease), MAVSDK or the pymavlink loop. Once the peer holds
+OFFBOARD it measures CPU and peak RSS over a fixed window, then stops everything and turns
+the proxy's capture into a `Result`. The caller owns the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import commander
+from bench.frames import is_offboard
+from bench.procs import Children, cpu_s, free_udp_port, peak_rss_mb
+from bench.stats import NS_PER_MS, NS_PER_S, command_latencies_ms, first_after, spread
+from bench.stats import stream_timing as timing_of
+
+PEERS = ("offboardd", "mavsdk", "pymavlink")
+_SETTLE_S = 1.0  # after OFFBOARD: let the climb start and start-up allocations settle
+_PROBE_S = 3.0  # latency probes after the window (60 at 20/s)
+_PEER_MODULES = {"mavsdk": "bench.peers.mavsdk_peer", "pymavlink": "bench.peers.pymavlink_peer"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    peer: str
+    rate_hz: float
+    profile: str  # the sim's telemetry profile: "px4" (~400 msg/s) or "heavy" (~2,000)
+
+    @property
+    def name(self) -> str:
+        return f"{self.peer}-{self.rate_hz:g}hz-{self.profile}"
+
+
+@dataclass(frozen=True)
+class Result:
+    workload: Workload
+    window_s: float
+    load_msg_s: float  # frames/s the sim sent the peer during the window
+    rate_hz: float
+    dev_p50_ms: float
+    dev_p99_ms: float
+    dev_max_ms: float
+    missed_ticks: int
+    cpu_per_s: float  # CPU seconds per wall second (1.0 = one core)
+    peak_rss_mb: float
+    stream_to_offboard_ms: float | None  # first setpoint at the FC -> FC reports OFFBOARD
+    latency: dict[str, float] | None  # MQTT publish -> MAVLink frame at the FC (count, p50...)
+    lease_lapse_ms: float | None  # lease deadline -> first hold setpoint at the FC
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _python(module: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", module, *args]
+
+
+def _measure_window(pid: int, seconds: float) -> tuple[int, int, float, float]:
+    t0_ns, c0 = time.time_ns(), cpu_s(pid)
+    time.sleep(seconds)
+    t1_ns, c1 = time.time_ns(), cpu_s(pid)
+    return t0_ns, t1_ns, (c1 - c0) / ((t1_ns - t0_ns) / NS_PER_S), peak_rss_mb(pid)
+
+
+def run_workload(w: Workload, seconds: float, broker_port: int, workdir: Path) -> Result:
+    proxy_port, sim_port, peer_port = free_udp_port(), free_udp_port(), free_udp_port()
+    capture_path = workdir / f"{w.name}.capture.json"
+    with Children() as children:
+        proxy_argv = _python("bench.proxy", str(proxy_port), str(sim_port), str(peer_port),
+                             str(capture_path))  # fmt: skip
+        proxy = children.start(proxy_argv, ready="ready")
+        children.start(_python("offboardd", "sim", "--bind", f"127.0.0.1:{sim_port}",
+                               "--remote", f"127.0.0.1:{proxy_port}", "--gcs-bind", "none",
+                               "--profile", w.profile), ready="serving")  # fmt: skip
+        drive: commander.Drive | None = None
+        if w.peer == "offboardd":
+            vehicle_id = w.name.replace(".", "_")
+            config = commander.write_config(workdir / f"{w.name}.toml", peer_port,
+                                            broker_port, w.rate_hz, vehicle_id)  # fmt: skip
+            daemon = children.start(_python("offboardd", "run", "--config", str(config)))
+            drive = asyncio.run(commander.drive(daemon.pid, broker_port, vehicle_id,
+                                                _SETTLE_S, seconds, min(seconds, _PROBE_S)))
+            t0_ns, t1_ns, cpu, rss = drive.t0_ns, drive.t1_ns, drive.cpu_per_s, drive.peak_rss_mb
+            children.stop(daemon)
+        else:
+            peer = children.start(_python(_PEER_MODULES[w.peer], str(peer_port)),
+                                  ready="engaged", timeout_s=40.0)  # fmt: skip
+            time.sleep(_SETTLE_S)
+            t0_ns, t1_ns, cpu, rss = _measure_window(peer.pid, seconds)
+            children.stop(peer)
+        children.stop(proxy)  # writes the capture
+    cap = json.loads(capture_path.read_text())
+    return _result(w, cap, (t0_ns, t1_ns), (cpu, rss), drive)
+
+
+def _result(w: Workload, cap: dict[str, Any], window_ns: tuple[int, int],
+            cost: tuple[float, float], drive: commander.Drive | None) -> Result:  # fmt: skip
+    (t0_ns, t1_ns), (cpu, rss) = window_ns, cost
+    setpoints: list[list[Any]] = cap["setpoints"]
+    in_window = [int(s[0]) for s in setpoints if t0_ns <= s[0] <= t1_ns]
+    timing = timing_of(in_window, 1.0 / w.rate_hz)
+    window_s = (t1_ns - t0_ns) / NS_PER_S
+    load = sum(n for t, n in cap["sim_datagrams"] if t0_ns <= t <= t1_ns) / window_s
+    stream_start = int(setpoints[0][0]) if setpoints else None
+    offboard_ns = next((int(t) for t, mode in cap["modes"] if is_offboard(int(mode))), None)
+    to_offboard = (None if stream_start is None or offboard_ns is None
+                   else (offboard_ns - stream_start) / NS_PER_MS)  # fmt: skip
+    latency = lapse = None
+    if drive is not None:
+        seen = [(int(s[0]), float(s[2])) for s in setpoints]
+        lat = spread(command_latencies_ms(drive.probes, seen))
+        latency = {"count": lat.count, "p50_ms": lat.p50_ms, "p99_ms": lat.p99_ms,
+                   "max_ms": lat.max_ms}  # fmt: skip
+        lapse = _lapse_ms(setpoints, drive)
+    return Result(w, window_s, load, timing.rate_hz, timing.dev_p50_ms, timing.dev_p99_ms,
+                  timing.dev_max_ms, timing.missed_ticks, cpu, rss, to_offboard, latency,
+                  lapse)  # fmt: skip
+
+
+def _lapse_ms(setpoints: list[list[Any]], drive: commander.Drive) -> float | None:
+    """Lease deadline (last lease-renewing publish + the lease) -> the first setpoint
+    at the FC whose type_mask is no longer the commander's last one (the hold)."""
+    deadline_ns = drive.last_publish_ns + int(drive.lease_s * NS_PER_S)
+    held = [int(s[0]) for s in setpoints
+            if s[0] >= drive.last_publish_ns and int(s[3]) != drive.last_type_mask]  # fmt: skip
+    first = first_after(held, drive.last_publish_ns)
+    return None if first is None else (first - deadline_ns) / NS_PER_MS
