@@ -29,8 +29,11 @@ options:
   -h, --help               show this help
 
 After installing: edit /etc/offboardd/offboardd.toml, put OFFBOARDD_MQTT_PASSWORD=... in
-/etc/offboardd/env if the broker needs one, then check the deployment with
-  sudo -u offboardd /opt/offboardd/venv/bin/offboardd doctor --config /etc/offboardd/offboardd.toml
+/etc/offboardd/env if the broker needs one, then check the deployment (the doctor needs the
+flight controller's link for itself while it runs):
+  sudo systemctl stop offboardd
+  sudo /opt/offboardd/venv/bin/offboardd doctor --config /etc/offboardd/offboardd.toml
+  sudo systemctl start offboardd
 EOF
 }
 
@@ -99,9 +102,17 @@ python_ok "$PYTHON" || die "$PYTHON is $("$PYTHON" -V 2>&1); offboardd needs Pyt
 say "using $("$PYTHON" -V 2>&1) ($(command -v "$PYTHON"))"
 
 # --- the service user ------------------------------------------------------------------
-# dialout owns the UARTs and USB serial adapters; Jetson's /dev/ttyTHS* may be group tty.
+# dialout owns the UARTs and USB serial adapters; a Jetson's /dev/ttyTHS* may belong to
+# another group (tty on older L4T): join whatever group owns them.
 GROUPS_WANTED="dialout"
-if compgen -G "/dev/ttyTHS*" >/dev/null; then GROUPS_WANTED="dialout,tty"; fi
+for tty_ths in /dev/ttyTHS*; do
+    [ -c "$tty_ths" ] || continue
+    owner_group="$(stat -c %G "$tty_ths")"
+    case ",$GROUPS_WANTED,root," in  # already wanted, or root (nothing to join)
+        *",$owner_group,"*) ;;
+        *) GROUPS_WANTED="$GROUPS_WANTED,$owner_group" ;;
+    esac
+done
 if [ -n "$ROOT" ]; then
     skip "useradd --system --user-group $SERVICE_USER; usermod -aG $GROUPS_WANTED $SERVICE_USER"
 else
@@ -238,5 +249,7 @@ else
         say "started $UNIT: systemctl status offboardd; journalctl -u offboardd -f"
     fi
 fi
-say "done. Check the deployment with:"
-say "  sudo -u $SERVICE_USER /opt/offboardd/venv/bin/offboardd doctor --config /etc/offboardd/offboardd.toml"
+say "done. Check the deployment (stop the service first: the doctor needs the link):"
+say "  sudo systemctl stop offboardd"
+say "  sudo /opt/offboardd/venv/bin/offboardd doctor --config /etc/offboardd/offboardd.toml"
+say "  sudo systemctl start offboardd"

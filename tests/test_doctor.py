@@ -140,3 +140,20 @@ def test_unreadable_config_for_the_service_user(tmp_path: Path,
                      "--user", "nobody"])
     out = capsys.readouterr().out
     assert code == 1 and "FAIL  config access" in out and "user nobody cannot read" in out
+
+
+async def test_doctor_over_a_serial_pty_to_the_sim(tmp_path: Path) -> None:
+    sim_config = SimConfig(udp_bind=None, udp_remote=None, gcs_bind=None, pty=True,
+                           profile="light")
+    async with SimServer(sim_config) as sim:
+        config = _config(tmp_path, f"serial://{sim.pty_path}:921600", free_port())
+        code, lines = await _doctor("--config", str(config), "--no-mqtt", "--user", "root")
+    by_name = {" ".join(line.split()[1:3]): line for line in lines[:-1]}
+    assert by_name["flight controller"].startswith("ok") and "serial://" in by_name[
+        "flight controller"], lines
+    assert by_name["PX4 version"].startswith("ok"), lines
+    # The sim keeps the pty's slave open, as socat would: the doctor names this process.
+    assert by_name["serial holders"].startswith("FAIL"), lines
+    assert f"(pid {os.getpid()}:" in by_name["serial holders"], lines
+    assert by_name["device policy"].startswith("warn")  # a pty is not a UART
+    assert code == 1

@@ -29,7 +29,7 @@ from offboardd.doctor.report import Check, fail, note, ok, warn
 
 SERVICE_USER = "offboardd"
 # systemd/offboardd.service: SupplementaryGroups= and the DeviceAllow= driver names.
-UNIT_SUPPLEMENTARY_GROUPS = ("dialout", "tty")
+UNIT_SUPPLEMENTARY_GROUPS = ("dialout",)
 UNIT_ALLOWED_DRIVERS = frozenset({"ttyS", "ttyAMA", "ttyTHS", "ttyUSB", "ttyACM"})
 _CANDIDATE_GLOBS = ("/dev/serial/by-id/*", "/dev/serial0", "/dev/serial1", "/dev/ttyAMA*",
                     "/dev/ttyTHS*", "/dev/ttyUSB*", "/dev/ttyACM*")
@@ -57,7 +57,7 @@ def resolve_user(name: str | None) -> User:
     service = pw.pw_name == SERVICE_USER
     if service:
         for group in UNIT_SUPPLEMENTARY_GROUPS:
-            with contextlib.suppress(KeyError):  # no tty group on this system
+            with contextlib.suppress(KeyError):  # no such group on this system
                 gids.add(grp.getgrnam(group).gr_gid)
     return User(pw.pw_name, pw.pw_uid, frozenset(gids), service)
 
