@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pwd
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,17 @@ async def test_doctor_over_a_serial_pty_to_the_sim(tmp_path: Path) -> None:
     assert f"(pid {os.getpid()}:" in by_name["serial holders"], lines
     assert by_name["device policy"].startswith("warn")  # a pty is not a UART
     assert code == 1
+
+
+def test_doctor_says_who_to_stop_when_the_udp_port_is_taken(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as daemon_socket:
+        daemon_socket.bind(("127.0.0.1", 0))  # the running service's udpin socket
+        port = daemon_socket.getsockname()[1]
+        config = _config(tmp_path, f"udpin://127.0.0.1:{port}", free_port())
+        code = cli_main(["doctor", "--config", str(config), "--no-mqtt", "--user", "root",
+                         "--timeout", "1"])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "flight controller" in x)
+    assert code == 1
+    assert line.startswith("FAIL") and "Address already in use" in line
+    assert "systemctl stop offboardd" in line
