@@ -120,7 +120,10 @@ else
         say "user $SERVICE_USER exists"
     else
         say "creating system user $SERVICE_USER"
-        useradd --system --user-group --no-create-home --home-dir /nonexistent \
+        # its own group, or the one a previous (half-undone) install left behind
+        group_args=(--user-group)
+        getent group "$SERVICE_USER" >/dev/null && group_args=(--gid "$SERVICE_USER")
+        useradd --system "${group_args[@]}" --no-create-home --home-dir /nonexistent \
             --shell /usr/sbin/nologin --comment "offboardd daemon" "$SERVICE_USER"
     fi
     for group in ${GROUPS_WANTED//,/ }; do

@@ -17,7 +17,13 @@ from pathlib import Path
 
 from offboardd.config import DaemonConfig, load_config
 from offboardd.doctor.broker import broker_checks
-from offboardd.doctor.device import User, device_checks, may_access, resolve_user
+from offboardd.doctor.device import (
+    SERVICE_USER,
+    User,
+    device_checks,
+    may_access,
+    resolve_user,
+)
 from offboardd.doctor.fc_probe import probe_fc
 from offboardd.doctor.fc_verdicts import fc_verdicts
 from offboardd.doctor.report import Check, exit_code, fail, note, ok, summary, warn
@@ -54,6 +60,9 @@ def main(args: argparse.Namespace) -> int:
         report([fail("user", f"no user {args.user!r} here",
                      "run systemd/install.sh, or pass --user NAME")])
         return 1
+    if args.user is None and not user.service:
+        report([note("user", f"no user {SERVICE_USER} here (systemd/install.sh creates it): "
+                     f"access checked for {user.name}")])
     config, config_checks = check_config(path, user)
     report(config_checks)
     if config is None:
