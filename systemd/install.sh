@@ -173,8 +173,8 @@ real_python="$(readlink -f "$VENV/bin/python")"
 case "$real_python" in
     /home/*|/root/*|/run/user/*)
         message="the virtualenv's interpreter is $real_python, which the service cannot see
-  (ProtectHome=yes). Use a Python outside /home and /root: Debian's, deadsnakes', or
-  uv python install 3.11 --install-dir /opt/offboardd/python"
+  (ProtectHome=yes). Use a Python outside /home and /root: Debian's, deadsnakes', or uv's
+  installed with UV_PYTHON_INSTALL_DIR=/opt/offboardd/python uv python install 3.11"
         if [ -n "$ROOT" ]; then say "warning: $message"; else die "$message"; fi ;;
 esac
 
