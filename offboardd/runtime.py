@@ -97,6 +97,7 @@ class Runtime:
         self._tokens = itertools.count(1)
         self._last_watchdog_s = -1e9
         self._last_state_s = -1e9
+        self._last_wake_s = 0.0  # set when run() starts; caps the timer's sleep
         self.internal_errors = 0
         self.running = asyncio.Event()
 
@@ -107,6 +108,7 @@ class Runtime:
         loop = self._loop = asyncio.get_running_loop()
         stop = stop if stop is not None else _signal_event(loop)
         self.engine = OffboardEngine(self.config.engine, loop.time())
+        self._last_wake_s = loop.time()
         log.info("starting", link=str(self.config.mavlink.url), mqtt=self.bridge is not None)
         try:
             async with asyncio.TaskGroup() as tg:
@@ -213,7 +215,7 @@ class Runtime:
     def _wake(self) -> None:
         """The one timer: stream ticks, timeouts, heartbeats, watchdog, periodic state."""
         self._timer = None
-        now = self._now()
+        now = self._last_wake_s = self._now()
         engine = self._engine()
         self._dispatch(engine.poll(now))
         for event in self.translator.flush(now):  # chunked STATUSTEXTs whose end never came
@@ -238,7 +240,9 @@ class Runtime:
         loop = self._loop
         if loop is None:
             return
-        deadline = min(self._engine().next_deadline(), loop.time() + _MAX_TIMER_SLEEP_S)
+        # The housekeeping cap is anchored to the last wake-up, not to now: every inbound
+        # message re-arms, and a cap that slid forward with them would never fire.
+        deadline = min(self._engine().next_deadline(), self._last_wake_s + _MAX_TIMER_SLEEP_S)
         if self._timer is not None:
             if self._timer.when() == deadline:
                 return
