@@ -80,7 +80,8 @@ def main(args: argparse.Namespace) -> int:
         summary = asyncio.run(fly(args, display))
     except KeyboardInterrupt:
         display.close()
-        print("offboardd scenario: interrupted (a landing was requested)", file=sys.stderr)
+        print("offboardd scenario: interrupted (a landing was requested if it held the "
+              "vehicle)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except ValueError as exc:  # e.g. a vehicle id that cannot be a topic level
         print(f"offboardd scenario: {exc}", file=sys.stderr)

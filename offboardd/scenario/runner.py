@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from offboardd.client import ClientError, OffboardClient
+from offboardd.client import ClientError, CommandRefused, OffboardClient
 from offboardd.core.setpoints import PositionNed, VelocityNed
 from offboardd.scenario import geometry as geo
 from offboardd.scenario.feed import PositionFeed
@@ -118,8 +118,12 @@ class ScenarioRunner:
                 end = geo.add(self._origin, (0.0, 0.0, -leg.altitude_m))
                 self._command(previous, at_s=start_s)
                 self._command(end, at_s=start_s)  # commanded from the engage on
-                self._in_control = True  # from the engage on, a failure must land
-                await self._with_progress(self.client.engage(PositionNed(*end), arm=True))
+                self._in_control = True  # from the engage on, a failure must land...
+                try:
+                    await self._with_progress(self.client.engage(PositionNed(*end), arm=True))
+                except CommandRefused:
+                    self._in_control = False  # ...unless the daemon refused it: still idle
+                    raise
                 # the reply can overtake the retained state: wait until it shows the engage,
                 # so that an "idle" seen later really means control was lost
                 await self._wait_state(self.settings.engaged_timeout_s, "the engaged state",
