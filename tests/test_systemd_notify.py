@@ -197,6 +197,42 @@ async def test_stalled_event_loop_misses_its_watchdog(notify_socket: NotifySocke
     await notify_socket.wait_for("STOPPING", "1", timeout_s=5)
 
 
+async def test_watchdog_is_fed_every_half_period_while_telemetry_flows(
+    notify_socket: NotifySocket,
+) -> None:
+    """sd_watchdog_enabled(3): ping every WatchdogSec/2. Telemetry arriving all the time
+    must not postpone the runtime's timer (and with it the ping) again and again."""
+    period_s = 1.0
+    notifier = SystemdNotifier(notify_socket.path,
+                               environ={"WATCHDOG_USEC": str(int(period_s * 1e6))})
+    port = free_port()
+    url = parse_link_url(f"udpin://127.0.0.1:{port}")
+    runtime = Runtime(DaemonConfig(mavlink=MavlinkSettings(url=url)), mqtt=False,
+                      notifier=notifier)
+    sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
+                           gcs_bind=None, profile="light")
+    stop = asyncio.Event()
+    async with SimServer(sim_config):
+        task = asyncio.create_task(runtime.run(stop))
+        try:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 15
+            while not (runtime.engine is not None and runtime.engine.fc_up):
+                assert loop.time() < deadline, "the runtime never heard the sim"
+                await asyncio.sleep(0.02)
+            flowing_since = time.monotonic()  # telemetry now reaches the engine all the time
+            before = len(notify_socket.with_field("WATCHDOG", "1"))
+            await notify_socket.wait_for("WATCHDOG", "1", count=before + 7, timeout_s=15)
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 10)
+            notifier.close()
+    pings = [d for d in notify_socket.with_field("WATCHDOG", "1") if d.at_s > flowing_since]
+    gaps = sorted(b.at_s - a.at_s for a, b in itertools.pairwise(pings))
+    median_gap_s = gaps[len(gaps) // 2]  # robust to a hiccup of the loaded test machine
+    assert median_gap_s < 0.75 * period_s, gaps
+
+
 def test_notifier_is_a_no_op_without_systemd() -> None:
     notifier = SystemdNotifier(environ={})
     assert not notifier.enabled
