@@ -48,5 +48,20 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP) mosquitto
 	$(PY) -m offboardd demo $(DEMO_ARGS)
 
+# The benchmark: offboardd at 20/50/100 Hz, MAVSDK and a pymavlink loop, side by side under
+# the sim's px4 and heavy telemetry loads; writes bench/results.{md,json,png} in a few
+# minutes (e.g. `make bench BENCH_ARGS="--seconds 5 --only 20hz"`; see bench/README.md).
+BENCH_STAMP := $(VENV)/.installed-bench
+BENCH_ARGS ?=
+
+$(BENCH_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP) mosquitto
+	$(PY) -m bench $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

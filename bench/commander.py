@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,16 +48,22 @@ class Drive:
     lease_s: float = LEASE_S
 
 
-def write_config(path: Path, fc_port: int, broker_port: int, rate_hz: float,
-                 vehicle_id: str) -> Path:  # fmt: skip
+def write_config(path: Path, fc_port: int, broker_port: int, rate_hz: float,  # noqa: PLR0917
+                 vehicle_id: str, extra: Sequence[str] = ()) -> Path:  # fmt: skip
     """A daemon config; `vehicle_id` is new per workload so no retained state of an
-    earlier daemon on the same broker passes for this one's."""
-    path.write_text(
-        f'[mavlink]\nurl = "udpin://127.0.0.1:{fc_port}"\n'
-        f"[engine]\nsetpoint_rate_hz = {rate_hz}\ncommand_timeout_s = {LEASE_S}\n"
-        f'[mqtt]\nhost = "127.0.0.1"\nport = {broker_port}\nvehicle_id = "{vehicle_id}"\n'
-        '[log]\nlevel = "warning"\nformat = "json"\n'
-    )
+    earlier daemon on the same broker passes for this one's. `extra` holds experiment
+    settings, "section.key = TOML value" each (`python -m bench --daemon-set`)."""
+    sections: dict[str, list[str]] = {
+        "mavlink": [f'url = "udpin://127.0.0.1:{fc_port}"'],
+        "engine": [f"setpoint_rate_hz = {rate_hz}", f"command_timeout_s = {LEASE_S}"],
+        "mqtt": ['host = "127.0.0.1"', f"port = {broker_port}", f'vehicle_id = "{vehicle_id}"'],
+        "log": ['level = "warning"', 'format = "json"'],
+    }
+    for setting in extra:
+        section, _, assignment = setting.partition(".")
+        sections.setdefault(section.strip(), []).append(assignment.strip())
+    path.write_text("".join(f"[{name}]\n" + "".join(f"{line}\n" for line in lines)
+                            for name, lines in sections.items()))  # fmt: skip
     return path
 
 

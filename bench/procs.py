@@ -78,11 +78,11 @@ class Children:
                  tb: TracebackType | None) -> None:  # fmt: skip
         self.stop_all()
 
-    def start(self, argv: list[str], *, ready: str | None = None,
-              timeout_s: float = 20.0) -> subprocess.Popen[str]:  # fmt: skip
-        """Start argv; if `ready` is given, wait for a stdout line containing it."""
+    def start(self, argv: list[str], *, ready: str | None = None, timeout_s: float = 20.0,
+              cwd: Path | None = None) -> subprocess.Popen[str]:  # fmt: skip
+        """Start argv (in `cwd`); if `ready` is given, wait for a stdout line containing it."""
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, text=True,
+            argv, stdin=subprocess.DEVNULL, text=True, cwd=cwd,
             stdout=subprocess.PIPE if ready else subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads here)
         )  # fmt: skip

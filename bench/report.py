@@ -27,9 +27,11 @@ def machine() -> dict[str, str]:
             model = line.split(":", 1)[1].strip()
             break
     versions = {name: metadata.version(name) for name in ("mavsdk", "pymavlink", "aiomqtt")}
+    # other work on the machine skews timing and CPU alike: say how busy it was
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     return {"cpu": model, "cores": str(os.cpu_count()), "python": platform.python_version(),
-            "kernel": platform.release(), "date_utc": time.strftime("%Y-%m-%d %H:%M UTC",
-            time.gmtime()), **versions}  # fmt: skip
+            "kernel": platform.release(), "loadavg": load, "date_utc": when, **versions}
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -116,7 +118,8 @@ def markdown(results: Sequence[Result], info: dict[str, str], seconds: float) ->
         f"Machine: {info['cpu']}, {info['cores']} cores, Python {info['python']}, "
         f"Linux {info['kernel']}; mavsdk {info['mavsdk']}, pymavlink {info['pymavlink']}, "
         f"aiomqtt {info['aiomqtt']}. Run {info['date_utc']}, {seconds:g} s per workload, "
-        "all workloads in one run (`make bench`; bench/README.md says what each number means).",
+        "all workloads in one run (`make bench`; bench/README.md says what each number means). "
+        f"Load average before / after: {info['loadavg']} / {info.get('loadavg_after', '–')}.",
         "", "## Stream timing and cost", "",
     ]  # fmt: skip
     return "\n".join([*head, *_stream_table(results), "", "## offboardd only: command "

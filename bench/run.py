@@ -37,7 +37,7 @@ def _start_broker(children: Children, workdir: Path) -> int:
     port = free_tcp_port()
     config = workdir / "mosquitto.conf"
     config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
-                      "log_type none\n")  # fmt: skip
+                      "set_tcp_nodelay true\nlog_type none\n")  # fmt: skip
     children.start([mosquitto_binary(), "-c", str(config)])
     deadline = time.monotonic() + 10.0
     while time.monotonic() < deadline:
@@ -49,9 +49,12 @@ def _start_broker(children: Children, workdir: Path) -> int:
 
 
 def run_benchmark(workloads: Sequence[Workload], seconds: float, out_dir: Path,
-                  *, log: bool = True, workdir: Path | None = None) -> list[Result]:  # fmt: skip
+                  *, log: bool = True, workdir: Path | None = None,
+                  daemon_settings: Sequence[str] = (),
+                  daemon_tree: Path | None = None) -> list[Result]:  # fmt: skip
     """Run `workloads` in order; keep configs and raw captures in `workdir` if given."""
     results: list[Result] = []
+    info = machine()
     with tempfile.TemporaryDirectory(prefix="offboardd-bench-") as tmp, Children() as children:
         workdir = workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
@@ -59,8 +62,10 @@ def run_benchmark(workloads: Sequence[Workload], seconds: float, out_dir: Path,
         for w in workloads:
             if log:
                 print(f"bench: {w.name} ({seconds:g} s)...", flush=True)
-            results.append(run_workload(w, seconds, broker_port, workdir))
-    write_reports(results, machine(), seconds, out_dir)
+            results.append(run_workload(w, seconds, broker_port, workdir, daemon_settings,
+                                        daemon_tree))
+    info["loadavg_after"] = machine()["loadavg"]
+    write_reports(results, info, seconds, out_dir)
     return results
 
 
@@ -75,13 +80,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "(e.g. mavsdk 20hz-heavy)")  # fmt: skip
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
                         help="keep daemon configs and raw proxy captures (*.capture.json) here")
+    parser.add_argument("--daemon-set", action="append", default=[], metavar="SECTION.KEY=V",
+                        help="an experiment: extra daemon setting, e.g. "
+                        "'mqtt.telemetry_rates_hz = {}' (repeatable)")  # fmt: skip
+    parser.add_argument("--daemon-tree", type=Path, default=None, metavar="DIR",
+                        help="an experiment: run the daemon from DIR (a patched copy of the "
+                        "repository, or of just its offboardd/ package)")  # fmt: skip
     args = parser.parse_args(argv)
     chosen = [w for w in all_workloads()
               if args.only is None or any(key in w.name for key in args.only)]  # fmt: skip
     if not chosen:
         parser.error("no workload matches --only")
     started = time.monotonic()
-    run_benchmark(chosen, args.seconds, args.out, workdir=args.keep)
+    run_benchmark(chosen, args.seconds, args.out, workdir=args.keep,
+                  daemon_settings=args.daemon_set, daemon_tree=args.daemon_tree)
     print(f"bench: done in {time.monotonic() - started:.0f} s; see {args.out}/results.md")
     return 0
 

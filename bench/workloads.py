@@ -13,6 +13,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,11 @@ def _measure_window(pid: int, seconds: float) -> tuple[int, int, float, float]:
     return t0_ns, t1_ns, (c1 - c0) / ((t1_ns - t0_ns) / NS_PER_S), peak_rss_mb(pid)
 
 
-def run_workload(w: Workload, seconds: float, broker_port: int, workdir: Path) -> Result:
+def run_workload(w: Workload, seconds: float, broker_port: int, workdir: Path,  # noqa: PLR0917
+                 daemon_settings: Sequence[str] = (), daemon_tree: Path | None = None
+                 ) -> Result:  # fmt: skip
+    """`daemon_tree`: run `python -m offboardd run` from that directory, so a patched copy
+    of the package is measured (an experiment) while everything else stays as it is."""
     proxy_port, sim_port, peer_port = free_udp_port(), free_udp_port(), free_udp_port()
     capture_path = workdir / f"{w.name}.capture.json"
     with Children() as children:
@@ -85,8 +90,10 @@ def run_workload(w: Workload, seconds: float, broker_port: int, workdir: Path) -
         if w.peer == "offboardd":
             vehicle_id = w.name.replace(".", "_")
             config = commander.write_config(workdir / f"{w.name}.toml", peer_port,
-                                            broker_port, w.rate_hz, vehicle_id)  # fmt: skip
-            daemon = children.start(_python("offboardd", "run", "--config", str(config)))
+                                            broker_port, w.rate_hz, vehicle_id,
+                                            daemon_settings)  # fmt: skip
+            daemon = children.start(_python("offboardd", "run", "--config", str(config)),
+                                    cwd=daemon_tree)
             drive = asyncio.run(commander.drive(daemon.pid, broker_port, vehicle_id,
                                                 _SETTLE_S, seconds, min(seconds, _PROBE_S)))
             t0_ns, t1_ns, cpu, rss = drive.t0_ns, drive.t1_ns, drive.cpu_per_s, drive.peak_rss_mb
@@ -99,6 +106,8 @@ def run_workload(w: Workload, seconds: float, broker_port: int, workdir: Path) -
             children.stop(peer)
         children.stop(proxy)  # writes the capture
     cap = json.loads(capture_path.read_text())
+    if drive is not None:  # with the capture, enough to re-analyse a run offline
+        (workdir / f"{w.name}.drive.json").write_text(json.dumps(asdict(drive)))
     return _result(w, cap, (t0_ns, t1_ns), (cpu, rss), drive)
 
 
