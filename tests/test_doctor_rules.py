@@ -7,10 +7,10 @@ import stat
 from pathlib import Path
 
 from offboardd.core.events import FcAutopilotVersion, FcHeartbeat
-from offboardd.core.fc_link import FcChecks
+from offboardd.core.fc_link import FcChecks, format_version
 from offboardd.doctor.device import drivers_for_major, may_access
 from offboardd.doctor.fc_probe import FcProbe
-from offboardd.doctor.fc_verdicts import fc_verdicts, format_version
+from offboardd.doctor.fc_verdicts import fc_verdicts
 from offboardd.doctor.holders import Holder, console_devices, find_holders, holder_fix
 from offboardd.doctor.report import Status, exit_code, fail, ok, summary, warn
 from offboardd.mavlink.links import parse_link_url

@@ -46,6 +46,7 @@ from offboardd.core.events import (
     FcParamValue,
     FcStatusText,
 )
+from offboardd.core.fc_link import format_version
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.settings import EngineSettings
@@ -118,6 +119,10 @@ class OffboardEngine(EngineEngage):
             fc_link="up" if self.fc_up else ("lost" if self._fc_ever_seen else "unknown"),
             fc_system_id=None if v.target is None else v.target.system_id,
             fc_is_px4=None if v.autopilot is None else v.is_px4,
+            fc_version=(
+                None if self.checks.version is None
+                else format_version(self.checks.version.flight_sw_version)
+            ),
             fc_heartbeat_age_s=v.heartbeat_age_s(now),
             fc_mode=mode_name(v.custom_mode),
             fc_custom_mode=v.custom_mode,

@@ -16,6 +16,7 @@ class EngineSnapshot:
     fc_link: str  # "unknown" (never heard), "up", "lost"
     fc_system_id: int | None
     fc_is_px4: bool | None
+    fc_version: str | None  # PX4's flight software version, "v1.16.2", once AUTOPILOT_VERSION came
     fc_heartbeat_age_s: float | None
     fc_mode: str
     fc_custom_mode: int | None

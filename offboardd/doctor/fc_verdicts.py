@@ -8,28 +8,20 @@ and the warnings about COM_OBL_RC_ACT / COM_RC_OVERRIDE / COM_RCL_EXCEPT are the
 
 from __future__ import annotations
 
-from offboardd.core.fc_link import LOSS_TIMEOUT_MARGIN, OPTIONAL_PARAMS, REQUIRED_PARAMS
+from offboardd.core.fc_link import (
+    LOSS_TIMEOUT_MARGIN,
+    OPTIONAL_PARAMS,
+    REQUIRED_PARAMS,
+    format_version,
+    px4_version,
+)
 from offboardd.doctor.fc_probe import FcProbe
 from offboardd.doctor.report import Check, fail, note, ok, warn
 from offboardd.mavlink.codec import dialect
 
 MIN_PX4_VERSION = (1, 14)  # offboardd relies on v1.14+ behaviour (px4-offboard.md)
-# FIRMWARE_VERSION_TYPE (common.xml), the low byte of flight_sw_version
-_VERSION_TYPES = {0: "dev", 64: "alpha", 128: "beta", 192: "rc", 255: ""}
 # COM_OBL_RC_ACT values that keep a multicopter safe without RC (§3): Hold, Land.
 _SAFE_LOSS_ACTIONS = "COM_OBL_RC_ACT = 5 (Hold) or 4 (Land)"
-
-
-def px4_version(flight_sw_version: int) -> tuple[int, int, int, str]:
-    """PX4's AUTOPILOT_VERSION.flight_sw_version: major, minor, patch bytes, then a type."""
-    v = flight_sw_version
-    kind = _VERSION_TYPES.get(v & 0xFF, f"type{v & 0xFF}")
-    return (v >> 24) & 0xFF, (v >> 16) & 0xFF, (v >> 8) & 0xFF, kind
-
-
-def format_version(flight_sw_version: int) -> str:
-    major, minor, patch, kind = px4_version(flight_sw_version)
-    return f"v{major}.{minor}.{patch}" + (f"-{kind}" if kind else "")
 
 
 def fc_verdicts(probe: FcProbe, setpoint_rate_hz: float) -> list[Check]:
