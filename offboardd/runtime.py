@@ -97,6 +97,7 @@ class Runtime:
         self._tokens = itertools.count(1)
         self._last_watchdog_s = -1e9
         self._last_state_s = -1e9
+        self._last_status = ""
         self._last_wake_s = 0.0  # set when run() starts; caps the timer's sleep
         self.internal_errors = 0
         self.running = asyncio.Event()
@@ -243,6 +244,9 @@ class Runtime:
         # The housekeeping cap is anchored to the last wake-up, not to now: every inbound
         # message re-arms, and a cap that slid forward with them would never fire.
         deadline = min(self._engine().next_deadline(), self._last_wake_s + _MAX_TIMER_SLEEP_S)
+        period_s = self.notifier.watchdog_period_s
+        if period_s is not None:  # a WatchdogSec shorter than 1 s still gets its pings
+            deadline = min(deadline, self._last_watchdog_s + period_s / 2)
         if self._timer is not None:
             if self._timer.when() == deadline:
                 return
@@ -291,16 +295,20 @@ class Runtime:
         level = "warning" if notice.kind in (NoticeKind.FAILSAFE, NoticeKind.WARNING) else "info"
         getattr(log, level)("engine_" + notice.kind.value,
                             **{k: v for k, v in fields.items() if k != "kind"})
-        if notice.kind is NoticeKind.TRANSITION:
-            self.notifier.status(f"{notice.phase.value}: {notice.message}")
         if self.bridge is not None:
             self.bridge.publish_event(fields)
 
     def _publish_state(self, now: float) -> None:
-        """Retained state: on every transition, and every _STATE_PERIOD_S for the figures
-        that move continuously (lease, stream rate, heartbeat age)."""
+        """Retained state and the systemd STATUS line: on every transition, and every
+        _STATE_PERIOD_S for the figures that move continuously (lease, stream rate...)."""
+        state = self._engine().snapshot(now).as_dict()
         if self.bridge is not None:
-            self.bridge.publish_state(self._engine().snapshot(now).as_dict())
+            self.bridge.publish_state(state)
+        connected = None if self.bridge is None else self.bridge.connected.is_set()
+        status = _status_line(state, connected)
+        if status != self._last_status:
+            self.notifier.status(status)
+            self._last_status = status
         self._last_state_s = now
 
     async def _telemetry_loop(self) -> None:
@@ -320,6 +328,23 @@ class Runtime:
                         self.bridge.publish_telemetry(kind, doc)
                     next_due[kind] = max(due + 1.0 / rates[kind], now)
             await asyncio.sleep(max(0.0, min(next_due.values()) - loop.time()))
+
+
+def _status_line(state: dict[str, Any], broker_connected: bool | None) -> str:
+    """What `systemctl status offboardd` shows: the FC, the broker, the phase."""
+    if state["fc_link"] == "up":
+        fc = f"flight controller sysid {state['fc_system_id']} up"
+        if state["fc_version"]:
+            fc += f" (PX4 {state['fc_version']})"
+    elif state["fc_link"] == "lost":
+        fc = "flight controller lost"
+    else:
+        fc = "waiting for the flight controller"
+    parts = [fc]
+    if broker_connected is not None:
+        parts.append("broker connected" if broker_connected else "waiting for the broker")
+    phase = state["phase"] + (f" ({state['reason']})" if state["reason"] else "")
+    return "; ".join([*parts, phase])
 
 
 def _signal_event(loop: asyncio.AbstractEventLoop) -> asyncio.Event:

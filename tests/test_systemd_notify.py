@@ -142,7 +142,12 @@ async def test_daemon_notifies_ready_watchdog_status_stopping(
                 assert (await client.engage(PositionNed(0.0, 0.0, -2.0), arm=True)).ok
             status = [d.fields["STATUS"] for d in notify_socket.with_field("STATUS")
                       if "READY" not in d.fields and "STOPPING" not in d.fields]
-            assert any(s.startswith("active") for s in status), status
+            # e.g. "flight controller sysid 1 up (PX4 v1.16.2); broker connected; active (engaged)"
+            assert any(
+                s.startswith("flight controller sysid 1 up (PX4 v")
+                and "; broker connected; active" in s
+                for s in status
+            ), status
             daemon.send_signal(signal.SIGTERM)
             assert await asyncio.wait_for(daemon.wait(), 15) == 0
         finally:
