@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: test demo lint bench deps mosquitto clean
+.PHONY: test demo lint bench deps system-tools mosquitto clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,16 +15,28 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-deps: $(STAMP) mosquitto
+deps: $(STAMP) system-tools
 
-mosquitto:
-	@command -v mosquitto >/dev/null 2>&1 || [ -x /usr/sbin/mosquitto ] || { \
+# Debian packages the suite and the demo use: the broker and its clients (the README's
+# examples), and systemd-analyze (the unit is verified as installed).
+SYSTEM_TOOLS := mosquitto:mosquitto mosquitto_pub:mosquitto-clients \
+                mosquitto_rr:mosquitto-clients systemd-analyze:systemd
+system-tools:
+	@missing=""; for pair in $(SYSTEM_TOOLS); do \
+	  tool=$${pair%%:*}; pkg=$${pair##*:}; \
+	  command -v $$tool >/dev/null 2>&1 || [ -x /usr/sbin/$$tool ] || missing="$$missing $$pkg"; \
+	done; \
+	missing=$$(echo $$missing | tr ' ' '\n' | sort -u | tr '\n' ' '); \
+	if [ -n "$${missing% }" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing Debian's mosquitto (MQTT broker used by the tests and the demo)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto mosquitto-clients >/dev/null; \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "mosquitto is missing: run 'sudo apt-get install mosquitto mosquitto-clients' and retry" >&2; exit 1; \
-	  fi; }
+	    echo "missing Debian packages: run 'sudo apt-get install $$missing' and retry" >&2; exit 1; \
+	  fi; \
+	fi
+
+mosquitto: system-tools  # the name the demo and bench targets depend on
 
 test: deps
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
