@@ -1,5 +1,6 @@
 """The runner's decisions against a fake client (no broker, no daemon): what it refuses
-to start, and that a refused engage is never followed by a landing request."""
+to start, what it says it waits for, and that a refused engage is never followed by a
+landing request."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from offboardd.client import CommandRefused, OffboardClient, Reply, Watched
+from offboardd.client import CommandRefused, OffboardClient, Reply, ReplyTimeout, Watched
 from offboardd.core.setpoints import Setpoint
 from offboardd.mqtt.topics import Topics
 from offboardd.scenario import MISSIONS, RunnerSettings, ScenarioRunner
@@ -29,7 +30,8 @@ class FakeClient:
 
     async def wait_for_state(self, predicate: Callable[[dict[str, Any]], bool],
                              timeout_s: float) -> dict[str, Any]:
-        assert self.state is not None and predicate(self.state), "the test's state is ready"
+        if self.state is None or not predicate(self.state):
+            raise ReplyTimeout(f"state did not match within {timeout_s} s")
         return self.state
 
     async def watch(self, filters: Sequence[str] | None = None) -> AsyncIterator[Watched]:
@@ -69,6 +71,18 @@ async def test_it_will_not_start_in_the_air_or_beside_another_commander() -> Non
         summary = await _runner(client).run()
         assert not summary.ok and words in (summary.failure or ""), summary.failure
         assert client.sent == [] and summary.legs == ()
+
+
+async def test_not_ready_says_what_it_still_waits_for() -> None:
+    # EXTENDED_SYS_STATE not heard yet: "undefined" is not "on the ground"
+    client = FakeClient({**READY, "landed_state": "undefined", "estimates": {}})
+    summary = await _runner(client).run()
+    assert summary.failure == ("the daemon is not ready to fly after 1 s; still waiting for "
+                               "a local position estimate, its landed state")
+    client = FakeClient({})
+    client.state = None  # no daemon publishing under this vehicle id
+    summary = await _runner(client).run()
+    assert "no state from the daemon" in (summary.failure or "") and client.sent == []
 
 
 def test_the_fake_offers_what_the_runner_uses() -> None:

@@ -57,7 +57,7 @@ async def test_a_pilot_taking_over_ends_the_mission_without_a_landing_request(
 
         summary = await asyncio.wait_for(ScenarioRunner(c, mission, on_progress=on_progress)
                                          .run(), 30)
-        assert switched and not summary.ok
+        assert switched and not summary.ok, summary.lines()
         assert "preempted" in (summary.failure or ""), summary.failure
         assert summary.legs[-1].name == "drift" and summary.legs[-1].duration_s < 10
         await asyncio.sleep(0.5)

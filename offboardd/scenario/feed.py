@@ -1,4 +1,5 @@
-"""The vehicle's position as the daemon publishes it on `telemetry/position`.
+"""What the runner reads from the daemon besides commands: the vehicle's position as
+published on `telemetry/position`, and whether the retained state says it can fly.
 
 A background task reads the topic through `OffboardClient.watch` and keeps the newest
 local NED position with its arrival time; `fresh()` returns it only while it is recent, so a
@@ -12,6 +13,7 @@ import contextlib
 import json
 from collections.abc import Callable
 from types import TracebackType
+from typing import Any
 
 from offboardd.client import ClientError, OffboardClient
 from offboardd.scenario.geometry import Vector
@@ -31,6 +33,18 @@ def parse_position(payload: bytes) -> Vector | None:
     if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in ned):
         return None
     return (float(ned[0]), float(ned[1]), float(ned[2]))  # type: ignore[arg-type]
+
+
+def not_ready(s: dict[str, Any]) -> list[str]:
+    """What the daemon's state still lacks before a mission can start (empty: ready)."""
+    missing = {
+        "the flight controller": s.get("fc_link") == "up",
+        "its parameters (COM_OF_LOSS_T...)": s.get("com_of_loss_t_s") is not None,
+        "a local position estimate": bool(s.get("estimates", {}).get("local_position")),
+        # EXTENDED_SYS_STATE may come after the rest: "undefined" is not "on the ground"
+        "its landed state": s.get("landed_state") not in (None, "undefined"),
+    }
+    return [what for what, ok in missing.items() if not ok]
 
 
 class PositionFeed:

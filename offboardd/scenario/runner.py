@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from offboardd.client import ClientError, CommandRefused, OffboardClient
 from offboardd.core.setpoints import PositionNed, VelocityNed
 from offboardd.scenario import geometry as geo
-from offboardd.scenario.feed import PositionFeed
+from offboardd.scenario.feed import PositionFeed, not_ready
 from offboardd.scenario.geometry import Vector
 from offboardd.scenario.mission import (
     GotoLeg,
@@ -52,11 +52,6 @@ class RunnerSettings:
     engaged_timeout_s: float = 5.0  # the engage reply until the state shows it
     position_stale_s: float = 2.0  # telemetry/position older than this does not count
     abort_timeout_s: float = 5.0  # the bounded land request after a failure
-
-
-def _ready(s: dict[str, Any]) -> bool:
-    return (s.get("fc_link") == "up" and s.get("com_of_loss_t_s") is not None
-            and bool(s.get("estimates", {}).get("local_position")))
 
 
 class ScenarioRunner:
@@ -208,9 +203,13 @@ class ScenarioRunner:
     async def _wait_ready(self) -> Vector:
         timeout_s = self.settings.ready_timeout_s
         try:
-            state = await self.client.wait_for_state(_ready, timeout_s)
-        except ClientError as exc:
-            raise ScenarioError(f"the daemon is not ready to fly: {exc}") from None
+            state = await self.client.wait_for_state(lambda s: not not_ready(s), timeout_s)
+        except ClientError:
+            last = self.client.state
+            lacking = not_ready(last) if last is not None else [
+                "its state: no state from the daemon (running? this vehicle id and broker?)"]
+            raise ScenarioError(f"the daemon is not ready to fly after {timeout_s:g} s; "
+                                f"still waiting for {', '.join(lacking)}") from None
         if state.get("armed") or state.get("landed_state") != "on_ground":
             raise ScenarioError("the mission starts on the ground, disarmed; the vehicle is "
                                 f"armed={state.get('armed')} {state.get('landed_state')}")
