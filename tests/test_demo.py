@@ -87,7 +87,7 @@ def test_demo_flies_plots_and_stops_everything(tmp_path: Path) -> None:
     assert (out / "logs" / "daemon.log").stat().st_size > 0
 
 
-@pytest.mark.parametrize("how", ["sigint", "sigkill"])
+@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
 def test_interrupted_demo_leaves_no_process_behind(tmp_path: Path, how: str) -> None:
     demo = _start_demo(tmp_path / "out")
     pids: dict[str, int] = {}
@@ -95,8 +95,8 @@ def test_interrupted_demo_leaves_no_process_behind(tmp_path: Path, how: str) -> 
     try:
         _read_until(demo, "2/8 square north", pids, seen)  # flying
         assert set(pids) == {"mosquitto", "daemon", "sim"}
-        if how == "sigint":  # Ctrl-C: a landing request, then everything stopped in order
-            demo.send_signal(signal.SIGINT)
+        if how == "sigterm":  # taken as Ctrl-C (SIGINT): a landing request, then
+            demo.send_signal(signal.SIGTERM)  # everything stopped in order
             output, _ = demo.communicate(timeout=30)
             assert demo.returncode == 130, "".join(seen) + output
             assert "everything it started is stopped" in output
