@@ -50,6 +50,10 @@ def test_a_mission_must_start_with_a_takeoff_and_stay_in_sane_bounds() -> None:
         Mission("x", (GotoLeg("g", (1, 0, -2)),))
     with pytest.raises(ValueError, match="altitude_m"):
         Mission("x", (TakeoffLeg("t", 500.0),))
+    with pytest.raises(ValueError, match="handed back"):
+        Mission("x", (TakeoffLeg("t", 2.0), ReleaseLeg(), GotoLeg("g", (1, 0, -2))))
+    with pytest.raises(ValueError, match="handed back"):
+        Mission("x", (TakeoffLeg("t", 2.0), LandLeg(), TakeoffLeg("again", 2.0)))
     with pytest.raises(ValueError, match="duration_s"):
         Mission("x", (TakeoffLeg("t", 2.0), VelocityLeg("v", (1, 0, 0), 0.0)))
 

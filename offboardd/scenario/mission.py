@@ -72,6 +72,12 @@ class Mission:
     def __post_init__(self) -> None:
         if not self.legs or not isinstance(self.legs[0], TakeoffLeg):
             raise ValueError(f"mission {self.name!r} must start with a takeoff leg")
+        handed_back = False  # after a release or a land the vehicle is not ours to steer
+        for leg in self.legs[1:]:
+            if isinstance(leg, TakeoffLeg | GotoLeg | VelocityLeg) and handed_back:
+                raise ValueError(f"{leg.name}: no takeoff, goto or velocity leg after a "
+                                 "release or land (control was handed back)")
+            handed_back = handed_back or isinstance(leg, ReleaseLeg | LandLeg)
         for leg in self.legs:
             if isinstance(leg, TakeoffLeg) and not 0.5 <= leg.altitude_m <= 120.0:
                 # 120 m: the usual regulatory ceiling; below 0.5 m PX4 may not leave the ground
