@@ -210,7 +210,12 @@ class Runtime:
         engine = self.engine
         if engine is None:
             return
+        vehicle = engine.vehicle
+        before = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
         self._dispatch(engine.handle(event, self._now()))
+        if (vehicle.custom_mode, vehicle.armed, vehicle.landed_state) != before:
+            # Subscribers see the FC's mode, arming and landing at once, not a second later.
+            self._publish_state(self._now())
         self._rearm()
 
     def _wake(self) -> None:

@@ -56,10 +56,12 @@ async def deployment(
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
                            gcs_bind=None, profile="light")
     async with SimServer(sim_config) as sim:
-        daemon = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "offboardd", "run", "--config", str(config),
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        )
+        # logs to a file: a pipe nobody reads would fill and freeze the daemon
+        with (tmp_path / "daemon.log").open("wb") as log_file:
+            daemon = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "offboardd", "run", "--config", str(config),
+                stdout=asyncio.subprocess.DEVNULL, stderr=log_file,
+            )
         dep = Deployment(sim, daemon, broker, "t1")
         try:
             yield dep
