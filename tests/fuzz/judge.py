@@ -50,6 +50,10 @@ _EARTH_RADIUS_M = 6_371_000.0
 # open, `unexpected()` leaves these problems out; set True once envelope.py is fixed.
 ACCELERATION_OVERSHOOT_FIXED = False
 ACCELERATION_PROBLEM = "acceleration"
+# Known envelope bug (reported; reproduced in test_known_bugs.py): an infinite heading
+# from the FC makes a fenced velocity stream raise. While open, the fuzz tests do not
+# feed ±inf headings to a fenced engine; set True once envelope.py is fixed.
+INFINITE_HEADING_FIXED = False
 # POSITION_TARGET_TYPEMASK / ATTITUDE_TARGET_TYPEMASK ignore bits (common.xml)
 _IGNORE_POS, _IGNORE_VEL, _IGNORE_ACC = 7, 56, 448
 _IGNORE_YAW_RATE = 2048
@@ -101,9 +105,11 @@ def _tolerance(limit: float) -> float:
 class EnvelopeJudge:
     """Problems (empty: inside the envelope) of one decoded SET_* message."""
 
-    def __init__(self, settings: EnvelopeSettings, home: HomeFix | None = None) -> None:
+    def __init__(self, settings: EnvelopeSettings, home: HomeFix | None = None, *,
+                 check_fence: bool = True) -> None:
         self.s = settings
         self.home = home
+        self.check_fence = check_fence and settings.fence_enabled
 
     def problems(self, msg: Message, *, hold_slack_m: float = 0.0) -> list[str]:
         """`hold_slack_m`: how far outside the fence a zero-velocity position (a hold
@@ -122,7 +128,7 @@ class EnvelopeJudge:
                 out.append(f"{ACCELERATION_PROBLEM} {norm:.4g} m/s² > {s.max_acceleration_m_s2}")
         if not mask & _IGNORE_YAW_RATE:
             out += self._yaw_rate(float(msg.yaw_rate))
-        if not mask & _IGNORE_POS and s.fence_enabled:
+        if not mask & _IGNORE_POS and self.check_fence:
             still = mask & _IGNORE_VEL or max(abs(msg.vx), abs(msg.vy), abs(msg.vz)) == 0.0
             out += self._position(msg, hold_slack_m if still else 0.0)
         return out

@@ -30,9 +30,11 @@ import pytest
 from offboardd.config import DaemonConfig, MavlinkSettings
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.settings import EngineSettings
+from offboardd.errors import ErrorCode
 from offboardd.mavlink.codec import Message
 from offboardd.mavlink.links import parse_link_url
 from offboardd.mqtt.topics import Topics
+from offboardd.mqtt.wire import MqttErrorCode
 from offboardd.runtime import Runtime
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import Broker, free_port
@@ -47,6 +49,7 @@ VEHICLE = "fuzz1"
 T = Topics.for_vehicle(VEHICLE)
 ENVELOPE = EnvelopeSettings(max_distance_m=40.0, max_altitude_m=30.0, min_altitude_m=-1.0,
                             breach_tolerance_m=2.0, max_horizontal_speed_m_s=8.0)
+CODES = {str(c) for c in MqttErrorCode} | {str(c) for c in ErrorCode}
 ENGAGED = ("warmup", "engaging", "arming", "active", "holding")
 # PX4 fails safe after COM_OF_LOSS_T (default 1 s) without a setpoint: keep clear of it.
 MAX_SETPOINT_GAP_S = 0.8
@@ -167,6 +170,8 @@ async def test_fuzzed_mqtt_and_mavlink_traffic_end_to_end(
                 await client.publish(topic, b"", qos=1, retain=True)
         assert fz.runtime.internal_errors == 0
         assert not [r for r in replies if r.get("code") == "internal_error"]
+        uncoded = [r for r in replies if not r["ok"] and r.get("code") not in CODES]
+        assert not uncoded, uncoded[:3]  # every refusal carries a documented code
         audit(fz)
     assert cases.count >= BUDGET[E2E_TEST]
 

@@ -15,8 +15,6 @@ Properties:
 
 from __future__ import annotations
 
-import copy
-import functools
 import json
 import math
 
@@ -30,20 +28,31 @@ from offboardd.core.setpoints import (
     Attitude,
     BodyRates,
     PositionNed,
+    PositionVelocityNed,
     Setpoint,
     VelocityBody,
     VelocityNed,
 )
-from offboardd.core.settings import EngineSettings
-from offboardd.mavlink.codec import MavlinkCodec, dialect
+from offboardd.mavlink.codec import MavlinkCodec, Message, dialect
 from offboardd.mavlink.telemetry import SOURCES, TelemetryCache
 from offboardd.mavlink.telemetry import WANTED_MESSAGE_IDS as TELEMETRY_IDS
 from offboardd.mavlink.translate_in import WANTED_MESSAGE_IDS, InboundTranslator
 from offboardd.mqtt.wire import encode_document
 from tests.core.bench import Bench
 
+from .benches import engaged_bench
 from .budget import Cases, fuzz_settings
-from .judge import EnvelopeJudge, px4_verdict_of_message, unexpected, wire
+from .judge import (
+    HOME_ALT_M,
+    HOME_LAT_DEG,
+    HOME_LON_DEG,
+    INFINITE_HEADING_FIXED,
+    EnvelopeJudge,
+    HomeFix,
+    px4_verdict_of_message,
+    unexpected,
+    wire,
+)
 from .mavlink_strategies import absurd_frames, chunked, damaged
 
 RUNTIME_WANTED = WANTED_MESSAGE_IDS | TELEMETRY_IDS  # what Runtime's codec decodes
@@ -89,33 +98,35 @@ def test_codec_survives_random_truncated_and_corrupted_bytes(
 
 # -- translator + engine -------------------------------------------------------------------
 
-ENGAGED_WITH: dict[str, Setpoint | None] = {
-    "hold_here": None,
-    "position": PositionNed(3.0, -2.0, -6.0, yaw_rad=0.5),
-    "velocity": VelocityNed(2.0, -1.0, -0.5, yaw_rate_rad_s=0.2),
-    "velocity_body": VelocityBody(1.5, 0.5, 0.0, 0.1),
-    "acceleration": AccelerationNed(0.5, 0.5, -0.2),
-    "attitude": Attitude(math.cos(0.05), 0.0, math.sin(0.05), 0.0, 0.55),
-    "body_rates": BodyRates(0.1, -0.1, 0.2, 0.5),
+PLAIN = EnvelopeSettings()  # the defaults: PX4's speed, tilt and yaw-rate limits, no fence
+FENCED = EnvelopeSettings(max_distance_m=50.0, min_altitude_m=-2.0, max_altitude_m=40.0)
+HOME = HomeFix(HOME_LAT_DEG, HOME_LON_DEG, HOME_ALT_M, 0.0, 0.0, 0.0)
+ENGAGED_WITH: dict[str, tuple[Setpoint | None, EnvelopeSettings]] = {
+    "hold_here": (None, PLAIN),
+    "position": (PositionNed(3.0, -2.0, -6.0, yaw_rad=0.5), PLAIN),
+    "velocity": (VelocityNed(2.0, -1.0, -0.5, yaw_rate_rad_s=0.2), PLAIN),
+    "velocity_body": (VelocityBody(1.5, 0.5, 0.0, 0.1), PLAIN),
+    "acceleration": (AccelerationNed(0.5, 0.5, -0.2), PLAIN),
+    "attitude": (Attitude(math.cos(0.05), 0.0, math.sin(0.05), 0.0, 0.55), PLAIN),
+    "body_rates": (BodyRates(0.1, -0.1, 0.2, 0.5), PLAIN),
+    "fenced_velocity": (VelocityNed(4.0, 1.0, -0.5), FENCED),
+    "fenced_velocity_body": (VelocityBody(3.0, -1.0, 0.2, 0.3), FENCED),
+    "fenced_acceleration": (AccelerationNed(1.0, -0.5, 0.3), FENCED),
+    "fenced_position_velocity": (PositionVelocityNed(10.0, 5.0, -8.0, 1.0, 0.5, 0.0), FENCED),
 }
-ENVELOPE = EnvelopeSettings()  # the defaults: PX4's speed, tilt and yaw-rate limits
 
 
-@functools.cache
-def _engaged(kind: str) -> Bench:
-    bench = Bench(EngineSettings(hold_s=1.0, envelope=ENVELOPE))
-    bench.engage(ENGAGED_WITH[kind], arm=True)
-    return bench
+def crashes_known(msg: Message, envelope: EnvelopeSettings) -> bool:
+    """A message that hits a reported, unfixed bug (see judge.INFINITE_HEADING_FIXED)."""
+    return (not INFINITE_HEADING_FIXED and envelope.fence_enabled
+            and msg.get_type() == "ATTITUDE" and math.isinf(msg.yaw))
 
 
-def engaged_bench(kind: str) -> Bench:
-    """An engine ACTIVE with a live commander (built once per kind, copied per case)."""
-    return copy.deepcopy(_engaged(kind))
-
-
-def judge_stream(bench: Bench, since: float) -> int:
-    judge = EnvelopeJudge(ENVELOPE)
-    sent = {a.setpoint for t, a in bench.log if isinstance(a, SendSetpoint) and t >= since}
+def judge_stream(bench: Bench, envelope: EnvelopeSettings) -> int:
+    """Every setpoint streamed flies and keeps the limits. (The fence is the engine
+    fuzz's business: absurd HOME_POSITION frames move home here.)"""
+    judge = EnvelopeJudge(envelope, check_fence=False)
+    sent = {a.setpoint for _, a in bench.log if isinstance(a, SendSetpoint)}
     for sp in sent:  # the stream repeats each setpoint: judge each value once
         msg = wire(sp)
         verdict = px4_verdict_of_message(msg)
@@ -132,15 +143,18 @@ def judge_stream(bench: Bench, since: float) -> int:
 def test_absurd_fc_messages_never_crash_nor_bend_the_stream(
     kind: str, frames: list[tuple[bytes, float]], cases: Cases
 ) -> None:
-    """One case: an engaged engine (one of seven setpoint kinds) receives one to eight
-    absurd frames, decoded and translated as the runtime does, with time passing."""
+    """One case: an engaged engine (one of eleven setpoint kinds, four with a fence)
+    receives one to eight absurd frames, decoded and translated as the runtime does,
+    with time passing."""
     cases.add()
-    bench = engaged_bench(kind)
-    start = bench.now
+    setpoint, envelope = ENGAGED_WITH[kind]
+    bench = engaged_bench(setpoint, envelope, HOME)
     codec = MavlinkCodec(1, 191, wanted_ids=RUNTIME_WANTED)
     translator, telemetry = InboundTranslator(), TelemetryCache()
     for frame, dt_s in frames:
         for msg in codec.decode(frame):
+            if crashes_known(msg, envelope):
+                continue
             telemetry.update(msg)
             for event in translator.events(msg, bench.now):
                 bench.feed(event)
@@ -154,7 +168,7 @@ def test_absurd_fc_messages_never_crash_nor_bend_the_stream(
         if doc is not None:
             json.loads(encode_document(doc))
     json.loads(encode_document(bench.engine.snapshot(bench.now).as_dict()))
-    if judge_stream(bench, start):
+    if judge_stream(bench, envelope):
         cases.note("streamed_after_fuzz")
     if bench.engine.phase.value == "active":
         cases.note("still_active")
