@@ -46,6 +46,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if total:
         terminalreporter.write_line(
             f"fuzz budget: {total} cases run ({end_to_end} end to end); "
-            f"required {MIN_TOTAL_CASES} ({MIN_END_TO_END_CASES} end to end); "
-            + ", ".join(f"{k}: {v}" for k, v in sorted(notes.items()))
+            f"required {MIN_TOTAL_CASES} ({MIN_END_TO_END_CASES} end to end)"
         )
+        if notes:
+            terminalreporter.write_line(
+                "fuzz outcomes: " + ", ".join(f"{k}: {v}" for k, v in sorted(notes.items())))
