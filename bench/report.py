@@ -124,7 +124,9 @@ def markdown(results: Sequence[Result], info: dict[str, str], seconds: float) ->
     ]  # fmt: skip
     return "\n".join([*head, *_stream_table(results), "", "## offboardd only: command "
                       "latency and lease lapse", "", *_daemon_table(results), "",
-                      "## Targets (issue 9)", "", *targets(results), ""])  # fmt: skip
+                      "## Targets (issue 9)", "", *targets(results), "",
+                      "Causes of the misses and measured fixes: bench/README.md, Findings.",
+                      ""])  # fmt: skip
 
 
 def plot(results: Sequence[Result], path: Path) -> None:
