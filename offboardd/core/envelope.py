@@ -165,6 +165,8 @@ class Envelope:
         pos = vehicle.local_position
         need = EstimateNeed.LOCAL_POSITION if fenced else EstimateNeed.LOCAL_VELOCITY
         yaw = vehicle.attitude.yaw_rad if vehicle.attitude is not None else None
+        if yaw is not None and not math.isfinite(yaw):
+            yaw = None  # a broken FC's inf/NaN heading is no heading (found by fuzzing)
         if (
             pos is None
             or not vehicle.estimate_valid(need, now)
@@ -258,6 +260,7 @@ class Envelope:
         if max(abs(x - y) for x, y in zip(capped, a, strict=True)) < _SAME:
             return sp, None
         worst = max(range(len(every)), key=lambda i: dot(a, limits[i][0]) - limits[i][1])
+        capped = _within_norm(capped, limits[worst][0], brake)
         reason = every[worst][2]
         why: tuple[Reason, str] = (reason, "acceleration limited to hold the speed limits")
         if worst < len(ceilings):
@@ -292,3 +295,28 @@ def _motionless(sp: Setpoint) -> Setpoint:
     if isinstance(sp, AccelerationNed):
         return dataclasses.replace(sp, north_m_s2=0.0, east_m_s2=0.0, down_m_s2=0.0)
     return sp
+
+
+def _within_norm(a: Vec3, braking: Vec3, limit: float) -> Vec3:
+    """`a` with its norm held to `limit`, keeping its component along `braking` (the
+    constraint that shaped it) whole and shrinking the rest: scaling all of `a` down
+    would weaken the braking at a fence face or speed limit (found by fuzzing: braking
+    at the full limit plus the commanded sideways part exceeded max_acceleration_m_s2)."""
+    norm = math.sqrt(dot(a, a))
+    if norm <= limit:
+        return a
+    along = dot(a, braking)
+    if abs(along) >= limit:
+        return (
+            math.copysign(limit, along) * braking[0],
+            math.copysign(limit, along) * braking[1],
+            math.copysign(limit, along) * braking[2],
+        )
+    rest = (a[0] - along * braking[0], a[1] - along * braking[1], a[2] - along * braking[2])
+    rest_norm = math.sqrt(dot(rest, rest))
+    k = math.sqrt(limit * limit - along * along) / rest_norm if rest_norm > 0.0 else 0.0
+    return (
+        along * braking[0] + k * rest[0],
+        along * braking[1] + k * rest[1],
+        along * braking[2] + k * rest[2],
+    )

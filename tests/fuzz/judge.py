@@ -44,16 +44,6 @@ _JUDGES = {
     "SET_ATTITUDE_TARGET": judge_attitude,
 }
 _EARTH_RADIUS_M = 6_371_000.0
-# Known envelope bug (reported; test_known_bugs.py holds its strict-xfail reproduction):
-# a shaped AccelerationNed brakes at max_acceleration_m_s2 along one axis *and* keeps the
-# commanded acceleration along the others, so its norm can exceed the limit. While it is
-# open, `unexpected()` leaves these problems out; set True once envelope.py is fixed.
-ACCELERATION_OVERSHOOT_FIXED = False
-ACCELERATION_PROBLEM = "acceleration"
-# Known envelope bug (reported; reproduced in test_known_bugs.py): an infinite heading
-# from the FC makes a fenced velocity stream raise. While open, the fuzz tests do not
-# feed ±inf headings to a fenced engine; set True once envelope.py is fixed.
-INFINITE_HEADING_FIXED = False
 # POSITION_TARGET_TYPEMASK / ATTITUDE_TARGET_TYPEMASK ignore bits (common.xml)
 _IGNORE_POS, _IGNORE_VEL, _IGNORE_ACC = 7, 56, 448
 _IGNORE_YAW_RATE = 2048
@@ -125,7 +115,7 @@ class EnvelopeJudge:
         if not mask & _IGNORE_ACC:
             norm = math.sqrt(msg.afx**2 + msg.afy**2 + msg.afz**2)
             if norm > s.max_acceleration_m_s2 + _tolerance(s.max_acceleration_m_s2):
-                out.append(f"{ACCELERATION_PROBLEM} {norm:.4g} m/s² > {s.max_acceleration_m_s2}")
+                out.append(f"acceleration {norm:.4g} m/s² > {s.max_acceleration_m_s2}")
         if not mask & _IGNORE_YAW_RATE:
             out += self._yaw_rate(float(msg.yaw_rate))
         if not mask & _IGNORE_POS and self.check_fence:
@@ -206,13 +196,6 @@ class EnvelopeJudge:
             if not _inside(north, east, polygon) and _edge_distance(north, east, polygon) > slack_m:
                 out.append(f"{where}: outside the polygon")
         return out
-
-
-def unexpected(problems: list[str]) -> list[str]:
-    """`problems` without those of known, reported bugs (see ACCELERATION_OVERSHOOT_FIXED)."""
-    if ACCELERATION_OVERSHOOT_FIXED:
-        return problems
-    return [p for p in problems if not p.startswith(ACCELERATION_PROBLEM)]
 
 
 def _project(home: HomeFix, lat_deg: float, lon_deg: float) -> tuple[float, float]:
