@@ -84,7 +84,9 @@ class Runtime:
                 log.warning("signing_timestamp_unreadable", problem=problem)
         self.translator = translate.InboundTranslator()
         self.telemetry = TelemetryCache()
-        self.link: Link = open_link(config.mavlink.url, self._on_bytes, self._on_link_state)
+        self.link: Link = open_link(
+            config.mavlink.url, self._on_bytes, self._on_link_state, confirm_peers=True
+        )
         self.bridge: MqttBridge | None = (
             MqttBridge(config.mqtt, self._on_inbound) if mqtt else None
         )
@@ -174,7 +176,10 @@ class Runtime:
 
     def _on_bytes(self, data: bytes) -> None:
         fc_sysid = self.config.mavlink.fc_system_id
-        for msg in self.codec.decode(data):
+        messages = self.codec.decode(data)
+        if messages:  # valid MAVLink (signed, when signing is on): a sender worth replying to
+            self.link.confirm_sender()
+        for msg in messages:
             if fc_sysid and msg.get_srcSystem() != fc_sysid:
                 continue
             try:

@@ -161,6 +161,10 @@ class MavlinkCodec:
                 continue
             frame_len, msg_id = _frame_shape(buf, pos, end)
             if frame_len < 0 or pos + frame_len > end:
+                if self._stray_header(buf, pos, end):
+                    self.stats.garbage_bytes += 1
+                    pos += 1
+                    continue
                 break  # header or body not all here yet
             after = pos + frame_len
             # A frame we do not CRC-check (unwanted, or an id our dialect lacks) is trusted
@@ -211,6 +215,25 @@ class MavlinkCodec:
         if self._accept_unsigned or msg.get_msgId() in self._unsigned_ids:
             return True
         self.stats.unsigned_refused += 1
+        return False
+
+    def _stray_header(self, buf: bytearray, pos: int, end: int) -> bool:
+        """Whether the unfinished frame at `pos` is garbage: a whole frame with a good CRC
+        starts inside the bytes it claims. Without this, a damaged header claiming 255
+        bytes holds back every frame behind it until that many bytes have come (found by
+        fuzzing: over ten seconds on a heartbeat-only link). A false proof needs a 16-bit
+        CRC collision; only a MAVLink frame tunnelled inside another could fool it."""
+        nxt = _next_magic(buf, pos + 1)
+        while nxt >= 0:
+            frame_len, _ = _frame_shape(buf, nxt, end)
+            if frame_len > 0 and nxt + frame_len <= end:
+                try:
+                    msg = self._rx.decode(buf[nxt : nxt + frame_len])
+                except Exception:  # not a frame: keep looking
+                    msg = None
+                if msg is not None and not msg.get_type().startswith("UNKNOWN"):
+                    return True
+            nxt = _next_magic(buf, nxt + 1)
         return False
 
     def _decode_frame(self, frame: bytearray) -> Message | None:

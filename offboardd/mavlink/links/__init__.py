@@ -46,11 +46,21 @@ _LINK_TYPES: dict[str, type[Link]] = {
 }
 
 
-def open_link(url: str | LinkUrl, on_bytes: BytesCallback, on_state: StateCallback) -> Link:
+def open_link(
+    url: str | LinkUrl,
+    on_bytes: BytesCallback,
+    on_state: StateCallback,
+    *,
+    confirm_peers: bool = False,
+) -> Link:
     """The link for `url` (parsed here if given as text: raises `LinkUrlError`).
 
     Nothing is opened until `run()`; `on_bytes` gets each received chunk and `on_state`
     each up/down transition, both called synchronously from the event loop.
+    `confirm_peers`: a udpin link replies only to senders `confirm_sender()` vouched for.
     """
     parsed = url if isinstance(url, LinkUrl) else parse_link_url(url)
-    return _LINK_TYPES[parsed.scheme](parsed, on_bytes, on_state)
+    link = _LINK_TYPES[parsed.scheme](parsed, on_bytes, on_state)
+    if isinstance(link, UdpInLink):
+        link.confirm_peers = confirm_peers
+    return link

@@ -81,6 +81,14 @@ class Link(ABC):
     def up(self) -> bool:
         return self._state.up
 
+    def confirm_sender(self) -> None:
+        """Called from inside `on_bytes` once the bytes delivered held valid MAVLink.
+
+        A link that learns its peer from who spoke (udpin with `confirm_peers`) adopts that
+        sender only then; for every other link this does nothing.
+        """
+        return  # a deliberate no-op hook (B027 wants a body), not an abstract method
+
     @property
     def state(self) -> LinkState:
         """The current state; while down, `detail` holds the last reason (refused, missing...)."""

@@ -89,7 +89,16 @@ class _UdpLink(Link):
 
 
 class UdpInLink(_UdpLink):
-    """Bind `host:port`; up once a datagram arrives; replies go to the last sender."""
+    """Bind `host:port`; up once a datagram arrives; replies go to the last sender.
+
+    With `confirm_peers` (the daemon sets it) a new sender becomes the peer only when the
+    consumer calls `confirm_sender()` for its datagram, i.e. once it decoded as valid
+    MAVLink: otherwise one datagram of garbage from anyone who can reach the port would
+    divert the setpoint stream until the FC spoke again (found by fuzzing).
+    """
+
+    confirm_peers = False
+    _sender: Any = None  # the sender of the datagram being delivered, not yet the peer
 
     def _endpoint_kwargs(self) -> dict[str, Any]:
         return {"local_addr": self.url.address}
@@ -99,10 +108,25 @@ class UdpInLink(_UdpLink):
         self._mark_down(f"listening on {format_host_port(*self.url.address)}")
 
     def _datagram(self, data: bytes, addr: Any) -> None:
+        if addr != self._peer:
+            if self.confirm_peers:
+                self._sender = addr
+            else:
+                self._adopt(addr)
+        try:
+            self._deliver(data)
+        finally:
+            self._sender = None
+
+    def confirm_sender(self) -> None:
+        if self._sender is not None:
+            self._adopt(self._sender)
+            self._sender = None
+
+    def _adopt(self, addr: Any) -> None:
         self._peer = addr
         if not self.up:
             self._mark_up(f"peer {format_host_port(str(addr[0]), int(addr[1]))} spoke")
-        self._deliver(data)
 
 
 class UdpOutLink(_UdpLink):
