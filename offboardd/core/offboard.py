@@ -224,8 +224,15 @@ class OffboardEngine(EngineEngage):
                 )
             elif phase is Phase.ARMING and v.armed:
                 self._engaged(now, "engaged in OFFBOARD and armed")
-            elif armed_before and not v.armed and not disarm_expected:
-                self.preempt(Reason.PREEMPTED_DISARMED, "FC disarmed without being asked")
+            elif armed_before and not v.armed:
+                if disarm_expected:
+                    # The operator ended control: streaming on would let a later arm fly
+                    # off to the old setpoint. A new engage starts over.
+                    self.stop_stream()
+                    self.enter(Phase.IDLE, Reason.COMMANDED_DISARM,
+                               "disarmed on command; stopped streaming")
+                else:
+                    self.preempt(Reason.PREEMPTED_DISARMED, "FC disarmed without being asked")
         elif phase is Phase.RELEASING and self._handover is not None:
             self._handover_progress(now)
 

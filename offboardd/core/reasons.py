@@ -36,6 +36,7 @@ class Reason(StrEnum):
     COMMANDED_HOLD = "commanded_hold"
     COMMANDED_LAND = "commanded_land"
     COMMANDED_RTL = "commanded_rtl"
+    COMMANDED_DISARM = "commanded_disarm"  # the operator disarmed: control ended, stream stopped
     RESUMED = "resumed"
     # commands refused up front
     PHASE_NOT_ALLOWED = "phase_not_allowed"

@@ -179,13 +179,17 @@ def test_preemption_by_a_pilot_stops_streaming_and_stays_stopped() -> None:
     assert b.phase() is Phase.WARMUP
 
 
-def test_disarm_under_us_is_a_preemption_but_our_own_disarm_is_not() -> None:
+def test_disarm_under_us_is_a_preemption_but_our_own_disarm_ends_control() -> None:
     b = Bench()
     b.engage(UP, arm=True)
     b.feed(Disarm("d"))
     b.set_armed(False)
-    b.step(1.0)
-    assert b.reply("d").ok and b.phase() is Phase.ACTIVE
+    b.step(1.0)  # the next HEARTBEAT shows it
+    assert b.reply("d").ok
+    assert b.phase() is Phase.IDLE and b.reason() is Reason.COMMANDED_DISARM
+    t = b.now
+    b.step(2.0)
+    assert b.setpoint_times(since=t + 1e-9) == [], "no stream to a disarmed vehicle"
     b2 = Bench()
     b2.engage(UP, arm=True)
     b2.set_armed(False)
