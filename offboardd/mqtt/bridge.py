@@ -197,8 +197,9 @@ class MqttBridge:
         except asyncio.CancelledError:
             # A clean stop: a graceful DISCONNECT discards the will, so say it ourselves.
             with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
-                await asyncio.wait_for(client.publish(
-                    self.topics.availability, AVAILABILITY_OFFLINE, qos=1, retain=True), 2.0)
+                async with asyncio.timeout(2.0):
+                    await client.publish(
+                        self.topics.availability, AVAILABILITY_OFFLINE, qos=1, retain=True)
             raise
         finally:
             for task in (publisher, receiver):
@@ -216,14 +217,24 @@ class MqttBridge:
                 await client.subscribe(topic, qos)
 
     async def _publish_loop(self, client: aiomqtt.Client) -> None:
+        task = asyncio.current_task()
         while True:
+            if task is not None and task.cancelling():
+                # Python 3.11's wait_for (inside aiomqtt's publish too) can swallow a
+                # cancellation that arrives as its wait completes; the request still
+                # counts here, and a daemon must stop on SIGTERM (seen in process tests).
+                raise asyncio.CancelledError
             now = self._clock()
             due_s = self._outbox.next_due_s(now)
             if due_s is None or due_s > now:
                 self._wake.clear()
                 timeout_s = None if due_s is None else due_s - now
+                # asyncio.timeout, not wait_for: Python 3.11's wait_for loses a cancellation
+                # that arrives as the wait completes, and this loop would then never end
+                # (a daemon hanging on SIGTERM, seen in the process tests).
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout_s)
+                    async with asyncio.timeout(timeout_s):
+                        await self._wake.wait()
                 continue
             item = self._outbox.pop(now)
             if item is None:
