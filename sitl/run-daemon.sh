@@ -31,7 +31,7 @@ if ! listening; then
         mosquitto_bin="$(command -v mosquitto || echo /usr/sbin/mosquitto)"
         [ -x "$mosquitto_bin" ] || { echo "mosquitto is not installed: sudo apt-get install mosquitto" >&2; exit 2; }
         broker_conf="$(mktemp)"
-        printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" > "$broker_conf"
+        printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\nset_tcp_nodelay true\n' "$port" > "$broker_conf"
         "$mosquitto_bin" -c "$broker_conf" &
         broker_pid=$!
         trap 'kill "$broker_pid" 2>/dev/null; wait "$broker_pid" 2>/dev/null; rm -f "$broker_conf"' EXIT

@@ -84,7 +84,8 @@ def _spawn_mosquitto(config_path: Path, port: int) -> subprocess.Popen[bytes]:
 def write_mosquitto_config(directory: Path, port: int, extra: str = "") -> Path:
     config = directory / "mosquitto.conf"
     config.write_text(
-        f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n{extra}"
+        f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+        f"set_tcp_nodelay true\n{extra}"
     )
     return config
 

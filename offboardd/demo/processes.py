@@ -111,6 +111,7 @@ class Deployment:
                 "# it runs as the demo's user (started as root, mosquitto would switch to its\n"
                 "# own user, and the kernel would forget to stop it if the demo were killed)\n"
                 f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
+                "set_tcp_nodelay true\n"
                 f"user {pwd.getpwuid(os.getuid()).pw_name}\n")
             broker = self._spawn("mosquitto", [binary, "-c", str(config)])
             try:

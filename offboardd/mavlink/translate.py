@@ -7,7 +7,11 @@ translate_in.py. This module only re-exports them.
 
 from __future__ import annotations
 
-from offboardd.mavlink.translate_in import WANTED_MESSAGE_IDS, InboundTranslator
+from offboardd.mavlink.translate_in import (
+    WANTED_MESSAGE_IDS,
+    WANTED_MIN_INTERVAL_S,
+    InboundTranslator,
+)
 from offboardd.mavlink.translate_out import (
     GLOBAL_FRAMES,
     SETPOINT_WIRE,
@@ -22,6 +26,7 @@ __all__ = [
     "GLOBAL_FRAMES",
     "SETPOINT_WIRE",
     "WANTED_MESSAGE_IDS",
+    "WANTED_MIN_INTERVAL_S",
     "InboundTranslator",
     "companion_heartbeat",
     "frame_of",

@@ -47,6 +47,15 @@ WANTED_MESSAGE_IDS: frozenset[int] = frozenset(
 )
 
 
+# PX4 streams these faster than the daemon uses them on its onboard link (ATTITUDE 100/s,
+# GLOBAL_POSITION_INT 50/s; px4-offboard.md §5): the heading for body velocity and the
+# fence, and telemetry at a few Hz, need ~20/s. The codec skips the rest at frame level.
+WANTED_MIN_INTERVAL_S: dict[int, float] = {
+    dialect.MAVLINK_MSG_ID_ATTITUDE: 0.045,
+    dialect.MAVLINK_MSG_ID_GLOBAL_POSITION_INT: 0.045,
+}
+
+
 class InboundTranslator:
     def __init__(self) -> None:
         self._statustext = StatusTextAssembler()

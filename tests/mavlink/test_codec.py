@@ -153,3 +153,20 @@ def test_random_bytes_never_raise() -> None:
         rx.decode(blob)
     rx.reset()
     assert [m.get_type() for m in rx.decode(good)] == ["HEARTBEAT"]
+
+
+def test_min_interval_thins_a_fast_stream_at_frame_level() -> None:
+    tx = MavlinkCodec(1, 1)
+    att_id = dialect.MAVLINK_MSG_ID_ATTITUDE
+    rx = MavlinkCodec(255, 0, min_interval_s={att_id: 0.045})
+    kept = 0
+    for i in range(100):  # 1 s of ATTITUDE at PX4's 100/s
+        frame = tx.encode(dialect.MAVLink_attitude_message(i, 0, 0, 0, 0, 0, 0))
+        hb = tx.encode(dialect.MAVLink_heartbeat_message(2, 12, 0, 0, 4, 3))
+        got = rx.decode(frame + hb, now_s=i * 0.01)
+        kept += sum(m.get_type() == "ATTITUDE" for m in got)
+        assert got[-1].get_type() == "HEARTBEAT", "other ids are never thinned"
+    assert 20 <= kept <= 23 and rx.stats.thinned == 100 - kept
+    assert len(rx.decode(tx.encode(dialect.MAVLink_attitude_message(0, 0, 0, 0, 0, 0, 0)))) == 1, (
+        "without now_s nothing is thinned"
+    )
