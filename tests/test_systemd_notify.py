@@ -140,14 +140,20 @@ async def test_daemon_notifies_ready_watchdog_status_stopping(
                     lambda s: s.get("com_of_loss_t_s") is not None
                     and bool(s.get("estimates", {}).get("local_position")), timeout_s=15)
                 assert (await client.engage(PositionNed(0.0, 0.0, -2.0), arm=True)).ok
-            status = [d.fields["STATUS"] for d in notify_socket.with_field("STATUS")
-                      if "READY" not in d.fields and "STOPPING" not in d.fields]
             # e.g. "flight controller sysid 1 up (PX4 v1.16.2); broker connected; active (engaged)"
-            assert any(
-                s.startswith("flight controller sysid 1 up (PX4 v")
-                and "; broker connected; active" in s
-                for s in status
-            ), status
+            # (the collector thread may see the datagram a moment after the engage reply)
+            def engaged_status() -> bool:
+                return any(
+                    s.startswith("flight controller sysid 1 up (PX4 v")
+                    and "; broker connected; active" in s
+                    for s in (d.fields["STATUS"] for d in notify_socket.with_field("STATUS"))
+                )
+
+            deadline = time.monotonic() + 5.0
+            while not engaged_status():
+                statuses = [d.fields["STATUS"] for d in notify_socket.with_field("STATUS")]
+                assert time.monotonic() < deadline, statuses
+                await asyncio.sleep(0.02)
             daemon.send_signal(signal.SIGTERM)
             assert await asyncio.wait_for(daemon.wait(), 15) == 0
         finally:
