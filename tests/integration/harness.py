@@ -132,16 +132,24 @@ async def flight(
             mavlink=MavlinkSettings(url=parse_link_url(url)),
             engine=dataclasses.replace(EngineSettings(), **(engine or {})),
         )
-        runtime = Runtime(config, mqtt=False)
-        stop = asyncio.Event()
-        task = asyncio.create_task(runtime.run(stop))
-        await asyncio.wait_for(runtime.running.wait(), 5)
-        fl = Flight(server, runtime)
-        try:
+        async with flying(server, config) as fl:
             yield fl
-        finally:
-            fl.drop_lease()
-            stop.set()
-            await asyncio.wait_for(task, 15)
-        assert runtime.internal_errors == 0
-        fl.audit_setpoints()
+
+
+@contextlib.asynccontextmanager
+async def flying(server: SimServer, config: DaemonConfig) -> AsyncIterator[Flight]:
+    """The daemon runtime (no MQTT) against a running sim; on the way out, no internal
+    error and no setpoint PX4 would drop or fail safe on."""
+    runtime = Runtime(config, mqtt=False)
+    stop = asyncio.Event()
+    task = asyncio.create_task(runtime.run(stop))
+    await asyncio.wait_for(runtime.running.wait(), 5)
+    fl = Flight(server, runtime)
+    try:
+        yield fl
+    finally:
+        fl.drop_lease()
+        stop.set()
+        await asyncio.wait_for(task, 15)
+    assert runtime.internal_errors == 0
+    fl.audit_setpoints()

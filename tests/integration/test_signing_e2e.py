@@ -7,7 +7,6 @@ No key on the daemon: the sim (like PX4 v1.17 with a key) refuses everything it 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,10 +18,9 @@ from offboardd.core.commands import Engage
 from offboardd.core.setpoints import PositionNed
 from offboardd.mavlink.links import parse_link_url
 from offboardd.mavlink.signing import TimestampStore
-from offboardd.runtime import Runtime
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import free_port
-from tests.integration.harness import Flight
+from tests.integration.harness import Flight, flying
 
 pytestmark = pytest.mark.integration
 
@@ -42,20 +40,8 @@ async def signed_flight(tmp_path: Path, daemon_key: bytes | None) -> AsyncIterat
         key_file.chmod(0o600)
         mavlink = MavlinkSettings(url=mavlink.url, signing_key_file=str(key_file),
                                   signing_timestamp_file=str(tmp_path / "signing-timestamp"))
-    async with SimServer(sim_config) as sim:
-        runtime = Runtime(DaemonConfig(mavlink=mavlink), mqtt=False)
-        stop = asyncio.Event()
-        task = asyncio.create_task(runtime.run(stop))
-        await asyncio.wait_for(runtime.running.wait(), 5)
-        fl = Flight(sim, runtime)
-        try:
-            yield fl
-        finally:
-            fl.drop_lease()
-            stop.set()
-            await asyncio.wait_for(task, 15)
-        assert runtime.internal_errors == 0
-        fl.audit_setpoints()
+    async with SimServer(sim_config) as sim, flying(sim, DaemonConfig(mavlink=mavlink)) as fl:
+        yield fl
 
 
 async def test_same_key_flies_a_takeoff(tmp_path: Path) -> None:
