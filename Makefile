@@ -42,7 +42,7 @@ test: deps
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check offboardd tests
+	$(VENV)/bin/ruff check offboardd tests bench
 	$(VENV)/bin/mypy
 
 # The demo needs less than the tests: the package and matplotlib (the `demo` extra).
