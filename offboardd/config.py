@@ -19,7 +19,7 @@ from typing import Any
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.settings import EngineSettings
 from offboardd.errors import ConfigError, LinkUrlError
-from offboardd.mavlink.codec import dialect
+from offboardd.mavlink.codec import message_id
 from offboardd.mavlink.links import LinkUrl, parse_link_url
 from offboardd.mavlink.signing import load_key
 from offboardd.mqtt.bridge import MqttSettings
@@ -140,7 +140,7 @@ def _signing(settings: Any) -> MavlinkSettings:
     if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
         raise ConfigError(f"mavlink.accept_unsigned_messages must be a list of MAVLink "
                           f"message names, got {names!r}")  # fmt: skip
-    unknown = [n for n in names if not hasattr(dialect, f"MAVLINK_MSG_ID_{n.upper()}")]
+    unknown = [n for n in names if message_id(n) is None]
     if unknown:
         raise ConfigError(f"mavlink.accept_unsigned_messages: unknown MAVLink message "
                           f"{unknown[0]!r}; allowed: names such as RADIO_STATUS")  # fmt: skip

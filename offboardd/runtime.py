@@ -31,7 +31,7 @@ from offboardd.core.events import FcLinkDown, FcLinkUp
 from offboardd.core.offboard import OffboardEngine
 from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
 from offboardd.mavlink import translate
-from offboardd.mavlink.codec import MavlinkCodec, Message, dialect
+from offboardd.mavlink.codec import MavlinkCodec, Message, message_id
 from offboardd.mavlink.links import Link, LinkState, open_link
 from offboardd.mavlink.signing import SigningSession, load_key, refusal_hint
 from offboardd.mavlink.telemetry import WANTED_MESSAGE_IDS as TELEMETRY_IDS
@@ -67,9 +67,8 @@ class Runtime:
         self.config = config
         self.notifier = notifier if notifier is not None else SystemdNotifier()
         relay_ids = {
-            getattr(dialect, f"MAVLINK_MSG_ID_{name}")
-            for name in config.mqtt.mavlink_relay
-            if hasattr(dialect, f"MAVLINK_MSG_ID_{name}")
+            msg_id for name in config.mqtt.mavlink_relay
+            if (msg_id := message_id(name)) is not None
         }
         self.codec = MavlinkCodec(
             1,  # replaced by the vehicle's sysid once its heartbeat is heard (§5)
@@ -82,8 +81,8 @@ class Runtime:
             self.signing = SigningSession(load_key(m.signing_key_file), m.signing_timestamp_file)
             problem = self.signing.attach(
                 self.codec, time.time(), accept_unsigned=m.accept_unsigned,
-                unsigned_ids={getattr(dialect, f"MAVLINK_MSG_ID_{n}")
-                              for n in m.accept_unsigned_messages},
+                unsigned_ids={msg_id for n in m.accept_unsigned_messages
+                              if (msg_id := message_id(n)) is not None},
             )  # fmt: skip
             if problem is not None:
                 log.warning("signing_timestamp_unreadable", problem=problem)
@@ -179,34 +178,36 @@ class Runtime:
                 old.cancel()
         if command.kind.value != "setpoint":  # setpoints are high rate: not logged one by one
             log.info("command", command=command.kind.value, id=command.command_id)
-        self._handle(dataclasses.replace(command, command_id=token))
+        self._handle(dataclasses.replace(command, command_id=token), self._now())
 
     def _on_bytes(self, data: bytes) -> None:
         fc_sysid = self.config.mavlink.fc_system_id
-        messages = self.codec.decode(data, self._now())
+        now = self._now()  # one clock read for the whole datagram
+        messages = self.codec.decode(data, now)
         if messages:  # valid MAVLink (signed, when signing is on): a sender worth replying to
             self.link.confirm_sender()
         for msg in messages:
             if fc_sysid and msg.get_srcSystem() != fc_sysid:
                 continue
             try:
-                self._on_message(msg)
+                self._on_message(msg, now)
             except Exception:  # a bug must not take the FC link down mid-flight
                 self.internal_errors += 1
                 log.exception("internal_error", message_type=msg.get_type())
 
-    def _on_message(self, msg: Message) -> None:
+    def _on_message(self, msg: Message, now: float) -> None:
         self.telemetry.update(msg)
         if self.bridge is not None and self.bridge.wants_mavlink(msg.get_type()):
             self.bridge.relay_mavlink(msg.get_type(), message_document(msg))
-        for event in self.translator.events(msg, self._now()):
-            self._handle(event)
+        for event in self.translator.events(msg, now):
+            self._handle(event, now)
 
     def _on_link_state(self, state: LinkState) -> None:
         log.info("fc_link", up=state.up, detail=state.detail)
         self.codec.reset()
         if self.engine is not None:
-            self._handle(FcLinkUp() if state.up else FcLinkDown(detail=state.detail))
+            event = FcLinkUp() if state.up else FcLinkDown(detail=state.detail)
+            self._handle(event, self._now())
 
     # -- the engine and its actions ----------------------------------------------------
 
@@ -218,16 +219,16 @@ class Runtime:
         assert self._loop is not None
         return self._loop.time()
 
-    def _handle(self, event: Any) -> None:
+    def _handle(self, event: Any, now: float) -> None:
         engine = self.engine
         if engine is None:
             return
         vehicle = engine.vehicle
         before = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
-        self._dispatch(engine.handle(event, self._now()))
+        self._dispatch(engine.handle(event, now))
         if (vehicle.custom_mode, vehicle.armed, vehicle.landed_state) != before:
             # Subscribers see the FC's mode, arming and landing at once, not a second later.
-            self._publish_state(self._now())
+            self._publish_state(now)
         self._rearm()
 
     def _wake(self) -> None:

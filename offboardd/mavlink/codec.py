@@ -26,7 +26,7 @@ from pymavlink.dialects.v20 import development as dialect
 
 from offboardd.mavlink.signing import SignatureChecker
 
-__all__ = ["CodecStats", "MavlinkCodec", "Message", "dialect"]
+__all__ = ["CodecStats", "MavlinkCodec", "Message", "dialect", "message_id"]
 
 # pymavlink ships no type information and its messages grow attributes per type, so a
 # decoded message is `Any` to mypy; translate.py turns them into typed core events.
@@ -266,6 +266,12 @@ class MavlinkCodec:
     def reset(self) -> None:
         """Forget a partial frame (a link that went down and came back)."""
         self._buf.clear()
+
+
+def message_id(name: str) -> int | None:
+    """The id of the dialect's message `name` (e.g. "ATTITUDE" -> 30), or None if unknown."""
+    msg_id = getattr(dialect, f"MAVLINK_MSG_ID_{name.upper()}", None)
+    return msg_id if isinstance(msg_id, int) else None
 
 
 def _next_magic(buf: bytearray, start: int) -> int:
