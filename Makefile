@@ -4,16 +4,17 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed
+STAMP  := $(VENV)/.installed-test
 PYTEST_ARGS ?=
 
 .PHONY: test demo lint bench deps system-tools mosquitto clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+# One install per extra: $(VENV)/.installed-test installs '.[test]', and so on.
+$(VENV)/.installed-%: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	$(PY) -m pip install --quiet -e '.[$*]'
+	touch $@
 
 deps: $(STAMP) system-tools
 
@@ -49,12 +50,6 @@ lint: $(STAMP)
 DEMO_STAMP := $(VENV)/.installed-demo
 DEMO_ARGS ?=
 
-$(DEMO_STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[demo]'
-	touch $(DEMO_STAMP)
-
 # Flies the demo mission against the built-in sim through a private broker; writes
 # demo-out/flight.png (e.g. `make demo DEMO_ARGS="--out /tmp/demo"`).
 demo: $(DEMO_STAMP) mosquitto
@@ -65,12 +60,6 @@ demo: $(DEMO_STAMP) mosquitto
 # minutes (e.g. `make bench BENCH_ARGS="--seconds 5 --only 20hz"`; see bench/README.md).
 BENCH_STAMP := $(VENV)/.installed-bench
 BENCH_ARGS ?=
-
-$(BENCH_STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[bench]'
-	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP) mosquitto
 	$(PY) -m bench $(BENCH_ARGS)
