@@ -34,6 +34,7 @@ import aiomqtt
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from offboardd.aio import raise_if_cancelling
 from offboardd.core.commands import (
     Arm,
     Command,
@@ -135,9 +136,12 @@ class OffboardClient:
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # Cancel until they end: a cancellation can be lost inside aiomqtt (offboardd.aio).
+        while pending := [task for task in self._tasks if not task.done()]:
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=1.0)
+        await asyncio.gather(*self._tasks, return_exceptions=True)  # collect what they raised
         for future in self._pending.values():
             future.cancel()
         if self._lost is None:
@@ -233,7 +237,8 @@ class OffboardClient:
                 assert self.state is not None
                 return self.state
         try:
-            return await asyncio.wait_for(satisfied(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                return await satisfied()
         except TimeoutError:
             raise ReplyTimeout(f"state did not match within {timeout_s} s; "
                                f"last state: {self.state}") from None
@@ -274,7 +279,8 @@ class OffboardClient:
                                      properties=self._request_properties(command_id))
             wait_s = self.reply_timeout_s if timeout_s is None else timeout_s
             try:
-                return await asyncio.wait_for(future, wait_s)
+                async with asyncio.timeout(wait_s):  # not wait_for: see offboardd.aio
+                    return await future
             except TimeoutError:
                 raise ReplyTimeout(f"no reply to {doc.get('cmd')} {command_id} within "
                                    f"{wait_s} s (is offboardd running?)") from None
@@ -329,6 +335,7 @@ class OffboardClient:
 
     async def _heartbeat_loop(self) -> None:
         while True:
+            raise_if_cancelling()  # or closing the client could wait on this loop forever
             await asyncio.sleep(self.heartbeat_period_s)
             if not self._holding_lease:
                 continue

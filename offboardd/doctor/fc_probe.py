@@ -127,7 +127,8 @@ async def probe_fc(url: LinkUrl, *, timeout_s: float, fc_system_id: int = 0) -> 
                 task.result()
             wait_s = max(0.0, min(deadline, next_heartbeat, now + _RETRY_S / 5) - loop.time())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(listener.complete.wait(), wait_s)
+                async with asyncio.timeout(wait_s):
+                    await listener.complete.wait()
     finally:
         link_detail = link.state.detail  # before the close replaces it with "closed"
         task.cancel()

@@ -26,6 +26,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
+from offboardd.aio import raise_if_cancelling
 from offboardd.core.commands import Command
 from offboardd.errors import OffboarddError
 from offboardd.mqtt import connection
@@ -217,13 +218,8 @@ class MqttBridge:
                 await client.subscribe(topic, qos)
 
     async def _publish_loop(self, client: aiomqtt.Client) -> None:
-        task = asyncio.current_task()
         while True:
-            if task is not None and task.cancelling():
-                # Python 3.11's wait_for (inside aiomqtt's publish too) can swallow a
-                # cancellation that arrives as its wait completes; the request still
-                # counts here, and a daemon must stop on SIGTERM (seen in process tests).
-                raise asyncio.CancelledError
+            raise_if_cancelling()  # a daemon must stop on SIGTERM (seen in process tests)
             now = self._clock()
             due_s = self._outbox.next_due_s(now)
             if due_s is None or due_s > now:

@@ -207,7 +207,8 @@ async def _engage(c: OffboardClient, args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(stop.wait(), args.duration_s)
+        async with asyncio.timeout(args.duration_s):
+            await stop.wait()
     then = {"release": c.release, "hold": c.hold, "land": c.land, "rtl": c.rtl}[args.then]
     try:
         return _print_reply(await then())
@@ -231,5 +232,6 @@ async def _watch(c: OffboardClient, args: argparse.Namespace) -> int:
                 return
 
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(printer(), args.duration_s)
+        async with asyncio.timeout(args.duration_s):
+            await printer()
     return EXIT_OK

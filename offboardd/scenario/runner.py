@@ -296,4 +296,5 @@ class ScenarioRunner:
             return
         self._in_control = False
         with contextlib.suppress(ClientError, TimeoutError):
-            await asyncio.wait_for(self.client.land(), self.settings.abort_timeout_s)
+            async with asyncio.timeout(self.settings.abort_timeout_s):
+                await self.client.land()

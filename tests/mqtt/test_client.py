@@ -78,3 +78,30 @@ async def test_broker_lost_fails_pending_and_later_calls_at_once(mosquitto: Brok
             await asyncio.wait_for(pending, 10)
         with pytest.raises(ClientError, match="lost"):
             await c.land()
+
+
+async def test_closing_ends_even_when_aiomqtt_swallows_the_cancellation(
+    mosquitto: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python 3.11's wait_for inside aiomqtt's publish can return instead of raising when
+    cancelled as the PUBACK arrives (a hang seen in CI); closing the client must still end."""
+    async with fake_daemon(settings_for(mosquitto.port)):
+        c = OffboardClient("127.0.0.1", mosquitto.port, "v1", heartbeat_period_s=0.02)
+        async with c:
+            await c.engage(PositionNed(0, 0, -5))
+            publish = c._mqtt.publish
+            swallowed = 0
+
+            async def publish_swallowing(*args: object, **kwargs: object) -> None:
+                nonlocal swallowed
+                try:
+                    await asyncio.sleep(0.05)
+                except asyncio.CancelledError:
+                    swallowed += 1  # as 3.11's wait_for does when its wait completes too
+                await publish(*args, **kwargs)  # type: ignore[arg-type]
+
+            monkeypatch.setattr(c._mqtt, "publish", publish_swallowing)
+            await asyncio.sleep(0.2)  # heartbeats now go through the swallowing publish
+            closing = asyncio.get_running_loop().time()
+        assert asyncio.get_running_loop().time() - closing < 3.0
+        assert swallowed >= 1
