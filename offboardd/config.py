@@ -28,6 +28,9 @@ from offboardd.mqtt.bridge import MqttSettings
 MQTT_PASSWORD_ENV = "OFFBOARDD_MQTT_PASSWORD"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("auto", "json", "console")
+# Longer, and a pilot's mode switch or a refused command would be noticed late, and PX4's
+# heaviest streams would start to fill the socket's receive buffer between reads.
+_MAX_READ_PERIOD_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class MavlinkSettings:
     signing_timestamp_file: str = "/var/lib/offboardd/signing-timestamp"  # "" = not kept
     accept_unsigned: bool = False  # with a key: also accept unsigned frames (not advised)
     accept_unsigned_messages: tuple[str, ...] = ("RADIO_STATUS",)  # accepted unsigned anyway
+    # UDP links are read once per cycle, not per datagram (links/udp.py): on every stream
+    # tick and at least this often. The longest a flight controller message waits.
+    read_period_s: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,10 @@ def _mavlink(table: dict[str, Any]) -> MavlinkSettings:
     sysid = settings.fc_system_id
     if isinstance(sysid, bool) or not isinstance(sysid, int) or not 0 <= sysid <= 255:
         raise ConfigError(f"mavlink.fc_system_id = {sysid!r}: allowed 0 (any PX4) or 1..255")
+    period_s = settings.read_period_s
+    if isinstance(period_s, bool) or not isinstance(period_s, int | float) \
+            or not 0.001 <= period_s <= _MAX_READ_PERIOD_S:
+        raise ConfigError(f"mavlink.read_period_s = {period_s!r}: allowed 0.001..0.1 s")
     return _signing(settings)
 
 

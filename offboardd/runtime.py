@@ -89,7 +89,8 @@ class Runtime:
         self.translator = translate.InboundTranslator()
         self.telemetry = TelemetryCache()
         self.link: Link = open_link(
-            config.mavlink.url, self._on_bytes, self._on_link_state, confirm_peers=True
+            config.mavlink.url, self._on_bytes, self._on_link_state, confirm_peers=True,
+            polled=True,  # UDP: read by _wake once per cycle, not once per datagram
         )
         self.bridge: MqttBridge | None = (
             MqttBridge(config.mqtt, self._on_inbound) if mqtt else None
@@ -98,6 +99,8 @@ class Runtime:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due_s = 0.0  # the deadline the pending timer stands for
+        self._timer_precise = False  # the deadline is the engine's (a stream tick...)
+        self._waking = False  # inside _wake, which re-arms once at its end
         # Pending replies by an internal token: two commanders may pick the same command id,
         # and each must get its own reply. Value: (the commander's id, where to reply).
         self._replies: OrderedDict[str, tuple[str, ReplySink]] = OrderedDict()
@@ -234,12 +237,23 @@ class Runtime:
     def _wake(self) -> None:
         """The one timer: stream ticks, timeouts, heartbeats, watchdog, periodic state."""
         self._timer = None
+        self._waking = True
+        try:
+            self._cycle()
+        finally:
+            self._waking = False
+        self._rearm()
+
+    def _cycle(self) -> None:
         early_s = self._timer_due_s - self._now()
-        if 0.0 < early_s <= _TIMER_EARLY_S:
+        if self._timer_precise and 0.0 < early_s <= _TIMER_EARLY_S:
             time.sleep(early_s)  # at most 1.5 ms, once per deadline: precision for the stream
         now = self._last_wake_s = self._now()
         engine = self._engine()
         self._dispatch(engine.poll(now))
+        # A polled link is read after the tick: decoding what a cycle brought takes long
+        # enough (~1 ms on a loaded Pi-class core) to make the tick late if done before it.
+        self.link.poll()
         for event in self.translator.flush(now):  # chunked STATUSTEXTs whose end never came
             self._dispatch(engine.handle(event, now))
         period_s = self.notifier.watchdog_period_s
@@ -249,7 +263,6 @@ class Runtime:
         if now - self._last_state_s >= _STATE_PERIOD_S:
             self._publish_state(now)
         self._signing_tick()
-        self._rearm()
 
     def _signing_tick(self, *, final: bool = False) -> None:
         """The signing timestamp follows the wall clock (a second clock, read for signing
@@ -260,11 +273,13 @@ class Runtime:
 
     def _rearm(self) -> None:
         loop = self._loop
-        if loop is None:
+        if loop is None or self._waking:
             return
-        # The housekeeping cap is anchored to the last wake-up, not to now: every inbound
-        # message re-arms, and a cap that slid forward with them would never fire.
-        deadline = min(self._engine().next_deadline(), self._last_wake_s + _MAX_TIMER_SLEEP_S)
+        # The caps are anchored to the last wake-up, not to now: every inbound message
+        # re-arms, and a cap that slid forward with them would never fire.
+        cap_s = self.config.mavlink.read_period_s if self.link.polled else _MAX_TIMER_SLEEP_S
+        engine_deadline = self._engine().next_deadline()
+        deadline = min(engine_deadline, self._last_wake_s + cap_s)
         period_s = self.notifier.watchdog_period_s
         if period_s is not None:  # a WatchdogSec shorter than 1 s still gets its pings
             deadline = min(deadline, self._last_watchdog_s + period_s / 2)
@@ -273,6 +288,7 @@ class Runtime:
                 return
             self._timer.cancel()
         self._timer_due_s = deadline
+        self._timer_precise = deadline == engine_deadline
         self._timer = loop.call_at(deadline - _TIMER_EARLY_S, self._wake)
 
     def _dispatch(self, actions: list[Action]) -> None:

@@ -34,6 +34,8 @@ def test_documented_example_equals_the_defaults() -> None:
         ("[mavlink]\nurl = \"udp://1.2.3.4\"\n", "mavlink.url = 'udp://1.2.3.4'"),
         ("[mavlink]\nurl = 14540\n", "mavlink.url must be a string"),
         ("[mavlink]\nfc_system_id = 300\n", "mavlink.fc_system_id = 300"),
+        ("[mavlink]\nread_period_s = 0.5\n", "mavlink.read_period_s = 0.5: allowed 0.001..0.1 s"),
+        ("[mavlink]\nread_period_s = \"fast\"\n", "mavlink.read_period_s = 'fast'"),
         ("[mqtt]\nport = 70000\n", "mqtt.port = 70000 is invalid; allowed: 1..65535"),
         ("[mqtt]\nprotocol = \"4\"\n", "mqtt.protocol"),
         ("[mqtt]\nvehicle_id = \"a/b\"\n", "mqtt.vehicle_id"),

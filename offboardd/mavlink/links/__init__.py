@@ -52,15 +52,19 @@ def open_link(
     on_state: StateCallback,
     *,
     confirm_peers: bool = False,
+    polled: bool = False,
 ) -> Link:
     """The link for `url` (parsed here if given as text: raises `LinkUrlError`).
 
     Nothing is opened until `run()`; `on_bytes` gets each received chunk and `on_state`
     each up/down transition, both called synchronously from the event loop.
     `confirm_peers`: a udpin link replies only to senders `confirm_sender()` vouched for.
+    `polled`: UDP links deliver only when `poll()` is called (others ignore it: `link.polled`
+    says which it is).
     """
     parsed = url if isinstance(url, LinkUrl) else parse_link_url(url)
     link = _LINK_TYPES[parsed.scheme](parsed, on_bytes, on_state)
     if isinstance(link, UdpInLink):
         link.confirm_peers = confirm_peers
+    link.polled = polled and link.can_poll
     return link

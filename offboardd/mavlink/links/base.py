@@ -77,9 +77,19 @@ class Link(ABC):
         self._fault: BaseException | None = None
         self._running = False
 
+    # Polled links are not watched by the event loop: their owner calls `poll()` once per
+    # cycle (see udp.py for why). Only transports that can (`can_poll`) are ever polled.
+    can_poll = False
+    polled = False
+
     @property
     def up(self) -> bool:
         return self._state.up
+
+    def poll(self) -> int:
+        """Deliver (through `on_bytes`) what arrived since the last poll; return how many
+        chunks. A link the event loop reads delivers as bytes arrive and returns 0 here."""
+        return 0
 
     def confirm_sender(self) -> None:
         """Called from inside `on_bytes` once the bytes delivered held valid MAVLink.
@@ -186,6 +196,10 @@ class Link(ABC):
         end = self._session_end
         if end is not None and not end.done():
             end.set_result(reason)
+
+    def _session_over(self) -> bool:
+        end = self._session_end
+        return end is None or end.done()
 
     def _record_fault(self, exc: BaseException) -> None:
         end = self._session_end

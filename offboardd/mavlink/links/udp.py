@@ -4,6 +4,12 @@ One datagram in is one `on_bytes` call; no framing, no parsing here. Sends go st
 the socket through asyncio's datagram transport (which buffers only if the kernel says
 EAGAIN); past `MAX_BACKLOG_BYTES` of such buffering, sends are dropped, not queued.
 
+Polled (`polled=True`, what the daemon uses): the socket is not watched by the event loop;
+the owner calls `poll()` once per control cycle and every datagram the kernel holds is
+delivered then. PX4 sends ~100 datagrams/s of telemetry; waking the loop for each cost more
+CPU than everything else the daemon does (bench/README.md), and nothing it decides needs a
+flight controller message sooner than the next cycle.
+
 This module must not decode MAVLink or decide whether a peer is alive (the runtime does,
 from HEARTBEAT): udpin is up from its first datagram on, udpout from the moment its socket
 exists, until the socket fails.
@@ -12,12 +18,21 @@ exists, until the socket fails.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import socket
+from typing import Any, cast
 
 from offboardd.mavlink.links.base import MAX_BACKLOG_BYTES, BytesCallback, Link, StateCallback
 from offboardd.mavlink.links.url import LinkUrl, format_host_port
 
 __all__ = ["UdpInLink", "UdpOutLink"]
+
+_MAX_DATAGRAM_BYTES = 65_535
+# Datagrams one poll() delivers at most: a flood cannot hold the event loop (the rest wait
+# in the kernel for the next poll). PX4 sends ~5 per 50 ms cycle; the heavy profile ~100.
+_MAX_DATAGRAMS_PER_POLL = 1_000
+# Asked for, capped by the kernel (net.core.rmem_max, 208 KiB by default): room for what
+# arrives between two polls many times over.
+_RECEIVE_BUFFER_BYTES = 1 << 20
 
 
 def _buffered_bytes(transport: asyncio.DatagramTransport) -> int:
@@ -48,22 +63,60 @@ class _Protocol(asyncio.DatagramProtocol):
 class _UdpLink(Link):
     """Shared socket handling; subclasses say how to open and where replies go."""
 
+    can_poll = True
+
     def __init__(self, url: LinkUrl, on_bytes: BytesCallback, on_state: StateCallback) -> None:
         super().__init__(url, on_bytes, on_state)
         self._transport: asyncio.DatagramTransport | None = None
         self._protocol: _Protocol | None = None
+        self._sock: socket.socket | None = None  # read by poll() when polled
         self._peer: Any = None  # where sends go: a (host, port, ...) tuple, or None
 
-    def _endpoint_kwargs(self) -> dict[str, Any]:
+    def _prepare(self, sock: socket.socket, address: Any) -> None:
+        """Bind (udpin) or connect (udpout) the new socket to `address`."""
         raise NotImplementedError
 
     async def _open(self) -> None:
         loop = asyncio.get_running_loop()
-        transport, protocol = await loop.create_datagram_endpoint(
-            lambda: _Protocol(self), **self._endpoint_kwargs()
-        )
+        host, port = self.url.address
+        family, kind, proto, _, address = (
+            await loop.getaddrinfo(host, port, type=socket.SOCK_DGRAM))[0]
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RECEIVE_BUFFER_BYTES)
+            self._prepare(sock, address)
+            transport, protocol = await loop.create_datagram_endpoint(
+                lambda: _Protocol(self), sock=sock)
+        except BaseException:
+            sock.close()
+            raise
         self._transport, self._protocol = transport, protocol
+        if self.polled:
+            self._sock = sock
+            # The transport still sends; reading is poll()'s (typeshed lacks this method).
+            cast(asyncio.ReadTransport, transport).pause_reading()
         self._opened(transport)
+
+    def poll(self) -> int:
+        sock = self._sock
+        delivered = 0
+        while sock is not None and delivered < _MAX_DATAGRAMS_PER_POLL:
+            try:
+                data, addr = sock.recvfrom(_MAX_DATAGRAM_BYTES)
+            except (BlockingIOError, InterruptedError):
+                break
+            except ConnectionRefusedError:
+                continue  # ICMP: udpout's peer is not listening yet; normal for UDP
+            except OSError as exc:
+                self._sock = None
+                self._end_session(f"socket error: {exc}")
+                break
+            delivered += 1
+            self._datagram(data, addr)
+            if self._session_over():  # the callback failed: run() ends with its error
+                break
+        return delivered
 
     def _opened(self, transport: asyncio.DatagramTransport) -> None:
         raise NotImplementedError
@@ -71,6 +124,7 @@ class _UdpLink(Link):
     async def _close(self) -> None:
         transport, protocol = self._transport, self._protocol
         self._transport = self._protocol = None
+        self._sock = None
         if transport is not None and protocol is not None:
             transport.abort()  # close() would wait for buffered datagrams: stale, drop them
             await protocol.closed
@@ -100,8 +154,8 @@ class UdpInLink(_UdpLink):
     confirm_peers = False
     _sender: Any = None  # the sender of the datagram being delivered, not yet the peer
 
-    def _endpoint_kwargs(self) -> dict[str, Any]:
-        return {"local_addr": self.url.address}
+    def _prepare(self, sock: socket.socket, address: Any) -> None:
+        sock.bind(address)
 
     def _opened(self, transport: asyncio.DatagramTransport) -> None:
         self._peer = None  # a new socket has heard no one yet
@@ -135,8 +189,8 @@ class UdpOutLink(_UdpLink):
     The socket is connected, so the kernel drops datagrams from anyone but the peer.
     """
 
-    def _endpoint_kwargs(self) -> dict[str, Any]:
-        return {"remote_addr": self.url.address}
+    def _prepare(self, sock: socket.socket, address: Any) -> None:
+        sock.connect(address)  # non-blocking, but UDP's connect only records the peer
 
     def _opened(self, transport: asyncio.DatagramTransport) -> None:
         local = transport.get_extra_info("sockname")
