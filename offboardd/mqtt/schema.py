@@ -15,15 +15,14 @@ Setpoint topic (`setpoint`), flat, high rate, `id` optional:
 
 `CommandDecoder.decode` returns a core command or a coded `Rejection`; it never raises,
 so nothing invalid ever reaches the engine. It holds the replay guard's state (one per
-bridge, no module globals). Pure: no I/O.
+bridge, no module globals). Each object is declared below as `schema_fields` specs
+whose field order is the order of the checks (so which error a reply names). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Annotated, Any, Literal
-
-from pydantic import Field, ValidationError
+from typing import Any
 
 from offboardd.core.commands import (
     Arm,
@@ -39,92 +38,54 @@ from offboardd.core.commands import (
     Rtl,
     SetSetpoint,
 )
+from offboardd.core.setpoints import Setpoint
 from offboardd.errors import OffboarddError, SetpointError
-from offboardd.mqtt.schema_setpoints import (
-    SETPOINT_TABLE,
-    WireModel,
-    setpoint_from_wire,
-    setpoint_to_wire,
+from offboardd.mqtt.schema_fields import (
+    FieldSpec,
+    JsonType,
+    ObjectSpec,
+    Problem,
+    choice,
+    flag,
+    integer,
+    text,
 )
-from offboardd.mqtt.wire import MqttErrorCode, Rejection, load_document, peek_id
+from offboardd.mqtt.schema_setpoints import SETPOINT_TABLE, setpoint_from_wire, setpoint_to_wire
+from offboardd.mqtt.wire import SCHEMA_VERSION, MqttErrorCode, Rejection, load_document, peek_id
 
-CommandId = Annotated[str, Field(min_length=1, max_length=128)]
-SessionId = Annotated[str, Field(min_length=1, max_length=64)]
-Seq = Annotated[int, Field(ge=0, le=2**53)]  # JSON-safe integer range (IEEE double)
-
-_PYDANTIC_CODES = {
-    "missing": MqttErrorCode.MISSING_FIELD,
-    "extra_forbidden": MqttErrorCode.UNKNOWN_FIELD,
-    "finite_number": MqttErrorCode.NOT_FINITE,
-    "greater_than_equal": MqttErrorCode.OUT_OF_RANGE,
-    "less_than_equal": MqttErrorCode.OUT_OF_RANGE,
-    "greater_than": MqttErrorCode.OUT_OF_RANGE,
-    "less_than": MqttErrorCode.OUT_OF_RANGE,
-    "string_too_short": MqttErrorCode.OUT_OF_RANGE,
-    "string_too_long": MqttErrorCode.OUT_OF_RANGE,
-}
+_VERSION = choice("v", SCHEMA_VERSION, wrong=MqttErrorCode.UNSUPPORTED_VERSION)
+_ID_CHARS, _SESSION_CHARS = 128, 64
+_SEQ_MAX = 2**53  # JSON-safe integer range (IEEE double)
+_SEQUENCE = (text("session", _SESSION_CHARS, None), integer("seq", 0, _SEQ_MAX, None))
 
 
-class _Envelope(WireModel):
-    v: Literal[1]
-    id: CommandId
+def _command(name: str, *fields: FieldSpec, sequenced: bool = False) -> ObjectSpec:
+    """A `cmd` topic object; its fields are checked in this order (first error reported)."""
+    return ObjectSpec(name, (_VERSION, text("id", _ID_CHARS), *(_SEQUENCE if sequenced else ()),
+                             choice("cmd", name, wrong=MqttErrorCode.UNKNOWN_COMMAND), *fields))
 
 
-class _Sequenced(_Envelope):
-    session: SessionId | None = None
-    seq: Seq | None = None
-
-
-class EngageWire(_Sequenced):
-    cmd: Literal["engage"]
-    arm: bool = False
-    setpoint: dict[str, Any] | None = None  # None: hold where the vehicle is
-
-
-class SetpointCommandWire(_Sequenced):
-    cmd: Literal["setpoint"]
-    setpoint: dict[str, Any]
-
-
-class BareCommandWire(_Envelope):
-    cmd: Literal["release", "hold", "land", "rtl", "arm", "heartbeat"]
-
-
-class DisarmWire(_Envelope):
-    cmd: Literal["disarm"]
-    force: bool = False
-
-
-class EmergencyStopWire(_Envelope):
-    cmd: Literal["emergency_stop"]
-    confirm: bool = False
-
-
-class SetpointStreamWire(WireModel):
-    v: Literal[1]
-    session: SessionId
-    seq: Seq
-    id: CommandId | None = None
-
-
-_COMMAND_MODELS: dict[str, type[WireModel]] = {
-    "engage": EngageWire, "setpoint": SetpointCommandWire, "disarm": DisarmWire,
-    "emergency_stop": EmergencyStopWire,
-    **{name: BareCommandWire for name in ("release", "hold", "land", "rtl", "arm", "heartbeat")},
-}
 _BARE: dict[str, type[Release | Hold | Land | Rtl | Arm | CommanderHeartbeat]] = {
     "release": Release, "hold": Hold, "land": Land, "rtl": Rtl, "arm": Arm,
-         "heartbeat": CommanderHeartbeat}
-
-
-def _rejection(exc: ValidationError, command_id: str | None, where: str = "") -> Rejection:
-    first = exc.errors()[0]
-    field = where + ".".join(str(part) for part in first["loc"])
-    code = _PYDANTIC_CODES.get(first["type"], MqttErrorCode.WRONG_TYPE)
-    if first["type"] == "literal_error" and field in ("cmd", "v"):
-        code = MqttErrorCode.UNKNOWN_COMMAND if field == "cmd" else \
-            MqttErrorCode.UNSUPPORTED_VERSION
-    return Rejection(code, f"{field or 'payload'}: {first['msg']}", command_id)
+    "heartbeat": CommanderHeartbeat}
+_COMMAND_SPECS: dict[str, ObjectSpec] = {
+    # "setpoint": null on engage means none: hold where the vehicle is
+    "engage": _command("engage", flag("arm", False),
+                       FieldSpec("setpoint", JsonType.OBJECT, default=None), sequenced=True),
+    "setpoint": _command("setpoint", FieldSpec("setpoint", JsonType.OBJECT), sequenced=True),
+    "disarm": _command("disarm", flag("force", False)),
+    "emergency_stop": _command("emergency_stop", flag("confirm", False)),
+    **{name: _command(name) for name in _BARE},
+}
+# The setpoint topic: a flat object, its envelope checked before the setpoint's fields.
+_STREAM_ENVELOPE = (_VERSION, text("session", _SESSION_CHARS), integer("seq", 0, _SEQ_MAX),
+                    text("id", _ID_CHARS, None))
+_STREAM_HEAD = ObjectSpec("a stream setpoint", _STREAM_ENVELOPE)
+_STREAM_SPECS: dict[str, ObjectSpec] = {
+    kind: ObjectSpec(f"a {kind} stream setpoint", _STREAM_ENVELOPE + spec.fields)
+    for kind, (spec, _) in SETPOINT_TABLE.items()
+}
+_KIND_NAMES = ", ".join(sorted(str(kind) for kind in SETPOINT_TABLE))
 
 
 class ReplayGuard:
@@ -176,83 +137,105 @@ class CommandDecoder:
             return Rejection(exc.code, exc.message, peek_id(document))
 
     def _decode_command(self, doc: dict[str, Any]) -> Command | Rejection:
-        command_id = peek_id(doc)
         name = doc.get("cmd")
         if name is None:
-            return Rejection(MqttErrorCode.MISSING_FIELD, 'field "cmd" is required', command_id)
-        if not isinstance(name, str) or name not in _COMMAND_MODELS:
+            return Rejection(MqttErrorCode.MISSING_FIELD, 'field "cmd" is required', peek_id(doc))
+        spec = _COMMAND_SPECS.get(name) if type(name) is str else None
+        if spec is None:
             return Rejection(MqttErrorCode.UNKNOWN_COMMAND,
-                             f"unknown command {name!r}; one of {sorted(_COMMAND_MODELS)}",
-                             command_id)
-        try:
-            model = _COMMAND_MODELS[name].model_validate(doc)
-        except ValidationError as exc:
-            return _rejection(exc, command_id)
-        if isinstance(model, EngageWire | SetpointCommandWire):
-            return self._decode_sequenced(model)
-        if isinstance(model, DisarmWire):
-            return Disarm(model.id, force=model.force)
-        if isinstance(model, EmergencyStopWire):
-            if not model.confirm:
+                             f"unknown command {name!r}; one of {sorted(_COMMAND_SPECS)}",
+                             peek_id(doc))
+        fields = spec.read(doc)
+        if type(fields) is Problem:
+            return Rejection(fields.code, fields.message, peek_id(doc))
+        assert isinstance(fields, dict)
+        command_id: str = fields["id"]
+        if name in ("engage", "setpoint"):
+            return self._decode_sequenced(name, fields, command_id)
+        if name == "disarm":
+            return Disarm(command_id, force=fields["force"])
+        if name == "emergency_stop":
+            if not fields["confirm"]:
                 return Rejection(MqttErrorCode.CONFIRMATION_REQUIRED,
                                  'emergency_stop force-disarms in flight: add "confirm": true',
-                                 model.id)
-            return EmergencyStop(model.id, confirm=True)
-        assert isinstance(model, BareCommandWire)
-        command: Command = _BARE[model.cmd](model.id)
+                                 command_id)
+            return EmergencyStop(command_id, confirm=True)
+        command: Command = _BARE[name](command_id)
         return command
 
-    def _decode_sequenced(self, model: EngageWire | SetpointCommandWire) -> Command | Rejection:
-        if (model.session is None) != (model.seq is None):
+    def _decode_sequenced(self, name: str, fields: dict[str, Any],
+                          command_id: str) -> Command | Rejection:
+        session, seq = fields["session"], fields["seq"]
+        if (session is None) != (seq is None):
             return Rejection(MqttErrorCode.MISSING_FIELD,
-                             '"session" and "seq" go together: give both or neither', model.id)
+                             '"session" and "seq" go together: give both or neither', command_id)
         setpoint = None
-        if model.setpoint is not None:
-            built = _setpoint(model.setpoint, model.id, "setpoint.")
+        if fields["setpoint"] is not None:
+            built = _setpoint(fields["setpoint"], command_id, "setpoint.")
             if isinstance(built, Rejection):
                 return built
             setpoint = built
-        if model.session is not None and model.seq is not None:
-            stale = self.replay.check(model.session, model.seq)
+        if session is not None:
+            stale = self.replay.check(session, seq)
             if stale is not None:
-                return Rejection(MqttErrorCode.SETPOINT_STALE, stale, model.id)
-        if isinstance(model, EngageWire):
-            return Engage(model.id, setpoint=setpoint, arm=model.arm)
+                return Rejection(MqttErrorCode.SETPOINT_STALE, stale, command_id)
+        if name == "engage":
+            return Engage(command_id, setpoint=setpoint, arm=fields["arm"])
         assert setpoint is not None
-        return SetSetpoint(model.id, setpoint)
+        return SetSetpoint(command_id, setpoint)
 
     def _decode_stream(self, doc: dict[str, Any]) -> Command | Rejection:
-        command_id = peek_id(doc)
-        envelope = {k: doc[k] for k in ("v", "session", "seq", "id") if k in doc}
+        kind = doc.get("kind")
+        spec = _STREAM_SPECS.get(kind) if type(kind) is str else None
+        if spec is None:  # the envelope's errors come first, then the kind's
+            head = _STREAM_HEAD.read(doc, ignore_unknown=True)
+            if type(head) is Problem:
+                return Rejection(head.code, head.message, peek_id(doc))
+            assert isinstance(head, dict)
+            return _kind_rejection(kind, _stream_id(head), "")
+        fields = spec.read(doc)
+        if type(fields) is Problem:
+            head = _STREAM_HEAD.read(doc, ignore_unknown=True)
+            command_id = _stream_id(head) if isinstance(head, dict) else peek_id(doc)
+            return Rejection(fields.code, fields.message, command_id)
+        assert isinstance(fields, dict)
+        command_id = _stream_id(fields)
         try:
-            head = SetpointStreamWire.model_validate(envelope)
-        except ValidationError as exc:
-            return _rejection(exc, command_id)
-        command_id = head.id or f"{head.session}:{head.seq}"
-        body = {k: value for k, value in doc.items() if k not in envelope}
-        built = _setpoint(body, command_id)
-        if isinstance(built, Rejection):
-            return built
-        stale = self.replay.check(head.session, head.seq)
+            setpoint = setpoint_from_wire(fields)
+        except SetpointError as exc:
+            return Rejection(MqttErrorCode.SETPOINT_INVALID, exc.message, command_id)
+        stale = self.replay.check(fields["session"], fields["seq"])
         if stale is not None:
             return Rejection(MqttErrorCode.SETPOINT_STALE, stale, command_id)
-        return SetSetpoint(command_id, built)
+        return SetSetpoint(command_id, setpoint)
 
 
-def _setpoint(doc: dict[str, Any], command_id: str | None, where: str = "") -> Any:
-    kind = doc.get("kind")
+def _stream_id(envelope: dict[str, Any]) -> str:
+    """A stream setpoint's optional `id`, else "<session>:<seq>" (what replies quote)."""
+    command_id: str | None = envelope["id"]
+    return command_id if command_id is not None else f"{envelope['session']}:{envelope['seq']}"
+
+
+def _kind_rejection(kind: object, command_id: str | None, where: str) -> Rejection:
     if kind is None:
         return Rejection(MqttErrorCode.MISSING_FIELD, f'field "{where}kind" is required',
                          command_id)
-    if not isinstance(kind, str) or kind not in SETPOINT_TABLE:
-        return Rejection(MqttErrorCode.UNKNOWN_SETPOINT_KIND,
-                         f"unknown setpoint kind {kind!r}; one of {sorted(SETPOINT_TABLE)}",
-                         command_id)
+    return Rejection(MqttErrorCode.UNKNOWN_SETPOINT_KIND,
+                     f"unknown setpoint kind {kind!r}; one of {_KIND_NAMES}", command_id)
+
+
+def _setpoint(doc: dict[str, Any], command_id: str, where: str) -> Setpoint | Rejection:
+    """The `setpoint` object of a command: kind, then its fields, then the core checks."""
+    kind = doc.get("kind")
+    row = SETPOINT_TABLE.get(kind) if type(kind) is str else None
+    if row is None:
+        return _kind_rejection(kind, command_id, where)
+    fields = row[0].read(doc, where)
+    if type(fields) is Problem:
+        return Rejection(fields.code, fields.message, command_id)
+    assert isinstance(fields, dict)
     try:
-        model = SETPOINT_TABLE[kind][0].model_validate(doc)
-        return setpoint_from_wire(model)
-    except ValidationError as exc:
-        return _rejection(exc, command_id, where)
+        return setpoint_from_wire(fields)
     except SetpointError as exc:
         return Rejection(MqttErrorCode.SETPOINT_INVALID, exc.message, command_id)
 
