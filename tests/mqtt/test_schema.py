@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -260,3 +262,167 @@ def test_random_json_never_raises(doc: Any, channel: str) -> None:
 def test_random_bytes_never_raise(payload: bytes) -> None:
     assert isinstance(CommandDecoder().decode_bytes("cmd", payload, max_bytes=MAX_BYTES),
                       Rejection)
+
+
+# -- the hand-written field checks (schema_fields.py): messages, order, strictness ----------
+
+def rejection(payload: bytes | dict[str, Any], channel: str = "cmd",
+              decoder: CommandDecoder | None = None) -> Rejection:
+    result = decode(payload, channel, decoder)
+    assert isinstance(result, Rejection), result
+    return result
+
+
+STREAM = {"v": 1, "session": "s", "seq": 1, **HOVER}
+
+
+@pytest.mark.parametrize(
+    ("payload", "channel", "code", "message"),
+    [
+        (ENGAGE | {"setpoint": {**HOVER, "north_m": 1e9}}, "cmd", "out_of_range",
+         "setpoint.north_m: must be between -100000.0 and 100000.0, not 1000000000.0"),
+        (STREAM | {"north_m": -100001}, "setpoint", "out_of_range",
+         "north_m: must be between -100000.0 and 100000.0, not -100001"),
+        (ENGAGE | {"setpoint": {**HOVER, "north_m": "1"}}, "cmd", "wrong_type",
+         "setpoint.north_m: must be a number, not the string '1'"),
+        (ENGAGE | {"setpoint": {**HOVER, "east_m": True}}, "cmd", "wrong_type",
+         "setpoint.east_m: must be a number, not true"),
+        (ENGAGE | {"setpoint": {**HOVER, "down_m": None}}, "cmd", "wrong_type",
+         "setpoint.down_m: must be a number, not null"),
+        (ENGAGE | {"setpoint": {"kind": "position_ned", "north_m": 0, "east_m": 0}}, "cmd",
+         "missing_field", "setpoint.down_m: is required"),
+        (STREAM | {"seq": 3.0}, "setpoint", "wrong_type", "seq: must be an integer, not 3.0"),
+        (STREAM | {"seq": 2**53 + 1}, "setpoint", "out_of_range",
+         "seq: must be between 0 and 9007199254740992, not 9007199254740993"),
+        (STREAM | {"session": "x" * 65}, "setpoint", "out_of_range",
+         "session: must be 1 to 64 characters long, not 65"),
+        ({"v": 1, "id": "x" * 129, "cmd": "hold"}, "cmd", "out_of_range",
+         "id: must be 1 to 128 characters long, not 129"),
+        ({"v": 1, "id": "a", "cmd": "engage", "arm": "yes"}, "cmd", "wrong_type",
+         "arm: must be true or false, not the string 'yes'"),
+        ({"v": 1, "id": "a", "cmd": "engage", "setpoint": [1]}, "cmd", "wrong_type",
+         "setpoint: must be an object, not an array"),
+        ({"v": 1, "id": "a", "cmd": "setpoint", "setpoint": {"kind": "global_position",
+          "lat_deg": 1, "lon_deg": 0, "alt_m": 0, "altitude_frame": "agl"}}, "cmd", "wrong_type",
+         "setpoint.altitude_frame: must be one of 'amsl', 'relative', 'terrain', "
+         "not the string 'agl'"),
+    ],
+)
+def test_refusals_name_the_field_and_the_limit(payload: dict[str, Any], channel: str,
+                                               code: str, message: str) -> None:
+    result = rejection(payload, channel)
+    assert (result.code, result.message) == (code, message)
+
+
+def test_an_unknown_field_message_lists_the_fields_the_object_takes() -> None:
+    result = rejection(ENGAGE | {"setpoint": {**HOVER, "yaw_deg": 90}})
+    assert result.code == "unknown_field"
+    assert result.message.startswith("setpoint.yaw_deg: unknown field; position_ned takes ")
+    assert "yaw_rad" in result.message
+    assert rejection({"v": 1, "": 0, "id": "a", "cmd": "hold"}).message.startswith("payload: ")
+
+
+@pytest.mark.parametrize(
+    ("payload", "channel", "code", "field"),
+    [
+        # known fields in declaration order first, then unknown fields in document order
+        ({"zz": 1, "v": 1, "id": 7, "cmd": "hold", "aa": 2}, "cmd", "wrong_type", "id"),
+        ({"v": 1, "zz": 1, "id": "a", "cmd": "hold", "aa": 2}, "cmd", "unknown_field", "zz"),
+        ({"v": 1, "id": "a", "cmd": "engage", "arm": 1, "session": ""}, "cmd",
+         "out_of_range", "session"),
+        (ENGAGE | {"session": "s", "setpoint": {**HOVER, "zz": 1, "north_m": "x"}}, "cmd",
+         "missing_field", '"session" and "seq"'),  # pairing before the setpoint
+        (ENGAGE | {"setpoint": {"north_m": "x", "zz": 1}}, "cmd", "missing_field",
+         'field "setpoint.kind"'),  # the kind before its fields
+        # the stream: envelope (v, session, seq, id), then kind, then fields, then unknown
+        ({"v": 1, "session": "s", "seq": -1, "id": "", "kind": "warp"}, "setpoint",
+         "out_of_range", "seq"),
+        ({"v": 1, "session": "s", "seq": 1, "id": 5, "kind": "warp"}, "setpoint",
+         "wrong_type", "id"),
+        ({"v": 1, "session": "s", "seq": 1, "zz": 1, "kind": "warp"}, "setpoint",
+         "unknown_setpoint_kind", "unknown setpoint kind"),
+        (STREAM | {"zz": 1, "down_m": None, "north_m": 1e9}, "setpoint", "out_of_range",
+         "north_m"),
+        (STREAM | {"zz": 1, "yaw_rad": 7.0}, "setpoint", "out_of_range", "yaw_rad"),
+        (STREAM | {"zz": 1, "yaw_rad": 1.0, "yaw_rate_rad_s": 1.0}, "setpoint",
+         "unknown_field", "zz"),  # the schema before the core's checks
+    ],
+)
+def test_the_first_error_in_check_order_is_reported(
+    payload: dict[str, Any], channel: str, code: str, field: str
+) -> None:
+    result = rejection(payload, channel)
+    assert result.code == code and result.message.startswith(field), result
+
+
+@pytest.mark.parametrize(
+    ("payload", "channel", "accepted"),
+    [
+        (ENGAGE | {"setpoint": {**HOVER, "yaw_rad": None}}, "cmd", True),  # null: absent
+        (ENGAGE | {"setpoint": None, "session": None, "seq": None}, "cmd", True),
+        (STREAM | {"id": None}, "setpoint", True),
+        ({"v": 1, "id": "a", "cmd": "setpoint", "setpoint": {"kind": "global_position",
+          "lat_deg": 1, "lon_deg": 0, "alt_m": 0, "altitude_frame": None}}, "cmd", False),
+        ({"v": 1, "id": "a", "cmd": "setpoint", "setpoint": {"kind": "velocity_body",
+          "forward_m_s": 1, "right_m_s": 0, "down_m_s": 0, "yaw_rate_rad_s": None}}, "cmd",
+         False),  # its default is 0.0, not null
+        (ENGAGE | {"arm": None}, "cmd", False),
+        ({"v": 1, "id": "a", "cmd": "setpoint", "setpoint": None}, "cmd", False),
+        (STREAM | {"session": None}, "setpoint", False),
+    ],
+)
+def test_null_means_absent_only_where_the_default_is_null(
+    payload: dict[str, Any], channel: str, accepted: bool
+) -> None:
+    result = decode(payload, channel)
+    assert isinstance(result, Rejection) != accepted, result
+    if not accepted:
+        assert code_of(result) == "wrong_type"
+
+
+def test_numbers_are_strict_json_numbers_and_ranges_are_inclusive() -> None:
+    at_limits = STREAM | {"north_m": -100_000, "east_m": 100_000.0, "down_m": -0.0,
+                          "yaw_rad": 2 * math.pi}
+    result = decode(at_limits, "setpoint")
+    assert result == SetSetpoint("s:1", PositionNed(-100_000.0, 100_000.0, -0.0,
+                                                    yaw_rad=2 * math.pi))
+    assert isinstance(result, SetSetpoint) and isinstance(result.setpoint, PositionNed)
+    assert type(result.setpoint.north_m) is float  # an int is read as a float
+    assert math.copysign(1.0, result.setpoint.down_m) == -1.0  # -0.0 kept as sent
+    just_over = math.nextafter(2 * math.pi, math.inf)
+    assert code_of(decode(STREAM | {"yaw_rad": just_over}, "setpoint")) == "out_of_range"
+    assert code_of(decode(STREAM | {"seq": True}, "setpoint")) == "wrong_type"
+    assert decode(STREAM | {"seq": 2**53}, "setpoint") == SetSetpoint(f"s:{2**53}",
+                                                                      PositionNed(0, 0, -5))
+    # an integer literal too big for a double (1e400 as digits): not a number we can hold
+    huge = b'{"v":1,"session":"s","seq":1,"kind":"position_ned","north_m":1' + b"0" * 400 \
+        + b',"east_m":0,"down_m":0}'
+    assert code_of(decode(huge, "setpoint")) == "wrong_type"
+    assert code_of(decode(STREAM | {"north_m": 2**63}, "setpoint")) == "out_of_range"
+
+
+def test_decode_refuses_non_finite_numbers_even_past_the_json_loader() -> None:
+    # load_document refuses NaN/Infinity literals; decode() itself must too (second layer)
+    decoder = CommandDecoder()
+    for bad in (math.nan, math.inf, -math.inf):
+        for channel, doc in (("setpoint", STREAM | {"north_m": bad}),
+                             ("cmd", ENGAGE | {"setpoint": {**HOVER, "yaw_rad": bad}})):
+            result = decoder.decode(channel, doc)
+            assert isinstance(result, Rejection) and result.code == "not_finite", result
+
+
+def test_a_string_with_a_lone_surrogate_is_refused() -> None:
+    # json.loads turns the escape "\ud800" into a str that is not valid Unicode text
+    result = rejection(b'{"v":1,"id":"a","cmd":"hold","x":0}'.replace(b'"a"', b'"a\\ud800"'))
+    assert result.code == "wrong_type" and result.message.startswith("id: ")
+    assert code_of(decode(b'{"v":1,"session":"\\udfff","seq":1,"kind":"position_ned",'
+                          b'"north_m":0,"east_m":0,"down_m":0}', "setpoint")) == "wrong_type"
+
+
+def test_the_schema_does_not_load_pydantic() -> None:
+    # RSS budget (issue 9): pydantic and its validators cost ~10 MB; nothing may bring it back
+    code = ("import sys, offboardd.mqtt.schema, offboardd.mqtt.bridge; "
+            "print(sorted(m for m in sys.modules if m.startswith('pydantic')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
