@@ -37,6 +37,7 @@ from offboardd.mavlink.signing import SigningSession, load_key, refusal_hint
 from offboardd.mavlink.telemetry import WANTED_MESSAGE_IDS as TELEMETRY_IDS
 from offboardd.mavlink.telemetry import TelemetryCache, message_document
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
+from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
 from offboardd.mqtt.wire import ReplyRoute
 from offboardd.systemd import SystemdNotifier
 
@@ -96,6 +97,7 @@ class Runtime:
             MqttBridge(config.mqtt, self._on_inbound) if mqtt else None
         )
         self.engine: OffboardEngine | None = None
+        self._telemetry_schedule = TelemetrySchedule({}, 0.0)  # set when run() starts
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_due_s = 0.0  # the deadline the pending timer stands for
@@ -119,6 +121,9 @@ class Runtime:
         loop = self._loop = asyncio.get_running_loop()
         stop = stop if stop is not None else _signal_event(loop)
         self.engine = OffboardEngine(self.config.engine, loop.time())
+        if self.bridge is not None:
+            self._telemetry_schedule = TelemetrySchedule(
+                self.config.mqtt.telemetry_rates_hz, loop.time())
         self._last_wake_s = loop.time()
         log.info("starting", link=str(self.config.mavlink.url), mqtt=self.bridge is not None)
         try:
@@ -126,7 +131,6 @@ class Runtime:
                 tasks = [tg.create_task(self.link.run(), name="link")]
                 if self.bridge is not None:
                     tasks.append(tg.create_task(self.bridge.run(), name="mqtt"))
-                    tasks.append(tg.create_task(self._telemetry_loop(), name="telemetry"))
                 self._rearm()
                 # READY as soon as the loops run: never wait for the FC or the broker.
                 self.notifier.ready("waiting for the flight controller")
@@ -254,6 +258,7 @@ class Runtime:
         # A polled link is read after the tick: decoding what a cycle brought takes long
         # enough (~1 ms on a loaded Pi-class core) to make the tick late if done before it.
         self.link.poll()
+        self._publish_telemetry(now)
         for event in self.translator.flush(now):  # chunked STATUSTEXTs whose end never came
             self._dispatch(engine.handle(event, now))
         period_s = self.notifier.watchdog_period_s
@@ -280,6 +285,10 @@ class Runtime:
         cap_s = self.config.mavlink.read_period_s if self.link.polled else _MAX_TIMER_SLEEP_S
         engine_deadline = self._engine().next_deadline()
         deadline = min(engine_deadline, self._last_wake_s + cap_s)
+        telemetry_due_s = self._telemetry_schedule.next_due_s()
+        if telemetry_due_s is not None and not self.link.polled:
+            # (a polled link's cycles come often enough: telemetry rides on them, batched)
+            deadline = min(deadline, telemetry_due_s)
         period_s = self.notifier.watchdog_period_s
         if period_s is not None:  # a WatchdogSec shorter than 1 s still gets its pings
             deadline = min(deadline, self._last_watchdog_s + period_s / 2)
@@ -349,23 +358,15 @@ class Runtime:
             self._last_status = status
         self._last_state_s = now
 
-    async def _telemetry_loop(self) -> None:
-        """Publish each telemetry kind at its configured rate (0 = off)."""
-        assert self.bridge is not None
-        rates = {k: r for k, r in self.config.mqtt.telemetry_rates_hz.items() if r > 0}
-        if not rates:
+    def _publish_telemetry(self, now: float) -> None:
+        """Each telemetry kind at its configured rate (0 = off); kinds due together go out
+        together, as one batch for the bridge."""
+        if self.bridge is None:
             return
-        loop = asyncio.get_running_loop()
-        next_due = {kind: loop.time() for kind in rates}
-        while True:
-            now = loop.time()
-            for kind, due in next_due.items():
-                if now >= due:
-                    doc = self.telemetry.document(kind)
-                    if doc is not None:
-                        self.bridge.publish_telemetry(kind, doc)
-                    next_due[kind] = max(due + 1.0 / rates[kind], now)
-            await asyncio.sleep(max(0.0, min(next_due.values()) - loop.time()))
+        for kind in self._telemetry_schedule.due(now):
+            doc = self.telemetry.document(kind)
+            if doc is not None:
+                self.bridge.publish_telemetry(kind, doc)
 
 
 def _status_line(state: dict[str, Any], broker_connected: bool | None) -> str:

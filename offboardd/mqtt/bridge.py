@@ -50,6 +50,7 @@ from offboardd.mqtt.wire import (
 )
 
 log = structlog.get_logger("offboardd.mqtt")
+_MAX_BATCH = 64  # messages published concurrently at most (one outbox drain)
 
 Channel = Literal["cmd", "setpoint"]
 # MqttSettings lives in settings.py; it is re-exported here, next to the bridge it configures.
@@ -232,16 +233,29 @@ class MqttBridge:
                     async with asyncio.timeout(timeout_s):
                         await self._wake.wait()
                 continue
-            item = self._outbox.pop(now)
-            if item is None:
+            # Everything due goes out as one batch: paho writes it in one pass of the loop,
+            # where one message at a time costs a loop iteration per message and, for QoS 1,
+            # a broker round trip (telemetry kinds of one rate arrive together).
+            batch: list[Outbound] = []
+            while len(batch) < _MAX_BATCH and (item := self._outbox.pop(now)) is not None:
+                batch.append(item)
+            if len(batch) == 1:
+                await self._publish(client, batch[0])
                 continue
-            try:
-                await client.publish(item.topic, item.payload, qos=item.qos, retain=item.retain,
-                                     properties=self._properties(item))
-            except aiomqtt.MqttError:
-                if item.topic == self.topics.state:
-                    self._outbox.state_failed()
-                raise
+            results = await asyncio.gather(*(self._publish(client, item) for item in batch),
+                                           return_exceptions=True)
+            for result in results:
+                if isinstance(result, BaseException):
+                    raise result
+
+    async def _publish(self, client: aiomqtt.Client, item: Outbound) -> None:
+        try:
+            await client.publish(item.topic, item.payload, qos=item.qos, retain=item.retain,
+                                 properties=self._properties(item))
+        except aiomqtt.MqttError:
+            if item.topic == self.topics.state:
+                self._outbox.state_failed()
+            raise
 
     def _properties(self, item: Outbound) -> Properties | None:
         if not self._v5 or item.correlation_data is None:
