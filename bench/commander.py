@@ -1,13 +1,13 @@
 """The commander of the daemon workloads: engages over MQTT, keeps the lease, probes latency.
 
-It uses `offboardd.client` as a mission script would, but sends the lease heartbeat itself
-(every 0.25 s, like the client's own loop) so the moment of the last renewal is known to
-the nanosecond. Phases: engage; settle; the measurement window (heartbeats only: every
-setpoint the daemon sends is a scheduled tick); latency probes (setpoints on the stream
-topic at 20 Hz, each a hover at 3 m with a north offset that differs from the previous
-one, stamped with the wall clock at publish: the proxy finds the first MAVLink frame
-carrying it; the daemon sends a new setpoint at once, off its schedule); then a
-zero-velocity setpoint, silence, and the lease lapses: the daemon holds.
+It uses `offboardd.client` as a mission script would, but renews the lease itself (every
+0.25 s and as the client's own loop does: QoS 0, no waiting) so the moment of the last
+renewal is known to the nanosecond. Phases: engage; settle; the measurement window
+(heartbeats only: every setpoint the daemon sends is a scheduled tick); latency probes
+(setpoints on the stream topic at 20 Hz, each a hover at 3 m with a north offset that
+differs from the previous one, stamped with the wall clock at publish: the proxy finds the
+first MAVLink frame carrying it; the daemon sends a new setpoint at once, off its schedule);
+then a zero-velocity setpoint, silence, and the lease lapses: the daemon holds.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ async def _publish(c: OffboardClient, sp: Setpoint, drive: Drive) -> int:
 async def _heartbeats(c: OffboardClient, drive: Drive) -> None:
     while True:
         drive.last_publish_ns = time.time_ns()
-        await c.heartbeat()
+        await c.renew_lease()
         await asyncio.sleep(_HEARTBEAT_PERIOD_S)
 
 

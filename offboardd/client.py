@@ -197,7 +197,15 @@ class OffboardClient:
         return await self._stop(EmergencyStop(self.new_command_id(), confirm=confirm))
 
     async def heartbeat(self) -> Reply:
+        """A heartbeat that waits for its reply (a liveness check of the daemon)."""
         return await self.send(CommanderHeartbeat(self.new_command_id()))
+
+    async def renew_lease(self) -> None:
+        """Renew the lease as the background task does: QoS 0, no waiting (a lost one is
+        replaced by the next); a refusal lands in `last_heartbeat_error`."""
+        doc = encode_command(CommanderHeartbeat(self.new_command_id()))
+        await self._mqtt.publish(self.topics.cmd, encode_document(doc), qos=0,
+                                 properties=self._request_properties(doc["id"]))
 
     async def send(self, command: Command, *, timeout_s: float | None = None,
                    check: bool = True) -> Reply:
@@ -339,8 +347,5 @@ class OffboardClient:
             await asyncio.sleep(self.heartbeat_period_s)
             if not self._holding_lease:
                 continue
-            doc = encode_command(CommanderHeartbeat(self.new_command_id()))
-            # QoS 0 and no waiting: a lost heartbeat is replaced by the next one
             with contextlib.suppress(aiomqtt.MqttError):
-                await self._mqtt.publish(self.topics.cmd, encode_document(doc), qos=0,
-                                         properties=self._request_properties(doc["id"]))
+                await self.renew_lease()
