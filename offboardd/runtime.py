@@ -16,10 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import itertools
 import signal
 import time
-from collections import OrderedDict
 from typing import Any
 
 import structlog
@@ -38,8 +36,8 @@ from offboardd.mavlink.telemetry import WANTED_MESSAGE_IDS as TELEMETRY_IDS
 from offboardd.mavlink.telemetry import TelemetryCache, message_document
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
-from offboardd.mqtt.wire import ReplyRoute
-from offboardd.systemd import SystemdNotifier
+from offboardd.replies import PendingReplies, ReplySink
+from offboardd.systemd import SystemdNotifier, status_line
 
 log = structlog.get_logger("offboardd")
 
@@ -49,10 +47,7 @@ _MAX_TIMER_SLEEP_S = 0.5  # wake at least this often: watchdog and state stay fr
 # stream's p50 interval deviation goes from ~0.3 ms to ~0.1 ms (bench/README.md).
 _TIMER_EARLY_S = 0.0015
 _STATE_PERIOD_S = 1.0  # retained state is re-published this often even when unchanged
-_MAX_PENDING_REPLIES = 1024
 _SHUTDOWN_RELEASE_S = 5.0  # SIGTERM while flying: time allowed to hand the vehicle back
-
-ReplySink = ReplyRoute | asyncio.Future[Reply]
 
 
 class Runtime:
@@ -103,10 +98,7 @@ class Runtime:
         self._timer_due_s = 0.0  # the deadline the pending timer stands for
         self._timer_precise = False  # the deadline is the engine's (a stream tick...)
         self._waking = False  # inside _wake, which re-arms once at its end
-        # Pending replies by an internal token: two commanders may pick the same command id,
-        # and each must get its own reply. Value: (the commander's id, where to reply).
-        self._replies: OrderedDict[str, tuple[str, ReplySink]] = OrderedDict()
-        self._tokens = itertools.count(1)
+        self._replies = PendingReplies()
         self._last_watchdog_s = -1e9
         self._last_state_s = -1e9
         self._last_status = ""
@@ -177,15 +169,9 @@ class Runtime:
         self._feed_command(inbound.command, inbound.route)
 
     def _feed_command(self, command: Command, sink: ReplySink) -> None:
-        token = f"#{next(self._tokens)}"
-        self._replies[token] = (command.command_id, sink)
-        while len(self._replies) > _MAX_PENDING_REPLIES:
-            _, (_, old) = self._replies.popitem(last=False)
-            if isinstance(old, asyncio.Future) and not old.done():
-                old.cancel()
-        if command.kind.value != "setpoint":  # setpoints are high rate: not logged one by one
+        if command.kind.value not in ("setpoint", "heartbeat"):  # high rate: not logged
             log.info("command", command=command.kind.value, id=command.command_id)
-        self._handle(dataclasses.replace(command, command_id=token), self._now())
+        self._handle(self._replies.tokenize(command, sink), self._now())
 
     def _on_bytes(self, data: bytes) -> None:
         fc_sysid = self.config.mavlink.fc_system_id
@@ -317,11 +303,10 @@ class Runtime:
             self._publish_state(self._now())
 
     def _reply(self, reply: Reply) -> None:
-        pending = self._replies.pop(reply.command_id, None)
-        if pending is None:
+        resolved = self._replies.resolve(reply)
+        if resolved is None:
             return
-        command_id, sink = pending
-        reply = dataclasses.replace(reply, command_id=command_id)
+        reply, sink = resolved
         if reply.reason is Reason.FC_UNKNOWN and (hint := refusal_hint(self.codec.stats)):
             reply = dataclasses.replace(reply, message=f"{reply.message}; {hint}")
         if not reply.ok:
@@ -352,7 +337,7 @@ class Runtime:
         if self.bridge is not None:
             self.bridge.publish_state(state)
         connected = None if self.bridge is None else self.bridge.connected.is_set()
-        status = _status_line(state, connected)
+        status = status_line(state, connected)
         if status != self._last_status:
             self.notifier.status(status)
             self._last_status = status
@@ -367,23 +352,6 @@ class Runtime:
             doc = self.telemetry.document(kind)
             if doc is not None:
                 self.bridge.publish_telemetry(kind, doc)
-
-
-def _status_line(state: dict[str, Any], broker_connected: bool | None) -> str:
-    """What `systemctl status offboardd` shows: the FC, the broker, the phase."""
-    if state["fc_link"] == "up":
-        fc = f"flight controller sysid {state['fc_system_id']} up"
-        if state["fc_version"]:
-            fc += f" (PX4 {state['fc_version']})"
-    elif state["fc_link"] == "lost":
-        fc = "flight controller lost"
-    else:
-        fc = "waiting for the flight controller"
-    parts = [fc]
-    if broker_connected is not None:
-        parts.append("broker connected" if broker_connected else "waiting for the broker")
-    phase = state["phase"] + (f" ({state['reason']})" if state["reason"] else "")
-    return "; ".join([*parts, phase])
 
 
 def _signal_event(loop: asyncio.AbstractEventLoop) -> asyncio.Event:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
+from typing import Any
 
 
 class SystemdNotifier:
@@ -72,3 +73,20 @@ class SystemdNotifier:
 def _status(text: str) -> str:
     """One STATUS= field: a newline in the text would start a new (forged) assignment."""
     return "STATUS=" + " ".join(text.split("\n"))
+
+
+def status_line(state: dict[str, Any], broker_connected: bool | None) -> str:
+    """What `systemctl status offboardd` shows: the FC, the broker, the phase."""
+    if state["fc_link"] == "up":
+        fc = f"flight controller sysid {state['fc_system_id']} up"
+        if state["fc_version"]:
+            fc += f" (PX4 {state['fc_version']})"
+    elif state["fc_link"] == "lost":
+        fc = "flight controller lost"
+    else:
+        fc = "waiting for the flight controller"
+    parts = [fc]
+    if broker_connected is not None:
+        parts.append("broker connected" if broker_connected else "waiting for the broker")
+    phase = state["phase"] + (f" ({state['reason']})" if state["reason"] else "")
+    return "; ".join([*parts, phase])

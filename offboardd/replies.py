@@ -1,0 +1,49 @@
+"""Pending replies: which commander gets the engine's reply to which command.
+
+Two commanders may pick the same command id, and each must get its own reply, so the
+engine sees an internal token instead (`#1`, `#2`...) and the reply is matched back by it.
+A reply goes to an MQTT route (the bridge publishes it) or to a future (`Runtime.submit`).
+Bounded: a commander that never waits for its replies cannot grow memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+from collections import OrderedDict
+
+from offboardd.core.actions import Reply
+from offboardd.core.commands import Command
+from offboardd.mqtt.wire import ReplyRoute
+
+ReplySink = ReplyRoute | asyncio.Future[Reply]
+_MAX_PENDING = 1024
+
+
+class PendingReplies:
+    def __init__(self, max_pending: int = _MAX_PENDING) -> None:
+        self._pending: OrderedDict[str, tuple[str, ReplySink]] = OrderedDict()
+        self._tokens = itertools.count(1)
+        self._max_pending = max_pending
+
+    def tokenize(self, command: Command, sink: ReplySink) -> Command:
+        """Remember where the reply goes; return the command as the engine should see it."""
+        token = f"#{next(self._tokens)}"
+        self._pending[token] = (command.command_id, sink)
+        while len(self._pending) > self._max_pending:
+            _, (_, oldest) = self._pending.popitem(last=False)
+            if isinstance(oldest, asyncio.Future) and not oldest.done():
+                oldest.cancel()
+        return dataclasses.replace(command, command_id=token)
+
+    def resolve(self, reply: Reply) -> tuple[Reply, ReplySink] | None:
+        """The reply under the commander's own id and where it goes (None: not ours)."""
+        pending = self._pending.pop(reply.command_id, None)
+        if pending is None:
+            return None
+        command_id, sink = pending
+        return dataclasses.replace(reply, command_id=command_id), sink
+
+    def __len__(self) -> int:
+        return len(self._pending)
