@@ -4,11 +4,13 @@ One datagram in is one `on_bytes` call; no framing, no parsing here. Sends go st
 the socket through asyncio's datagram transport (which buffers only if the kernel says
 EAGAIN); past `MAX_BACKLOG_BYTES` of such buffering, sends are dropped, not queued.
 
-Polled (`polled=True`, what the daemon uses): the socket is not watched by the event loop;
-the owner calls `poll()` once per control cycle and every datagram the kernel holds is
-delivered then. PX4 sends ~100 datagrams/s of telemetry; waking the loop for each cost more
-CPU than everything else the daemon does (bench/README.md), and nothing it decides needs a
-flight controller message sooner than the next cycle.
+Polled (`polled=True`, what the daemon uses): the socket is not watched by the event loop
+at all; the owner calls `poll()` once per control cycle and every datagram the kernel holds
+is delivered then, and sends go straight to the non-blocking socket (a datagram the kernel
+cannot take at once is dropped and counted: a late setpoint is worth less than none). PX4
+sends ~100 datagrams/s of telemetry; waking the loop for each cost more CPU than everything
+else the daemon does (bench/README.md), and nothing it decides needs a flight controller
+message sooner than the next cycle.
 
 This module must not decode MAVLink or decide whether a peer is alive (the runtime does,
 from HEARTBEAT): udpin is up from its first datagram on, udpout from the moment its socket
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from typing import Any, cast
+from typing import Any
 
 from offboardd.mavlink.links.base import MAX_BACKLOG_BYTES, BytesCallback, Link, StateCallback
 from offboardd.mavlink.links.url import LinkUrl, format_host_port
@@ -86,20 +88,17 @@ class _UdpLink(Link):
             sock.setblocking(False)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RECEIVE_BUFFER_BYTES)
             self._prepare(sock, address)
-            transport, protocol = await loop.create_datagram_endpoint(
-                lambda: _Protocol(self), sock=sock)
+            if not self.polled:
+                self._transport, self._protocol = await loop.create_datagram_endpoint(
+                    lambda: _Protocol(self), sock=sock)
         except BaseException:
             sock.close()
             raise
-        self._transport, self._protocol = transport, protocol
-        if self.polled:
-            self._sock = sock
-            # The transport still sends; reading is poll()'s (typeshed lacks this method).
-            cast(asyncio.ReadTransport, transport).pause_reading()
-        self._opened(transport)
+        self._sock = sock
+        self._opened(sock)
 
     def poll(self) -> int:
-        sock = self._sock
+        sock = self._sock if self.polled else None
         delivered = 0
         while sock is not None and delivered < _MAX_DATAGRAMS_PER_POLL:
             try:
@@ -109,7 +108,6 @@ class _UdpLink(Link):
             except ConnectionRefusedError:
                 continue  # ICMP: udpout's peer is not listening yet; normal for UDP
             except OSError as exc:
-                self._sock = None
                 self._end_session(f"socket error: {exc}")
                 break
             delivered += 1
@@ -118,27 +116,43 @@ class _UdpLink(Link):
                 break
         return delivered
 
-    def _opened(self, transport: asyncio.DatagramTransport) -> None:
+    def _opened(self, sock: socket.socket) -> None:
         raise NotImplementedError
 
     async def _close(self) -> None:
-        transport, protocol = self._transport, self._protocol
-        self._transport = self._protocol = None
-        self._sock = None
+        transport, protocol, sock = self._transport, self._protocol, self._sock
+        self._transport = self._protocol = self._sock = None
         if transport is not None and protocol is not None:
             transport.abort()  # close() would wait for buffered datagrams: stale, drop them
-            await protocol.closed
+            await protocol.closed  # (the transport closes the socket)
+        elif sock is not None:
+            sock.close()
 
     def _datagram(self, data: bytes, addr: Any) -> None:
         self._deliver(data)
 
     def _write(self, data: bytes) -> bool:
+        if self._peer is None:
+            return False
+        if self.polled:
+            return self._send_now(data)
         transport = self._transport
-        if transport is None or self._peer is None or transport.is_closing():
+        if transport is None or transport.is_closing():
             return False
         if _buffered_bytes(transport) + len(data) > MAX_BACKLOG_BYTES:
             return False
         transport.sendto(data, self._peer)
+        return True
+
+    def _send_now(self, data: bytes) -> bool:
+        """Polled: one non-blocking send; what the kernel refuses now is dropped."""
+        sock = self._sock
+        if sock is None:
+            return False
+        try:
+            sock.sendto(data, self._peer)
+        except OSError:  # EAGAIN (buffer full), or an ICMP error reported on this send
+            return False
         return True
 
 
@@ -157,7 +171,7 @@ class UdpInLink(_UdpLink):
     def _prepare(self, sock: socket.socket, address: Any) -> None:
         sock.bind(address)
 
-    def _opened(self, transport: asyncio.DatagramTransport) -> None:
+    def _opened(self, sock: socket.socket) -> None:
         self._peer = None  # a new socket has heard no one yet
         self._mark_down(f"listening on {format_host_port(*self.url.address)}")
 
@@ -192,13 +206,15 @@ class UdpOutLink(_UdpLink):
     def _prepare(self, sock: socket.socket, address: Any) -> None:
         sock.connect(address)  # non-blocking, but UDP's connect only records the peer
 
-    def _opened(self, transport: asyncio.DatagramTransport) -> None:
-        local = transport.get_extra_info("sockname")
-        self._peer = transport.get_extra_info("peername")
+    def _opened(self, sock: socket.socket) -> None:
+        local = sock.getsockname()
+        self._peer = sock.getpeername()
         where = format_host_port(*self.url.address)
         self._mark_up(f"sending to {where} from port {local[1]}")
 
     def _write(self, data: bytes) -> bool:
+        if self.polled:
+            return self._send_now(data)
         transport = self._transport
         if transport is None or transport.is_closing():
             return False
