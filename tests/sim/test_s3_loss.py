@@ -89,9 +89,14 @@ async def test_s3_loss_threshold_about_1_03_s_short_gaps_hold_longer_gaps_blip()
         _request_current_mode(peer)
         await offboard_and_arm(sim, peer, down=-1.0)
         await asyncio.sleep(0.3)
+        loop = asyncio.get_running_loop()
         for gap_s in (0.90, 0.95):  # [SITL] a 0.95-1.02 s gap never fell back
-            peer.stop_stream()
-            await asyncio.sleep(gap_s)
+            # The gap runs from the last setpoint sent, not from stopping the stream: that
+            # can be up to a stream period (50 ms) later, and a "0.95 s" gap was then 1.00 s,
+            # 30 ms short of the threshold and failing on any hiccup of a loaded machine.
+            sent = peer.stop_stream()
+            assert sent is not None
+            await asyncio.sleep(sent + gap_s - loop.time())
             peer.stream(lambda: position_sp(down=-1.0))
             await asyncio.sleep(0.2)
         assert not sim.record.changes_to("POSCTL")
