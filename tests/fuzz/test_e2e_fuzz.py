@@ -121,6 +121,15 @@ async def wait_for(predicate: Any, timeout_s: float, what: str, fz: Fuzzing | No
         await asyncio.sleep(0.02)
 
 
+def fc_ready(snapshot: dict[str, Any]) -> bool:
+    """Everything the engage gate needs: home and a position estimate come with the first
+    telemetry, the parameter replies can come after them (an engage sent in between was
+    refused with fc_params_unknown and the take-off never came)."""
+    params = ("com_of_loss_t_s", "com_obl_rc_act", "mav_fwdextsp")
+    return (all(snapshot[name] is not None for name in params) and snapshot["home_known"]
+            and bool(snapshot["estimates"].get("local_position")))
+
+
 def engage_payload(n: int) -> bytes:
     return json.dumps({"v": 1, "id": f"engage-{n}", "cmd": "engage", "arm": True,
                        "setpoint": {"kind": "position_ned", "north_m": 0.0, "east_m": 0.0,
@@ -152,9 +161,7 @@ async def test_fuzzed_mqtt_and_mavlink_traffic_end_to_end(
         background = [asyncio.create_task(collect_replies(client, replies)),
                       asyncio.create_task(keep_lease(client))]
         try:
-            await wait_for(lambda: fz.snapshot()["home_known"]
-                           and bool(fz.snapshot()["estimates"].get("local_position")),
-                           15, "FC ready with a home")
+            await wait_for(lambda: fc_ready(fz.snapshot()), 15, "FC ready with a home")
             await client.publish(T.cmd, engage_payload(0), qos=1)
             await wait_for(lambda: fz.phase() == "active"
                            and fz.sim.vehicle.position_ned_m[2] < -3.0, 20, "take-off")
