@@ -136,10 +136,13 @@ async def test_setpoint_topic_replies_only_to_refusals(mosquitto: Broker) -> Non
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_late_subscriber_gets_retained_state(mosquitto: Broker, protocol: str) -> None:
-    async with running_bridge(settings_for(mosquitto.port, protocol)) as daemon:
+    async with running_bridge(settings_for(mosquitto.port, protocol)) as daemon, \
+            observer(mosquitto.port, protocol) as witness:
+        await witness.subscribe(TOPICS.state, 1)
         daemon.bridge.publish_state({"phase": "idle", "armed": False, "gap_s": float("inf")})
         daemon.bridge.publish_state({"phase": "active", "armed": True, "gap_s": 0.05})
-        await asyncio.sleep(0.3)
+        # The broker has the newest state once a subscriber got it (not after a fixed sleep).
+        await next_message(witness, TOPICS.state, where=lambda m: body(m)["phase"] == "active")
         async with observer(mosquitto.port, protocol) as late:
             await late.subscribe(TOPICS.state, 1)
             message = await next_message(late, TOPICS.state)
@@ -152,8 +155,11 @@ async def test_broker_restart_reconnects_and_republishes_state(mosquitto: Broker
         daemon.bridge.publish_state({"phase": "active"})
         await asyncio.sleep(0.2)
         await asyncio.to_thread(mosquitto.stop)
-        await asyncio.sleep(0.3)
-        assert not daemon.bridge.connected.is_set()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5.0
+        while daemon.bridge.connected.is_set():  # the bridge sees the broker go
+            assert loop.time() < deadline, "still connected 5 s after the broker stopped"
+            await asyncio.sleep(0.01)
         daemon.bridge.publish_telemetry("position", {"north_m": 1.0})  # dropped, not queued
         daemon.bridge.publish_event({"event": "while_away"})  # kept (bounded)
         await asyncio.to_thread(mosquitto.start)  # no persistence: retained state is gone
