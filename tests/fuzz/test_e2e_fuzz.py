@@ -28,6 +28,7 @@ from typing import Any
 import aiomqtt
 import pytest
 
+from offboardd.aio import raise_if_cancelling
 from offboardd.config import DaemonConfig, MavlinkSettings
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.settings import EngineSettings
@@ -147,6 +148,9 @@ async def keep_lease(client: aiomqtt.Client) -> None:
     for n in range(1_000_000):
         await client.publish(T.cmd, json.dumps({"v": 1, "id": f"hb-{n}",
                                                 "cmd": "heartbeat"}).encode(), qos=1)
+        # Python 3.11's wait_for inside aiomqtt's publish can swallow the cancellation that
+        # ends this loop; without the check the test would wait on it until its timeout.
+        raise_if_cancelling()
         await asyncio.sleep(0.25)
 
 
