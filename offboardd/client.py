@@ -203,7 +203,7 @@ class OffboardClient:
     async def renew_lease(self) -> None:
         """Renew the lease as the background task does: QoS 0, no waiting (a lost one is
         replaced by the next); a refusal lands in `last_heartbeat_error`."""
-        doc = encode_command(CommanderHeartbeat(self.new_command_id()))
+        doc = encode_command(CommanderHeartbeat(self.new_command_id(), ack=False))
         await self._mqtt.publish(self.topics.cmd, encode_document(doc), qos=0,
                                  properties=self._request_properties(doc["id"]))
 

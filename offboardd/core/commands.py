@@ -139,9 +139,14 @@ class EmergencyStop:
 
 @dataclass(frozen=True)
 class CommanderHeartbeat:
-    """Renew the commander lease without changing anything (never resumes from HOLDING)."""
+    """Renew the commander lease without changing anything (never resumes from HOLDING).
+
+    `ack=False`: the commander wants a reply only when the heartbeat is refused (a lease
+    kept alive 4 times a second needs no "ok" back each time; a lapsed lease must be heard).
+    """
 
     command_id: str
+    ack: bool = True
     kind: ClassVar[CommandKind] = CommandKind.HEARTBEAT
 
     def __post_init__(self) -> None:

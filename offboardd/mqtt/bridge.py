@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -27,7 +28,7 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from offboardd.aio import raise_if_cancelling
-from offboardd.core.commands import Command
+from offboardd.core.commands import Command, CommanderHeartbeat
 from offboardd.errors import OffboarddError
 from offboardd.mqtt import connection
 from offboardd.mqtt.connection import ConnectFailure, FailureKind
@@ -297,6 +298,8 @@ class MqttBridge:
             self._refuse(channel, route, decoded)
             return
         route = self._route(channel, properties, command_id=decoded.command_id)
+        if isinstance(decoded, CommanderHeartbeat) and not decoded.ack:
+            route = dataclasses.replace(route, reply_on_success=False)
         try:
             self._on_command(InboundCommand(decoded, route))
         except Exception as exc:  # a bug behind on_command must not take MQTT down with it

@@ -6,6 +6,7 @@ Command topic (`cmd`), one JSON object per command:
      "setpoint": {"kind": "position_ned", "north_m": 0, "east_m": 0, "down_m": -5}}
     {"v": 1, "id": "c2", "cmd": "setpoint", "session": "s1", "seq": 3, "setpoint": {...}}
     {"v": 1, "id": "c3", "cmd": "release" | "hold" | "land" | "rtl" | "arm" | "heartbeat"}
+    {"v": 1, "id": "c6", "cmd": "heartbeat", "ack": false}   (a reply only if refused)
     {"v": 1, "id": "c4", "cmd": "disarm", "force": false}
     {"v": 1, "id": "c5", "cmd": "emergency_stop", "confirm": true}
 
@@ -65,9 +66,8 @@ def _command(name: str, *fields: FieldSpec, sequenced: bool = False) -> ObjectSp
                              choice("cmd", name, wrong=MqttErrorCode.UNKNOWN_COMMAND), *fields))
 
 
-_BARE: dict[str, type[Release | Hold | Land | Rtl | Arm | CommanderHeartbeat]] = {
-    "release": Release, "hold": Hold, "land": Land, "rtl": Rtl, "arm": Arm,
-    "heartbeat": CommanderHeartbeat}
+_BARE: dict[str, type[Release | Hold | Land | Rtl | Arm]] = {
+    "release": Release, "hold": Hold, "land": Land, "rtl": Rtl, "arm": Arm}
 _COMMAND_SPECS: dict[str, ObjectSpec] = {
     # "setpoint": null on engage means none: hold where the vehicle is
     "engage": _command("engage", flag("arm", False),
@@ -75,6 +75,7 @@ _COMMAND_SPECS: dict[str, ObjectSpec] = {
     "setpoint": _command("setpoint", FieldSpec("setpoint", JsonType.OBJECT), sequenced=True),
     "disarm": _command("disarm", flag("force", False)),
     "emergency_stop": _command("emergency_stop", flag("confirm", False)),
+    "heartbeat": _command("heartbeat", flag("ack", True)),
     **{name: _command(name) for name in _BARE},
 }
 # The setpoint topic: a flat object, its envelope checked before the setpoint's fields.
@@ -160,6 +161,8 @@ class CommandDecoder:
                                  'emergency_stop force-disarms in flight: add "confirm": true',
                                  command_id)
             return EmergencyStop(command_id, confirm=True)
+        if name == "heartbeat":
+            return CommanderHeartbeat(command_id, ack=fields["ack"])
         command: Command = _BARE[name](command_id)
         return command
 
@@ -257,6 +260,8 @@ def encode_command(command: Command, *, session: str | None = None,
         doc["force"] = command.force
     elif isinstance(command, EmergencyStop):
         doc["confirm"] = command.confirm
+    elif isinstance(command, CommanderHeartbeat) and not command.ack:
+        doc["ack"] = False
     return doc
 
 

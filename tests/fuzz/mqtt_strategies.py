@@ -116,6 +116,8 @@ def command_documents(draw: st.DrawFn) -> dict[str, Any]:
         doc["force"] = draw(st.booleans())
     elif name == "emergency_stop" and draw(st.booleans()):
         doc["confirm"] = draw(st.booleans())
+    elif name == "heartbeat" and draw(st.booleans()):
+        doc["ack"] = draw(st.booleans())
     return doc
 
 

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from offboardd.core.commands import Hold, SetSetpoint
+from offboardd.core.commands import CommanderHeartbeat, Hold, SetSetpoint
 from offboardd.core.setpoints import PositionNed
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
 from offboardd.mqtt.topics import Topics
 from tests.conftest import Broker
+from tests.mavlink.conftest import wait_until
 from tests.mqtt.helpers import (
     body,
     dumps,
@@ -132,6 +133,27 @@ async def test_setpoint_topic_replies_only_to_refusals(mosquitto: Broker) -> Non
         assert (reply["id"], reply["ok"], reply["code"]) == ("a:1", False, "setpoint_stale")
         [inbound] = daemon.received
         assert inbound.command == SetSetpoint("a:1", PositionNed(0, 0, -5))
+
+
+async def test_a_lease_heartbeat_without_ack_is_answered_only_when_refused(
+    mosquitto: Broker
+) -> None:
+    async with running_bridge(settings_for(mosquitto.port), auto_reply=False) as daemon, \
+            observer(mosquitto.port) as client:
+        await client.subscribe(TOPICS.reply, 1)
+        for n in (1, 2):
+            await client.publish(TOPICS.cmd, dumps({"v": 1, "id": f"hb{n}", "cmd": "heartbeat",
+                                                    "ack": False}))
+        await client.publish(TOPICS.cmd, dumps({"v": 1, "id": "hb3", "cmd": "heartbeat"}))
+        await wait_until(lambda: len(daemon.received) == 3, "the three heartbeats")
+        hb1, hb2, hb3 = daemon.received
+        assert hb1.command == CommanderHeartbeat("hb1", ack=False)
+        assert hb3.command == CommanderHeartbeat("hb3")
+        daemon.bridge.reply(hb1.route, ok=True, message="renewed")  # not published
+        daemon.bridge.reply(hb2.route, ok=False, code="lease_expired", message="lapsed")
+        daemon.bridge.reply(hb3.route, ok=True, message="renewed")
+        replies = [body(await next_message(client, TOPICS.reply)) for _ in range(2)]
+    assert [(r["id"], r["ok"]) for r in replies] == [("hb2", False), ("hb3", True)]
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

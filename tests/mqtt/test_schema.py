@@ -73,6 +73,7 @@ COMMANDS: list[Command] = [
     Disarm("d1"), Disarm("d2", force=True),
     EmergencyStop("x1", confirm=True),
     CommanderHeartbeat("hb1"),
+    CommanderHeartbeat("hb2", ack=False),
 ]
 
 
