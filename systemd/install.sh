@@ -24,7 +24,7 @@ options:
                            e.g. with --system-site-packages); `offboardd --version` works
                            without them. Meant for tests and offline re-installs.
   --system-site-packages   let the virtualenv see the interpreter's own packages
-                           (Debian's python3-serial, python3-pydantic...)
+                           (Debian's python3-serial, python3-paho-mqtt...)
   --no-start               enable the service but do not (re)start it
   -h, --help               show this help
 
@@ -199,7 +199,7 @@ wheel_file="$(ls "$work"/dist/offboardd-*.whl)"
 say "installing $(basename "$wheel_file") into $VENV"
 venv_pip install --quiet --no-index --no-deps --force-reinstall "$wheel_file"
 if [ "$NO_DEPS" -eq 0 ]; then
-    say "installing its dependencies (pymavlink, pyserial, aiomqtt, structlog, pydantic)"
+    say "installing its dependencies (pymavlink, pyserial, aiomqtt, structlog)"
     "$VENV/bin/python" -m pip install --quiet "$wheel_file"
 fi
 "$VENV/bin/offboardd" --version >/dev/null || die "$VENV/bin/offboardd does not run"
