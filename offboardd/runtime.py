@@ -232,6 +232,10 @@ class Runtime:
         self._waking = True
         try:
             self._cycle()
+        except Exception:  # a bug: logged and counted, and the next cycle still comes; if
+            # it repeats, the watchdog (fed after the tick) starves and systemd restarts us.
+            self.internal_errors += 1
+            log.exception("internal_error", where="cycle")
         finally:
             self._waking = False
         self._rearm()
