@@ -168,7 +168,7 @@ class OffboardClient:
         `last_stream_error`). It also renews the lease, as every accepted command does."""
         self._seq += 1
         doc = encode_stream_setpoint(setpoint, session=self.session, seq=self._seq)
-        await self._mqtt.publish(self.topics.setpoint, encode_document(doc), qos=0,
+        await self._publish(self.topics.setpoint, encode_document(doc), qos=0,
                                  properties=self._request_properties(f"{self.session}:{self._seq}"))
 
     async def setpoint_confirmed(self, setpoint: Setpoint) -> Reply:
@@ -204,7 +204,7 @@ class OffboardClient:
         """Renew the lease as the background task does: QoS 0, no waiting (a lost one is
         replaced by the next); a refusal lands in `last_heartbeat_error`."""
         doc = encode_command(CommanderHeartbeat(self.new_command_id(), ack=False))
-        await self._mqtt.publish(self.topics.cmd, encode_document(doc), qos=0,
+        await self._publish(self.topics.cmd, encode_document(doc), qos=0,
                                  properties=self._request_properties(doc["id"]))
 
     async def send(self, command: Command, *, timeout_s: float | None = None,
@@ -268,6 +268,13 @@ class OffboardClient:
             return {"session": self.session, "seq": self._seq}
         return {}
 
+    async def _publish(self, topic: str, payload: bytes, *, qos: int,
+                       properties: Properties | None) -> None:
+        await self._mqtt.publish(topic, payload, qos=qos, properties=properties)
+        # aiomqtt's publish can return although the caller was cancelled meanwhile (Python
+        # 3.11's wait_for, see offboardd.aio): a script's loop of setpoints must still end.
+        raise_if_cancelling()
+
     def _request_properties(self, command_id: str) -> Properties | None:
         if not self._v5:
             return None
@@ -283,7 +290,7 @@ class OffboardClient:
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self._pending[command_id] = future
         try:
-            await self._mqtt.publish(self.topics.cmd, encode_document(doc), qos=1,
+            await self._publish(self.topics.cmd, encode_document(doc), qos=1,
                                      properties=self._request_properties(command_id))
             wait_s = self.reply_timeout_s if timeout_s is None else timeout_s
             try:

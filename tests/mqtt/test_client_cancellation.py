@@ -8,11 +8,10 @@ setpoint loop; test_interrupted_demo_leaves_no_process_behind[sigterm] got exit 
 130) and the bench smoke test hung until pytest's 120 s timeout (the bench commander's
 lease loop, `beating.cancel()` then `await beating`).
 
-The property holds once `OffboardClient` calls `offboardd.aio.raise_if_cancelling()` after
-each publish (as its own heartbeat loop and the bridge do). Until then the tests carry a
-strict xfail: they fail loudly the day the fix lands, and the marker is removed. Each
-cancels a tight publishing loop up to 60 times; unfixed, about 4 cancellations in 10 are
-lost here (measured), so one is lost within the first few in every run.
+The property holds because `OffboardClient` calls `offboardd.aio.raise_if_cancelling()`
+after each publish (as its own heartbeat loop and the bridge do). Each test cancels a tight
+publishing loop up to 60 times; without that call about 4 cancellations in 10 were lost
+here (measured), so one is lost within the first few in every run.
 """
 
 from __future__ import annotations
@@ -30,7 +29,6 @@ from tests.mqtt.helpers import settings_for
 
 pytestmark = pytest.mark.integration
 CANCELS = 60
-LOST_CANCEL = "offboardd/client.py: a publish can swallow the caller's cancellation"
 
 
 async def a_cancellation_is_lost(publish: Callable[[], Awaitable[object]]) -> bool:
@@ -54,13 +52,11 @@ async def a_cancellation_is_lost(publish: Callable[[], Awaitable[object]]) -> bo
     return False
 
 
-@pytest.mark.xfail(strict=True, reason=LOST_CANCEL)
 async def test_a_setpoint_loop_ends_when_cancelled(mosquitto: Broker) -> None:
     async with OffboardClient("127.0.0.1", mosquitto.port, "v1") as c:
         assert not await a_cancellation_is_lost(lambda: c.setpoint(PositionNed(0, 0, -3)))
 
 
-@pytest.mark.xfail(strict=True, reason=LOST_CANCEL)
 async def test_a_lease_renewal_loop_ends_when_cancelled(mosquitto: Broker) -> None:
     async with fake_daemon(settings_for(mosquitto.port)), \
             OffboardClient("127.0.0.1", mosquitto.port, "v1") as c:
