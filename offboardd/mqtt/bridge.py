@@ -155,6 +155,7 @@ class MqttBridge:
             log.warning(event, host=s.host, message=message)
         attempt = 0
         while True:
+            raise_if_cancelling()  # a failed connect may have swallowed it (offboardd.aio)
             paho_errors = connection.PahoErrors()
             served = self.connect_count
             failure: ConnectFailure | None = None
@@ -184,6 +185,7 @@ class MqttBridge:
 
     async def _serve(self, client: aiomqtt.Client) -> None:
         await self._subscribe(client)
+        raise_if_cancelling()  # connect and subscribe may have swallowed it (offboardd.aio)
         await client.publish(self.topics.availability, AVAILABILITY_ONLINE, qos=1, retain=True)
         self.connect_count += 1
         self._outbox.on_connected()
@@ -193,6 +195,7 @@ class MqttBridge:
         publisher = asyncio.create_task(self._publish_loop(client))
         receiver = asyncio.create_task(self._receive_loop(client))
         try:
+            raise_if_cancelling()  # the online publish may have swallowed it
             done, _ = await asyncio.wait({publisher, receiver},
                                          return_when=asyncio.FIRST_COMPLETED)
             for task in done:

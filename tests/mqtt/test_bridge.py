@@ -296,17 +296,15 @@ async def test_sigkill_makes_subscribers_see_offline(mosquitto: Broker, protocol
         await child.wait()
 
 
-@pytest.mark.xfail(strict=True, reason="offboardd/mqtt/bridge.py: _serve goes on serving "
-                   "after aiomqtt swallowed the cancellation (see the docstring)")
 async def test_cancelled_while_subscribing_the_bridge_still_ends(
     mosquitto: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Python 3.11's wait_for inside aiomqtt's connect, subscribe and publish returns
     instead of raising when the cancellation arrives as the broker's answer does (a
     SIGTERM'd daemon while it (re)connects; 7 of 200 cancels during the connection lost
-    here). _serve then waits on its publisher and receiver forever. Reproduced exactly:
-    a subscribe that swallows the cancellation. Strict xfail until _serve (and run's retry
-    loop) check Task.cancelling(), as the publish loop does; then the marker goes."""
+    here). _serve then waited on its publisher and receiver forever. Reproduced exactly:
+    a subscribe that swallows the cancellation; _serve and run's retry loop now check
+    Task.cancelling(), as the publish loop does."""
     subscribing = asyncio.Event()
     subscribe = aiomqtt.Client.subscribe
 
