@@ -127,6 +127,7 @@ class OffboardClient:
             await self._mqtt.subscribe(self._inbox, 1)
             if self._follow_state:  # off for `watch`, which subscribes to what it shows
                 await self._mqtt.subscribe(self.topics.state, 1)
+            raise_if_cancelling()  # connect or subscribe may have swallowed it
         except BaseException:
             await self._mqtt.__aexit__(None, None, None)
             raise
