@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -53,21 +54,34 @@ async def test_s4_heartbeat_1_hz_custom_mode_base_mode_and_armed_flag_lag() -> N
         assert 0.0 <= lag <= 1.1  # [SITL] ~0.55 s: the next 1 Hz heartbeat carries it
 
 
-async def test_s4_current_mode_on_request_at_once_on_change_and_1_5_to_2_hz_at_rest() -> None:
+async def test_s4_current_mode_on_request_and_at_once_on_change() -> None:
     async with running_sim() as (_sim, peer):
         await asyncio.sleep(0.3)
         assert not peer.of_type("CURRENT_MODE")  # not sent until requested
         peer.command(d.MAV_CMD_SET_MESSAGE_INTERVAL, d.MAVLINK_MSG_ID_CURRENT_MODE, 0)
         assert (await _wait_acks(peer, d.MAV_CMD_SET_MESSAGE_INTERVAL, 1))[0][1] == 0
-        await asyncio.sleep(2.0)
-        rate = len(peer.of_type("CURRENT_MODE")) / 2.0
-        assert 1.2 <= rate <= 2.3
         sent = asyncio.get_running_loop().time()
         peer.set_mode(POSCTL)  # disarmed: accepted
         msg = await peer.wait_for(lambda m: m.get_type() == "CURRENT_MODE"
                                   and m.custom_mode == POSCTL)  # fmt: skip
         got = next(t for t, m in reversed(peer.received) if m is msg)
         assert got - sent < 0.05 and msg.standard_mode == d.MAV_STANDARD_MODE_POSITION_HOLD
+
+
+@pytest.mark.xfail(strict=True, reason="offboardd/sim/streams.py: SET_MESSAGE_INTERVAL 0 gives "
+                   "CURRENT_MODE the 1 Hz default of a message outside the profile")
+async def test_s4_current_mode_at_rest_1_5_to_2_hz() -> None:
+    """[SITL] ~1.5-2 Hz at rest (CURRENT_MODE_MIN_PERIOD_S = 0.55 s in the sim). The sim
+    sends 1 Hz: this used to pass only because a 2.0 s window, opened 1-10 ms after the
+    first message, still caught the third one (at +2.00-2.01 s): a race, lost on a loaded
+    machine (rate 1.0). Measured by the median period, robust to one hiccup of the loop."""
+    async with running_sim() as (sim, peer):
+        peer.command(d.MAV_CMD_SET_MESSAGE_INTERVAL, d.MAVLINK_MSG_ID_CURRENT_MODE, 0)
+        await sim.wait_until(lambda: len(peer.of_type("CURRENT_MODE")) >= 4, 3.5)
+        times = [t for t, _ in peer.of_type("CURRENT_MODE")][:4]
+        assert len(times) == 4, times
+        periods = sorted(b - a for a, b in itertools.pairwise(times))
+        assert 1 / 2.3 <= periods[1] <= 1 / 1.2, periods
 
 
 @pytest.mark.parametrize(
