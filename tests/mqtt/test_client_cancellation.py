@@ -17,7 +17,9 @@ here (measured), so one is lost within the first few in every run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -61,3 +63,37 @@ async def test_a_lease_renewal_loop_ends_when_cancelled(mosquitto: Broker) -> No
     async with fake_daemon(settings_for(mosquitto.port)), \
             OffboardClient("127.0.0.1", mosquitto.port, "v1") as c:
         assert not await a_cancellation_is_lost(c.renew_lease)
+
+
+@pytest.mark.xfail(strict=True, reason="offboardd/client.py: watch() subscribes without "
+                   "re-checking for a swallowed cancellation")
+async def test_a_watch_cancelled_while_it_subscribes_ends(
+    mosquitto: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scenario runner's PositionFeed reads `watch()` in a task it cancels on exit; a
+    cancellation swallowed by the subscribe left the reader waiting on its queue forever,
+    and the feed's exit with it. Reproduced exactly: a subscribe that swallows it."""
+    async with OffboardClient("127.0.0.1", mosquitto.port, "v1") as c:
+        subscribing = asyncio.Event()
+        subscribe = c._mqtt.subscribe
+
+        async def subscribe_swallowing(*args: Any, **kwargs: Any) -> Any:
+            subscribing.set()
+            with contextlib.suppress(asyncio.CancelledError):  # as 3.11's wait_for can
+                await asyncio.sleep(0.05)
+            return await subscribe(*args, **kwargs)
+
+        monkeypatch.setattr(c._mqtt, "subscribe", subscribe_swallowing)
+
+        async def read() -> None:
+            async for _ in c.watch(["offboardd/v1/telemetry/#"]):
+                pass
+
+        task = asyncio.create_task(read())
+        await asyncio.wait_for(subscribing.wait(), 5)
+        task.cancel()
+        done, _ = await asyncio.wait([task], timeout=3.0)
+        while not task.done():  # leave nothing running behind the test
+            task.cancel()
+            await asyncio.wait([task], timeout=0.1)
+        assert done, "the watch kept reading after it was cancelled"
