@@ -231,6 +231,7 @@ class OffboardClient:
         self._watch_queue = asyncio.Queue(maxsize=1000)
         for topic_filter in filters or [self.topics.everything]:
             await self._mqtt.subscribe(topic_filter, 0)
+            raise_if_cancelling()  # the subscribe may have swallowed it (offboardd.aio)
         while True:
             item = await self._watch_queue.get()
             if item is None:

@@ -65,8 +65,6 @@ async def test_a_lease_renewal_loop_ends_when_cancelled(mosquitto: Broker) -> No
         assert not await a_cancellation_is_lost(c.renew_lease)
 
 
-@pytest.mark.xfail(strict=True, reason="offboardd/client.py: watch() subscribes without "
-                   "re-checking for a swallowed cancellation")
 async def test_a_watch_cancelled_while_it_subscribes_ends(
     mosquitto: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
