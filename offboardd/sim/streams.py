@@ -111,6 +111,8 @@ class StreamScheduler:
             return
         if interval_us > 0:
             period_s = interval_us / 1e6
+        elif name == "CURRENT_MODE":  # 0: PX4's own rate for it, ~1.5-2 Hz at rest [SITL]
+            period_s = CURRENT_MODE_MIN_PERIOD_S
         else:  # 0: the default rate; 1 Hz for a message outside the profile
             period_s = 1.0 / self._defaults[name] if name in self._defaults else 1.0
         if name == "CURRENT_MODE":

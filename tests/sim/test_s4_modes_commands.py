@@ -68,13 +68,11 @@ async def test_s4_current_mode_on_request_and_at_once_on_change() -> None:
         assert got - sent < 0.05 and msg.standard_mode == d.MAV_STANDARD_MODE_POSITION_HOLD
 
 
-@pytest.mark.xfail(strict=True, reason="offboardd/sim/streams.py: SET_MESSAGE_INTERVAL 0 gives "
-                   "CURRENT_MODE the 1 Hz default of a message outside the profile")
 async def test_s4_current_mode_at_rest_1_5_to_2_hz() -> None:
     """[SITL] ~1.5-2 Hz at rest (CURRENT_MODE_MIN_PERIOD_S = 0.55 s in the sim). The sim
-    sends 1 Hz: this used to pass only because a 2.0 s window, opened 1-10 ms after the
-    first message, still caught the third one (at +2.00-2.01 s): a race, lost on a loaded
-    machine (rate 1.0). Measured by the median period, robust to one hiccup of the loop."""
+    used to send 1 Hz after SET_MESSAGE_INTERVAL 0, and a 2.0 s window that caught a third
+    message by 1-10 ms hid it until a loaded machine lost the race. Measured by the median
+    period, robust to one hiccup of the loop."""
     async with running_sim() as (sim, peer):
         peer.command(d.MAV_CMD_SET_MESSAGE_INTERVAL, d.MAVLINK_MSG_ID_CURRENT_MODE, 0)
         await sim.wait_until(lambda: len(peer.of_type("CURRENT_MODE")) >= 4, 3.5)
