@@ -3,7 +3,8 @@
 `Children` starts processes (their own session, SIGTERM to them if the benchmark dies:
 PR_SET_PDEATHSIG) and stops them newest first, SIGTERM then SIGKILL. `cpu_s` and
 `peak_rss_mb` read /proc/PID/stat (utime + stime, all threads) and /proc/PID/status
-(VmHWM). No MAVLink or MQTT here.
+(VmHWM); `machine_cpu_ticks` the machine's CPU steal (a VM's host taking its CPUs). No
+MAVLink or MQTT here.
 """
 
 from __future__ import annotations
@@ -58,6 +59,21 @@ def peak_rss_mb(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024.0
     raise RuntimeError(f"no VmHWM for pid {pid}")
+
+
+def machine_cpu_ticks() -> tuple[int, int]:
+    """(steal, total) clock ticks of the whole machine so far, from /proc/stat's cpu line.
+
+    Steal is time the hypervisor ran something else while this VM wanted the CPU: the peer
+    is frozen meanwhile, so timing measured across it is the host's, not the peer's."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    steal = fields[7] if len(fields) > 7 else 0  # user nice system idle iowait irq softirq steal
+    return steal, sum(fields[:8])
+
+
+def steal_fraction(before: tuple[int, int], after: tuple[int, int]) -> float:
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else 0.0
 
 
 def _die_with_parent() -> None:  # in the child, between fork and exec
