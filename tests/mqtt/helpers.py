@@ -99,3 +99,14 @@ def request_properties(response_topic: str, correlation: bytes) -> Properties:
     props.ResponseTopic = response_topic
     props.CorrelationData = correlation
     return props
+
+
+async def ends_when_cancelled(task: asyncio.Task[Any], timeout_s: float = 3.0) -> bool:
+    """Cancel `task` once; True if it ended within `timeout_s`. Either way it is cancelled
+    again until it ends, so nothing keeps running behind the test."""
+    task.cancel()
+    done, _ = await asyncio.wait([task], timeout=timeout_s)
+    while not task.done():
+        task.cancel()
+        await asyncio.wait([task], timeout=0.1)
+    return bool(done)

@@ -23,6 +23,7 @@ from tests.mavlink.conftest import wait_until
 from tests.mqtt.helpers import (
     body,
     dumps,
+    ends_when_cancelled,
     next_message,
     observer,
     request_properties,
@@ -318,9 +319,4 @@ async def test_cancelled_while_subscribing_the_bridge_still_ends(
     bridge = MqttBridge(settings_for(mosquitto.port), lambda inbound: None)
     task = asyncio.create_task(bridge.run())
     await asyncio.wait_for(subscribing.wait(), 10)
-    task.cancel()
-    done, _ = await asyncio.wait([task], timeout=3.0)
-    while not task.done():  # leave nothing running behind the test
-        task.cancel()
-        await asyncio.wait([task], timeout=0.1)
-    assert done, "the bridge kept serving after it was cancelled"
+    assert await ends_when_cancelled(task), "the bridge kept serving after it was cancelled"

@@ -27,7 +27,7 @@ from offboardd.client import OffboardClient
 from offboardd.core.setpoints import PositionNed
 from tests.conftest import Broker
 from tests.mqtt.fake_daemon import fake_daemon
-from tests.mqtt.helpers import settings_for
+from tests.mqtt.helpers import ends_when_cancelled, settings_for
 
 pytestmark = pytest.mark.integration
 CANCELS = 60
@@ -44,12 +44,7 @@ async def a_cancellation_is_lost(publish: Callable[[], Awaitable[object]]) -> bo
 
         task = asyncio.create_task(loop())
         await asyncio.sleep(0.001 * (k % 7))
-        task.cancel()
-        done, _ = await asyncio.wait([task], timeout=1.0)  # it ends at its next await
-        if not done:
-            while not task.done():  # leave nothing running behind the test
-                task.cancel()
-                await asyncio.wait([task], timeout=0.1)
+        if not await ends_when_cancelled(task, timeout_s=1.0):  # it ends at its next await
             return True
     return False
 
@@ -89,9 +84,4 @@ async def test_a_watch_cancelled_while_it_subscribes_ends(
 
         task = asyncio.create_task(read())
         await asyncio.wait_for(subscribing.wait(), 5)
-        task.cancel()
-        done, _ = await asyncio.wait([task], timeout=3.0)
-        while not task.done():  # leave nothing running behind the test
-            task.cancel()
-            await asyncio.wait([task], timeout=0.1)
-        assert done, "the watch kept reading after it was cancelled"
+        assert await ends_when_cancelled(task), "the watch kept reading after it was cancelled"
