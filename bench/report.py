@@ -18,9 +18,11 @@ from bench.workloads import Result
 
 RSS_TARGET_MB = 45.0
 HEAVY_P99_TARGET_MS = 1.0
-# Above this much CPU steal during a workload (the VM's host running something else) the
-# timing columns show the host freezing the VM, not the peer: a verdict says so.
+# Above this much CPU steal during a workload (the VM's host running something else), or
+# in its worst 0.2 s, the timing columns show the host freezing the VM, not the peer: a
+# verdict says so. (A 40 ms freeze is ~10 % of a 0.2 s window of two CPUs.)
 STEAL_TRUSTED = 0.02
+STEAL_PEAK_TRUSTED = 0.10
 
 
 def machine() -> dict[str, str]:
@@ -56,7 +58,7 @@ def _mavsdk(results: Sequence[Result], profile: str) -> Result | None:
 def _stream_table(results: Sequence[Result]) -> list[str]:
     lines = ["| workload | load msg/s | rate Hz | dev p50 / p99 / max ms | missed | CPU % "
              "| CPU vs MAVSDK | peak RSS MB | RSS vs MAVSDK | p99 vs MAVSDK "
-             "| stream→OFFBOARD ms | steal % |",
+             "| stream→OFFBOARD ms | steal % avg / peak |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for r in results:
         ref = _mavsdk(results, r.workload.profile)
@@ -67,7 +69,7 @@ def _stream_table(results: Sequence[Result]) -> list[str]:
             f"{_ratio(r.cpu_per_s, ref, 'cpu_per_s')} | {_f(r.peak_rss_mb, 1)} | "
             f"{_ratio(r.peak_rss_mb, ref, 'peak_rss_mb')} | "
             f"{_ratio(r.dev_p99_ms, ref, 'dev_p99_ms')} | {_f(r.stream_to_offboard_ms, 0)} | "
-            f"{_f(r.steal * 100, 1)} |"
+            f"{_f(r.steal * 100, 1)} / {_f(r.steal_peak * 100, 0)} |"
         )
     return lines
 
@@ -96,9 +98,12 @@ def targets(results: Sequence[Result]) -> list[str]:
 
     def judge(text: str, ok: bool | None, detail: str, *measured: Result | None) -> None:
         verdict = "not run" if ok is None else ("met" if ok else "MISSED")
-        steal = max((r.steal for r in measured if r is not None), default=0.0)
-        if ok is not None and steal > STEAL_TRUSTED:
-            detail += f"; not trustworthy: the host stole {steal * 100:.0f} % of the CPU"
+        runs = [r for r in measured if r is not None]
+        steal = max((r.steal for r in runs), default=0.0)
+        peak = max((r.steal_peak for r in runs), default=0.0)
+        if ok is not None and (steal > STEAL_TRUSTED or peak > STEAL_PEAK_TRUSTED):
+            detail += (f"; not trustworthy: the host stole {steal * 100:.0f} % of the CPU, "
+                       f"{peak * 100:.0f} % in the worst 0.2 s")
         out.append(f"- {text}: **{verdict}** ({detail})")
 
     both = ours is not None and ref is not None
@@ -129,9 +134,9 @@ def markdown(results: Sequence[Result], info: dict[str, str], seconds: float) ->
         f"aiomqtt {info['aiomqtt']}. Run {info['date_utc']}, {seconds:g} s per workload, "
         "all workloads in one run (`make bench`; bench/README.md says what each number means). "
         f"Load average before / after: {info['loadavg']} / {info.get('loadavg_after', '–')}. "
-        "steal %: CPU time the VM's host took from this machine during the workload; "
-        "while it does, every process here is frozen, so timing beside a high steal "
-        "measures the host.",
+        "steal %: CPU time the VM's host took from this machine during the workload, on "
+        "average and in its worst 0.2 s; while it does, every process here is frozen, so "
+        "timing beside a high steal measures the host.",
         "", "## Stream timing and cost", "",
     ]  # fmt: skip
     return "\n".join([*head, *_stream_table(results), "", "## offboardd only: command "

@@ -23,11 +23,10 @@ from bench import commander
 from bench.frames import is_offboard
 from bench.procs import (
     Children,
+    StealWatch,
     cpu_s,
     free_udp_port,
-    machine_cpu_ticks,
     peak_rss_mb,
-    steal_fraction,
 )
 from bench.stats import NS_PER_MS, NS_PER_S, command_latencies_ms, first_after, spread
 from bench.stats import stream_timing as timing_of
@@ -65,6 +64,7 @@ class Result:
     latency: dict[str, float] | None  # MQTT publish -> MAVLink frame at the FC (count, p50...)
     lease_lapse_ms: float | None  # lease deadline -> first hold setpoint at the FC
     steal: float = 0.0  # fraction of the machine's CPU time its host took during the workload
+    steal_peak: float = 0.0  # the same over its worst 0.2 s
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -88,8 +88,7 @@ def run_workload(w: Workload, seconds: float, broker_port: int, workdir: Path,  
     of the package is measured (an experiment) while everything else stays as it is."""
     proxy_port, sim_port, peer_port = free_udp_port(), free_udp_port(), free_udp_port()
     capture_path = workdir / f"{w.name}.capture.json"
-    ticks_before = machine_cpu_ticks()
-    with Children() as children:
+    with StealWatch() as steal, Children() as children:
         proxy_argv = _python("bench.proxy", str(proxy_port), str(sim_port), str(peer_port),
                              str(capture_path))  # fmt: skip
         proxy = children.start(proxy_argv, ready="ready")
@@ -115,11 +114,11 @@ def run_workload(w: Workload, seconds: float, broker_port: int, workdir: Path,  
             t0_ns, t1_ns, cpu, rss = _measure_window(peer.pid, seconds)
             children.stop(peer)
         children.stop(proxy)  # writes the capture
-    steal = steal_fraction(ticks_before, machine_cpu_ticks())
     cap = json.loads(capture_path.read_text())
     if drive is not None:  # with the capture, enough to re-analyse a run offline
         (workdir / f"{w.name}.drive.json").write_text(json.dumps(asdict(drive)))
-    return dataclasses.replace(_result(w, cap, (t0_ns, t1_ns), (cpu, rss), drive), steal=steal)
+    return dataclasses.replace(_result(w, cap, (t0_ns, t1_ns), (cpu, rss), drive),
+                               steal=steal.average, steal_peak=steal.peak)
 
 
 def _result(w: Workload, cap: dict[str, Any], window_ns: tuple[int, int],
