@@ -351,8 +351,7 @@ class OffboardClient:
             self.last_heartbeat_error = reply
 
     async def _heartbeat_loop(self) -> None:
-        while True:
-            raise_if_cancelling()  # or closing the client could wait on this loop forever
+        while True:  # renew_lease() re-raises a cancellation aiomqtt swallowed: this ends
             await asyncio.sleep(self.heartbeat_period_s)
             if not self._holding_lease:
                 continue

@@ -141,8 +141,12 @@ class _UdpLink(Link):
             return False
         if _buffered_bytes(transport) + len(data) > MAX_BACKLOG_BYTES:
             return False
-        transport.sendto(data, self._peer)
+        transport.sendto(data, self._transport_address())
         return True
+
+    def _transport_address(self) -> Any:
+        """Where the transport sends to (udpout: None, see there)."""
+        return self._peer
 
     def _send_now(self, data: bytes) -> bool:
         """Polled: one non-blocking send; what the kernel refuses now is dropped."""
@@ -212,13 +216,5 @@ class UdpOutLink(_UdpLink):
         where = format_host_port(*self.url.address)
         self._mark_up(f"sending to {where} from port {local[1]}")
 
-    def _write(self, data: bytes) -> bool:
-        if self.polled:
-            return self._send_now(data)
-        transport = self._transport
-        if transport is None or transport.is_closing():
-            return False
-        if _buffered_bytes(transport) + len(data) > MAX_BACKLOG_BYTES:
-            return False
-        transport.sendto(data)  # connected socket: no address (asyncio refuses a differing one)
-        return True
+    def _transport_address(self) -> Any:
+        return None  # connected socket: no address (asyncio refuses a differing one)
