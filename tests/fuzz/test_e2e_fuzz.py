@@ -40,6 +40,7 @@ from offboardd.mqtt.wire import MqttErrorCode
 from offboardd.runtime import Runtime
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import Broker, free_port
+from tests.integration.harness import serving
 from tests.mqtt.helpers import observer, settings_for
 
 from .budget import BUDGET, Cases
@@ -94,18 +95,8 @@ async def daemon_and_sim(broker: Broker) -> AsyncIterator[Fuzzing]:
             engine=dataclasses.replace(EngineSettings(), envelope=ENVELOPE, hold_s=3.0),
             mqtt=settings_for(broker.port, "5", vehicle_id=VEHICLE, max_payload_bytes=4096),
         )
-        runtime = Runtime(config, mqtt=True)
-        stop = asyncio.Event()
-        task = asyncio.create_task(runtime.run(stop))
-        try:
-            await asyncio.wait_for(runtime.running.wait(), 5)
-            assert runtime.bridge is not None
-            await asyncio.wait_for(runtime.bridge.connected.wait(), 10)
+        async with serving(config, mqtt=True) as runtime:
             yield Fuzzing(sim, runtime, port, received)
-            assert not task.done(), "the daemon stopped by itself"
-        finally:
-            stop.set()
-            await asyncio.wait_for(task, 15)
 
 
 async def wait_for(predicate: Any, timeout_s: float, what: str, fz: Fuzzing | None = None

@@ -137,19 +137,32 @@ async def flight(
 
 
 @contextlib.asynccontextmanager
+async def serving(config: DaemonConfig, *, mqtt: bool) -> AsyncIterator[Runtime]:
+    """A daemon runtime in this event loop, running (and connected to its broker when
+    `mqtt`); stopped as SIGTERM would on the way out. It must not stop by itself."""
+    runtime = Runtime(config, mqtt=mqtt)
+    stop = asyncio.Event()
+    task = asyncio.create_task(runtime.run(stop))
+    try:
+        await asyncio.wait_for(runtime.running.wait(), 5)
+        if runtime.bridge is not None:
+            await asyncio.wait_for(runtime.bridge.connected.wait(), 10)
+        yield runtime
+        assert not task.done(), "the daemon stopped by itself"
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 15)
+
+
+@contextlib.asynccontextmanager
 async def flying(server: SimServer, config: DaemonConfig) -> AsyncIterator[Flight]:
     """The daemon runtime (no MQTT) against a running sim; on the way out, no internal
     error and no setpoint PX4 would drop or fail safe on."""
-    runtime = Runtime(config, mqtt=False)
-    stop = asyncio.Event()
-    task = asyncio.create_task(runtime.run(stop))
-    await asyncio.wait_for(runtime.running.wait(), 5)
-    fl = Flight(server, runtime)
-    try:
-        yield fl
-    finally:
-        fl.drop_lease()
-        stop.set()
-        await asyncio.wait_for(task, 15)
+    async with serving(config, mqtt=False) as runtime:
+        fl = Flight(server, runtime)
+        try:
+            yield fl
+        finally:
+            fl.drop_lease()
     assert runtime.internal_errors == 0
     fl.audit_setpoints()

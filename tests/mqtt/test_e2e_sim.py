@@ -29,6 +29,7 @@ from offboardd.mqtt.topics import Topics
 from offboardd.runtime import Runtime
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import Broker, free_port
+from tests.integration.harness import serving
 from tests.mqtt.helpers import body, dumps, next_message, observer, settings_for
 
 pytestmark = pytest.mark.integration
@@ -64,17 +65,8 @@ async def stack(broker: Broker, protocol: str = "5", **engine: Any) -> AsyncIter
             mqtt=settings_for(broker.port, protocol, vehicle_id=VEHICLE,
                               mavlink_relay=frozenset({"SYS_STATUS"})),
         )
-        runtime = Runtime(config, mqtt=True)
-        stop = asyncio.Event()
-        task = asyncio.create_task(runtime.run(stop))
-        try:
-            await asyncio.wait_for(runtime.running.wait(), 5)
-            assert runtime.bridge is not None
-            await asyncio.wait_for(runtime.bridge.connected.wait(), 10)
+        async with serving(config, mqtt=True) as runtime:
             yield Stack(sim, runtime, broker)
-        finally:
-            stop.set()
-            await asyncio.wait_for(task, 15)
         assert runtime.internal_errors == 0
         bad = [s for s in sim.record.setpoints if s.verdict != "valid"]
         assert not bad, bad[:3]
