@@ -241,15 +241,17 @@ class Runtime:
         self._rearm()
 
     def _cycle(self) -> None:
+        # A polled link is read first, inside the timer's early margin: the engine judges
+        # timeouts and flies the tick on the freshest FC state. (Read after the tick, a
+        # daemon frozen for a second by its host found its position estimate stale and
+        # took the loss action instead of holding: seen in CI.)
+        self.link.poll()
         early_s = self._timer_due_s - self._now()
         if self._timer_precise and 0.0 < early_s <= _TIMER_EARLY_S:
             time.sleep(early_s)  # at most 1.5 ms, once per deadline: precision for the stream
         now = self._last_wake_s = self._now()
         engine = self._engine()
         self._dispatch(engine.poll(now))
-        # A polled link is read after the tick: decoding what a cycle brought takes long
-        # enough (~1 ms on a loaded Pi-class core) to make the tick late if done before it.
-        self.link.poll()
         self._publish_telemetry(now)
         for event in self.translator.flush(now):  # chunked STATUSTEXTs whose end never came
             self._dispatch(engine.handle(event, now))
