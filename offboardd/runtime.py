@@ -5,8 +5,8 @@ Data flows one way each (design.md): FC bytes -> link -> codec -> translate_in -
 events -> bridge. The clock (`loop.time()`, monotonic) is read once per wake-up and passed
 in as `now`; the engine says when it next needs waking and a single `call_at` timer is
 re-armed from that after every batch, so a new setpoint goes out at once and the stream
-keeps its absolute schedule. Each wake-up of that timer is one cycle: the stream tick,
-then the UDP link's pending datagrams (a polled link: never one wake-up per datagram), then
+keeps its absolute schedule. Each wake-up of that timer is one cycle: the UDP link's
+pending datagrams (a polled link: never one wake-up per datagram), the stream tick, then
 the telemetry due. The systemd watchdog is fed from that same timer, so a stalled event
 loop stops feeding it whether idle or flying.
 
