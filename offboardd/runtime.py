@@ -20,22 +20,21 @@ import contextlib
 import dataclasses
 import signal
 import time
-from typing import Any
+from collections.abc import Sequence
 
 import structlog
 
 from offboardd.config import DaemonConfig
 from offboardd.core.actions import Action, Notice, NoticeKind, Reply, SendCompanionHeartbeat
 from offboardd.core.commands import Command, Release
-from offboardd.core.events import FcLinkDown, FcLinkUp
+from offboardd.core.events import Event, FcLinkDown, FcLinkUp
 from offboardd.core.offboard import OffboardEngine
 from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
 from offboardd.mavlink import translate
 from offboardd.mavlink.codec import MavlinkCodec, Message, message_id
 from offboardd.mavlink.links import Link, LinkState, open_link
 from offboardd.mavlink.signing import SigningSession, load_key, refusal_hint
-from offboardd.mavlink.telemetry import WANTED_MESSAGE_IDS as TELEMETRY_IDS
-from offboardd.mavlink.telemetry import TelemetryCache, message_document
+from offboardd.mavlink.telemetry import TelemetryCache, decode_plan, message_document
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
 from offboardd.replies import PendingReplies, ReplySink
@@ -64,15 +63,18 @@ class Runtime:
     ) -> None:
         self.config = config
         self.notifier = notifier if notifier is not None else SystemdNotifier()
-        relay_ids = {
+        relay_ids = frozenset(
             msg_id for name in config.mqtt.mavlink_relay
             if (msg_id := message_id(name)) is not None
-        }
+        )
+        wanted_ids, min_interval_s = decode_plan(
+            config.mqtt.telemetry_rates_hz if mqtt else {},
+            engine_ids=translate.WANTED_MESSAGE_IDS,
+            engine_min_interval_s=translate.WANTED_MIN_INTERVAL_S, relay_ids=relay_ids)
         self.codec = MavlinkCodec(
             1,  # replaced by the vehicle's sysid once its heartbeat is heard (§5)
             config.engine.companion_component_id,
-            wanted_ids=translate.WANTED_MESSAGE_IDS | TELEMETRY_IDS | relay_ids,
-            min_interval_s=translate.WANTED_MIN_INTERVAL_S,
+            wanted_ids=wanted_ids, min_interval_s=min_interval_s,
         )
         self.signing: SigningSession | None = None
         if (m := config.mavlink).signing_key_file:  # MAVLink 2 signing (mavlink/signing.py)
@@ -101,6 +103,8 @@ class Runtime:
         self._timer_precise = False  # the deadline is the engine's (a stream tick...)
         self._waking = False  # inside _wake, which re-arms once at its end
         self._replies = PendingReplies()
+        self._fc_events: list[Event] = []  # translated FC messages not yet fed to the engine
+        self._polling = False  # inside link.poll(): events wait for the end of the poll
         self._last_watchdog_s = -1e9
         self._last_state_s = -1e9
         self._last_status = ""
@@ -173,7 +177,7 @@ class Runtime:
     def _feed_command(self, command: Command, sink: ReplySink) -> None:
         if command.kind.value not in ("setpoint", "heartbeat"):  # high rate: not logged
             log.info("command", command=command.kind.value, id=command.command_id)
-        self._handle(self._replies.tokenize(command, sink), self._now())
+        self._handle([self._replies.tokenize(command, sink)], self._now())
 
     def _on_bytes(self, data: bytes) -> None:
         fc_sysid = self.config.mavlink.fc_system_id
@@ -189,20 +193,36 @@ class Runtime:
             except Exception:  # a bug must not take the FC link down mid-flight
                 self.internal_errors += 1
                 log.exception("internal_error", message_type=msg.get_type())
+        if not self._polling:  # a polled link's datagrams reach the engine as one batch
+            self._handle_fc_events()
 
     def _on_message(self, msg: Message, now: float) -> None:
         self.telemetry.update(msg)
         if self.bridge is not None and self.bridge.wants_mavlink(msg.get_type()):
             self.bridge.relay_mavlink(msg.get_type(), message_document(msg))
-        for event in self.translator.events(msg, now):
-            self._handle(event, now)
+        self._fc_events.extend(self.translator.events(msg, now))
+
+    def _poll_link(self) -> None:
+        """Read a polled link: every datagram pending, then their events in one batch."""
+        self._polling = True
+        try:
+            self.link.poll()
+        finally:
+            self._polling = False
+        self._handle_fc_events()
+
+    def _handle_fc_events(self) -> None:
+        events, self._fc_events = self._fc_events, []
+        if events:
+            self._handle(events, self._now())
 
     def _on_link_state(self, state: LinkState) -> None:
         log.info("fc_link", up=state.up, detail=state.detail)
+        self._handle_fc_events()  # what arrived before the link changed comes first
         self.codec.reset()
         if self.engine is not None:
             event = FcLinkUp() if state.up else FcLinkDown(detail=state.detail)
-            self._handle(event, self._now())
+            self._handle([event], self._now())
 
     # -- the engine and its actions ----------------------------------------------------
 
@@ -214,13 +234,13 @@ class Runtime:
         assert self._loop is not None
         return self._loop.time()
 
-    def _handle(self, event: Any, now: float) -> None:
+    def _handle(self, events: Sequence[Event], now: float) -> None:
         engine = self.engine
         if engine is None:
             return
         vehicle = engine.vehicle
         before = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
-        self._dispatch(engine.handle(event, now))
+        self._dispatch(engine.handle_all(events, now))
         if (vehicle.custom_mode, vehicle.armed, vehicle.landed_state) != before:
             # Subscribers see the FC's mode, arming and landing at once, not a second later.
             self._publish_state(now)
@@ -245,7 +265,7 @@ class Runtime:
         # timeouts and flies the tick on the freshest FC state. (Read after the tick, a
         # daemon frozen for a second by its host found its position estimate stale and
         # took the loss action instead of holding: seen in CI.)
-        self.link.poll()
+        self._poll_link()
         early_s = self._timer_due_s - self._now()
         if self._timer_precise and 0.0 < early_s <= _TIMER_EARLY_S:
             time.sleep(early_s)  # at most 1.5 ms, once per deadline: precision for the stream
@@ -253,8 +273,8 @@ class Runtime:
         engine = self._engine()
         self._dispatch(engine.poll(now))
         self._publish_telemetry(now)
-        for event in self.translator.flush(now):  # chunked STATUSTEXTs whose end never came
-            self._dispatch(engine.handle(event, now))
+        if stale_text := self.translator.flush(now):  # chunked STATUSTEXTs never finished
+            self._dispatch(engine.handle_all(stale_text, now))
         period_s = self.notifier.watchdog_period_s
         if period_s is not None and now - self._last_watchdog_s >= period_s / 2:
             self.notifier.watchdog()

@@ -9,7 +9,7 @@ Units are in every key; NaN/Inf (PX4's "unknown") become None so the JSON stays 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from offboardd.mavlink.codec import Message, dialect
@@ -28,6 +28,36 @@ SOURCES: dict[str, tuple[str, ...]] = {
 WANTED_MESSAGE_IDS: frozenset[int] = frozenset(
     getattr(dialect, f"MAVLINK_MSG_ID_{name}") for names in SOURCES.values() for name in names
 )
+
+
+def decode_plan(
+    rates_hz: Mapping[str, float],
+    *,
+    engine_ids: frozenset[int],
+    engine_min_interval_s: Mapping[int, float],
+    relay_ids: frozenset[int] = frozenset(),
+) -> tuple[frozenset[int], dict[int, float]]:
+    """What the daemon's codec decodes (`wanted_ids`) and how often at most (`min_interval_s`).
+
+    The engine's messages are decoded at the engine's rates. A message only telemetry reads
+    (SYS_STATUS, BATTERY_STATUS, GPS_RAW_INT: 5/s each from PX4) is decoded twice per
+    publishing period of the fastest kind built from it, so each document is at most half
+    a period old, and not at all when those kinds are off. Relayed messages are never
+    thinned (the relay has its own rate)."""
+    wanted = set(engine_ids | relay_ids)
+    gaps_s = dict(engine_min_interval_s)
+    for name in {name for names in SOURCES.values() for name in names}:
+        msg_id: int = getattr(dialect, f"MAVLINK_MSG_ID_{name}")
+        if msg_id in engine_ids:
+            continue
+        fastest_hz = max(rates_hz.get(kind, 0.0) for kind, names in SOURCES.items()
+                         if name in names)
+        if fastest_hz > 0:
+            wanted.add(msg_id)
+            gaps_s[msg_id] = 0.5 / fastest_hz
+    for msg_id in relay_ids:
+        gaps_s.pop(msg_id, None)
+    return frozenset(wanted), gaps_s
 
 
 def _num(value: float, scale: float = 1.0, unknown: float | None = None) -> float | None:
