@@ -4,7 +4,8 @@ Owns the connection life cycle (connect with a retained `offline` last will, ann
 `online`, subscribe with a clean session so no backlog is ever replayed, reconnect forever
 with exponential backoff and jitter, saying why an attempt failed), the inbound gate (size,
 retain flag, JSON, schema, replay) in front of `on_command`, and the publisher that drains
-the `Outbox`. How to open a connection and explain a failure is in connection.py.
+the `Outbox`; telemetry and relayed MAVLink (QoS 0) go straight to paho through the
+`StreamPublisher`. How to open a connection and explain a failure is in connection.py.
 
 Must not: interpret commands (the engine does), block the caller (every publish method
 only queues), or let anything invalid reach `on_command`.
@@ -35,6 +36,7 @@ from offboardd.mqtt.connection import ConnectFailure, FailureKind
 from offboardd.mqtt.outbox import Outbound, Outbox
 from offboardd.mqtt.schema import CommandDecoder
 from offboardd.mqtt.settings import DEFAULT_TELEMETRY_RATES_HZ, MqttSettings, backoff_s
+from offboardd.mqtt.stream_publisher import StreamPublisher
 from offboardd.mqtt.topics import (
     AVAILABILITY_OFFLINE,
     AVAILABILITY_ONLINE,
@@ -93,6 +95,7 @@ class MqttBridge:
             state_min_interval_s=settings.state_min_interval_s,
             max_events=settings.max_pending_events,
         )
+        self._stream = StreamPublisher()
         self._wake = asyncio.Event()
         self.connected = asyncio.Event()
         self.connect_count = 0
@@ -132,12 +135,10 @@ class MqttBridge:
         return self._outbox.stats
 
     def _put_stream(self, topic: str, data: Mapping[str, Any], rate_hz: float) -> None:
-        if not self._outbox.connected:  # drop before spending time on encoding
+        if not self._outbox.admit_stream(topic, now=self._clock(), rate_hz=rate_hz):
+            return  # (counted by the outbox) and nothing spent on encoding
+        if not self._stream.publish(topic, encode_document(data)):
             self._outbox.stats.dropped_stream += 1
-            return
-        item = Outbound(topic, encode_document(data), 0, False)
-        if self._outbox.put_stream(item, now=self._clock(), rate_hz=rate_hz):
-            self._wake.set()
 
     def _queue_reply(self, route: ReplyRoute, doc: Mapping[str, Any]) -> None:
         correlation = route.correlation_data if self._v5 else None
@@ -168,6 +169,7 @@ class MqttBridge:
             except (aiomqtt.MqttError, OffboarddError) as exc:
                 failure = connection.explain(exc, paho_errors.take())
             finally:
+                self._stream.detach()
                 self._outbox.on_disconnected()
                 self.connected.clear()
             delay_s = backoff_s(attempt, s.reconnect_min_s, s.reconnect_max_s, random.random)
@@ -188,6 +190,7 @@ class MqttBridge:
         raise_if_cancelling()  # connect and subscribe may have swallowed it (offboardd.aio)
         await client.publish(self.topics.availability, AVAILABILITY_ONLINE, qos=1, retain=True)
         self.connect_count += 1
+        self._stream.attach(connection.paho_client(client))
         self._outbox.on_connected()
         self.connected.set()
         log.info("mqtt_connected", host=self.settings.host, port=self.settings.port,
@@ -239,7 +242,7 @@ class MqttBridge:
                 continue
             # Everything due goes out as one batch: paho writes it in one pass of the loop,
             # where one message at a time costs a loop iteration per message and, for QoS 1,
-            # a broker round trip (telemetry kinds of one rate arrive together).
+            # a broker round trip (a transition's state and events arrive together).
             batch: list[Outbound] = []
             while len(batch) < _MAX_BATCH and (item := self._outbox.pop(now)) is not None:
                 batch.append(item)

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 import aiomqtt
+import paho.mqtt.client as paho_mqtt
 from aiomqtt.exceptions import MqttConnectError
 
 from offboardd.errors import OffboarddError
@@ -101,6 +102,17 @@ def daemon_client(settings: MqttSettings, will_topic: str, paho_errors: PahoErro
         # while we were away is ever delivered (replay safety).
         return aiomqtt.Client(protocol=aiomqtt.ProtocolVersion.V5, clean_start=True, **common)
     return aiomqtt.Client(protocol=aiomqtt.ProtocolVersion.V311, clean_session=True, **common)
+
+
+def paho_client(client: aiomqtt.Client) -> paho_mqtt.Client:
+    """The paho client inside `client`, for QoS 0 publishing without aiomqtt's per-message
+    tasks (stream_publisher.py). aiomqtt 2 offers no accessor and keeps it as `_client`;
+    `aiomqtt<3` is pinned, and tests/mqtt/test_stream_publisher.py fails if that changes."""
+    paho = getattr(client, "_client", None)
+    if not isinstance(paho, paho_mqtt.Client):
+        raise OffboarddError("this aiomqtt keeps no paho client where offboardd expects it;"
+                             " install aiomqtt 2.x (pyproject.toml pins it)")
+    return paho
 
 
 def security_warnings(settings: MqttSettings) -> list[tuple[str, str]]:

@@ -8,8 +8,10 @@ has its own rule:
 - state: only the latest document is kept, sent at most every `state_min_interval_s`,
   and sent again after every reconnect (it is retained: late subscribers rely on it);
 - events: a bounded FIFO kept across a disconnection (oldest dropped first, counted);
-- telemetry and the MAVLink relay ("stream" topics): only the latest per topic, throttled
-  to the topic's rate, and dropped outright while disconnected (stale telemetry is noise).
+- telemetry and the MAVLink relay ("stream" topics) are not queued here: `admit_stream`
+  paces each topic to its rate and refuses them outright while disconnected (stale
+  telemetry is noise); the bridge hands admitted ones to paho at once
+  (stream_publisher.py).
 
 Pure: the caller passes `now`; no asyncio, no aiomqtt.
 """
@@ -33,7 +35,7 @@ class Outbound:
 class OutboxStats:
     dropped_replies: int = 0
     dropped_events: int = 0
-    dropped_stream: int = 0  # telemetry/relay offered while disconnected
+    dropped_stream: int = 0  # telemetry/relay offered while disconnected or backed up
     throttled_stream: int = 0  # telemetry/relay offered faster than its rate
 
 
@@ -49,7 +51,6 @@ class Outbox:
         self._state: Outbound | None = None
         self._state_dirty = False
         self._state_sent_s = float("-inf")
-        self._stream: dict[str, Outbound] = {}  # latest per topic, in offer order
         self._stream_due_s: dict[str, float] = {}  # per topic: earliest on-time offer
         self.connected = False
         self.stats = OutboxStats()
@@ -71,8 +72,9 @@ class Outbox:
             self.stats.dropped_events += 1
         self._events.append(item)
 
-    def put_stream(self, item: Outbound, *, now: float, rate_hz: float) -> bool:
-        """Offer telemetry/relay; False when dropped (disconnected, disabled or too soon)."""
+    def admit_stream(self, topic: str, *, now: float, rate_hz: float) -> bool:
+        """May telemetry/relay on `topic` go out now? False (counted) when disconnected,
+        disabled (rate 0) or too soon for the topic's rate."""
         if not self.connected or rate_hz <= 0:
             self.stats.dropped_stream += 1
             return False
@@ -80,12 +82,11 @@ class Outbox:
         # paces at rate_hz with jitter (the runtime does) loses nothing: an offer may come
         # up to one period before it is due (a burst of at most two).
         period_s = 1.0 / rate_hz
-        due_s = self._stream_due_s.get(item.topic, float("-inf"))
+        due_s = self._stream_due_s.get(topic, float("-inf"))
         if now < due_s - period_s:
             self.stats.throttled_stream += 1
             return False
-        self._stream_due_s[item.topic] = max(due_s, now) + period_s
-        self._stream[item.topic] = item
+        self._stream_due_s[topic] = max(due_s, now) + period_s
         return True
 
     # -- connection changes -----------------------------------------------------------
@@ -97,7 +98,6 @@ class Outbox:
 
     def on_disconnected(self) -> None:
         self.connected = False
-        self._stream.clear()
 
     # -- drained by the bridge's publisher --------------------------------------------
     def pop(self, now: float) -> Outbound | None:
@@ -110,9 +110,6 @@ class Outbox:
             return self._state
         if self._events:
             return self._events.popleft()
-        if self._stream:
-            topic = next(iter(self._stream))
-            return self._stream.pop(topic)
         return None
 
     def state_failed(self) -> None:
@@ -121,7 +118,7 @@ class Outbox:
 
     def next_due_s(self, now: float) -> float | None:
         """When `pop` will next have something (now, later, or None: wait for an offer)."""
-        if self._replies or self._events or self._stream or self._state_due(now):
+        if self._replies or self._events or self._state_due(now):
             return now
         if self._state_dirty:
             return self._state_sent_s + self._state_min_interval_s
@@ -131,4 +128,4 @@ class Outbox:
         return self._state_dirty and now - self._state_sent_s >= self._state_min_interval_s
 
     def __len__(self) -> int:
-        return len(self._replies) + len(self._events) + len(self._stream) + self._state_dirty
+        return len(self._replies) + len(self._events) + self._state_dirty

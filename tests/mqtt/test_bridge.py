@@ -195,8 +195,14 @@ async def test_broker_restart_reconnects_and_republishes_state(mosquitto: Broker
             await late.subscribe(TOPICS.availability, 1)
             state = await next_message(late, TOPICS.state)
             online = await next_message(late, TOPICS.availability)
+            # telemetry goes straight to paho: through the new session's client now
+            await late.subscribe(TOPICS.telemetry("position"), 0)
+            await asyncio.sleep(0.1)
+            daemon.bridge.publish_telemetry("position", {"north_m": 2.0})
+            position = await next_message(late, TOPICS.telemetry("position"))
     assert body(state)["phase"] == "active"
     assert online.payload == b"online"
+    assert body(position)["north_m"] == 2.0
     assert daemon.bridge.outbox_stats.dropped_stream >= 1
 
 

@@ -13,14 +13,13 @@ def item(topic: str, payload: bytes = b"x", qos: int = 0) -> Outbound:
     return Outbound(topic, payload, qos, False)
 
 
-def test_priority_replies_then_state_then_events_then_stream() -> None:
+def test_priority_replies_then_state_then_events() -> None:
     box = Outbox(state_min_interval_s=0.0)
     box.on_connected()
-    box.put_stream(item("t/pos"), now=0.0, rate_hz=10)
     box.put_event(item("ev"))
     box.put_state(item("state"))
     box.put_reply(item("reply"))
-    assert [box.pop(0.0).topic for _ in range(4)] == ["reply", "state", "ev", "t/pos"]  # type: ignore[union-attr]
+    assert [box.pop(0.0).topic for _ in range(3)] == ["reply", "state", "ev"]  # type: ignore[union-attr]
     assert box.pop(0.0) is None and box.next_due_s(0.0) is None
 
 
@@ -39,20 +38,19 @@ def test_state_keeps_only_latest_and_is_rate_limited_then_resent_on_reconnect() 
     assert box.pop(0.7) == item("state", b"3")
 
 
-def test_stream_dropped_while_disconnected_and_throttled_to_rate() -> None:
+def test_stream_refused_while_disconnected_and_throttled_to_rate() -> None:
     box = Outbox(state_min_interval_s=0.0)
-    assert not box.put_stream(item("t/pos"), now=0.0, rate_hz=5)
+    assert not box.admit_stream("t/pos", now=0.0, rate_hz=5)
     box.on_connected()
-    assert box.put_stream(item("t/pos", b"a"), now=1.0, rate_hz=5)
-    assert box.put_stream(item("t/pos", b"b"), now=1.05, rate_hz=5)  # early, within a period
-    assert not box.put_stream(item("t/pos", b"x"), now=1.1, rate_hz=5)  # too early
-    assert box.put_stream(item("t/pos", b"c"), now=1.25, rate_hz=5)
-    assert not box.put_stream(item("t/off"), now=1.25, rate_hz=0)
-    assert box.pop(1.25) == item("t/pos", b"c")  # latest per topic only
-    box.put_stream(item("t/pos"), now=2.0, rate_hz=5)
+    assert box.admit_stream("t/pos", now=1.0, rate_hz=5)
+    assert box.admit_stream("t/pos", now=1.05, rate_hz=5)  # early, within a period
+    assert not box.admit_stream("t/pos", now=1.1, rate_hz=5)  # too early
+    assert box.admit_stream("t/pos", now=1.25, rate_hz=5)
+    assert not box.admit_stream("t/off", now=1.25, rate_hz=0)
+    assert box.pop(1.25) is None and len(box) == 0  # admitted stream is never queued here
     box.on_disconnected()
-    assert box.pop(2.0) is None
-    assert box.stats.dropped_stream == 2 and box.stats.throttled_stream == 1
+    assert not box.admit_stream("t/pos", now=2.0, rate_hz=5)
+    assert box.stats.dropped_stream == 3 and box.stats.throttled_stream == 1
 
 
 def test_stream_pacing_tolerates_jitter_but_caps_the_long_run_rate() -> None:
@@ -60,9 +58,9 @@ def test_stream_pacing_tolerates_jitter_but_caps_the_long_run_rate() -> None:
     box.on_connected()
     # a caller pacing at 10 Hz with +-30 ms of jitter: every sample gets through
     offers = [k * 0.1 + (0.03 if k % 2 else -0.03) for k in range(1, 50)]
-    assert all(box.put_stream(item("t/a"), now=t, rate_hz=10) for t in offers)
+    assert all(box.admit_stream("t/a", now=t, rate_hz=10) for t in offers)
     # a caller offering at 100 Hz for 5 s: about 10 Hz gets through
-    accepted = sum(box.put_stream(item("t/b"), now=k * 0.01, rate_hz=10) for k in range(500))
+    accepted = sum(box.admit_stream("t/b", now=k * 0.01, rate_hz=10) for k in range(500))
     assert 48 <= accepted <= 52
 
 
