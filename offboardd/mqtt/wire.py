@@ -163,8 +163,23 @@ def to_jsonable(value: Any) -> Any:
     return str(value)
 
 
+# One encoder for every outbound document (json.dumps with options builds one per call).
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+
 def encode_document(doc: Mapping[str, Any]) -> bytes:
     """Outbound JSON with the schema version first; never emits NaN/Infinity."""
-    body = {"v": SCHEMA_VERSION, **to_jsonable(doc)}
+    try:
+        # Telemetry is plain already (finite floats or None, str keys): no walk needed.
+        # The encoder refuses anything else (NaN, an enum, a dataclass, a set...).
+        text = _ENCODER.encode(_versioned(doc))
+    except (TypeError, ValueError):
+        text = _ENCODER.encode(_versioned(to_jsonable(doc)))
+    return text.encode("utf-8")
+
+
+def _versioned(doc: Mapping[str, Any]) -> dict[str, Any]:
+    body: dict[str, Any] = {"v": SCHEMA_VERSION}  # first, and never the caller's "v"
+    body.update(doc)
     body["v"] = SCHEMA_VERSION
-    return json.dumps(body, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    return body

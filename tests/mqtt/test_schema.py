@@ -47,7 +47,7 @@ from offboardd.mqtt.schema import (
     encode_stream_setpoint,
 )
 from offboardd.mqtt.schema_setpoints import SETPOINT_TABLE
-from offboardd.mqtt.wire import Rejection, encode_document
+from offboardd.mqtt.wire import Rejection, encode_document, to_jsonable
 
 MAX_BYTES = 4096
 
@@ -242,6 +242,15 @@ json_values = st.recursive(
     | st.dictionaries(st.text(max_size=12), children, max_size=6),
     max_leaves=20,
 )
+
+
+@given(st.dictionaries(st.text(max_size=12), json_values, max_size=6))
+def test_encode_document_fast_path_matches_the_plain_walk(doc: dict[str, object]) -> None:
+    """Plain documents skip `to_jsonable`; the bytes must be the same as with it."""
+    walked = {"v": 1, **to_jsonable(doc)}
+    walked["v"] = 1
+    assert encode_document(doc) == json.dumps(
+        walked, allow_nan=False, separators=(",", ":")).encode("utf-8")
 keys = st.sampled_from(["v", "id", "cmd", "session", "seq", "kind", "setpoint", "arm", "force",
                         "confirm", "north_m", "east_m", "down_m", "thrust", "w", "lat_deg"])
 near_valid = st.dictionaries(keys, json_values | st.sampled_from(
