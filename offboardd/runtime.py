@@ -75,6 +75,8 @@ class Runtime:
             1,  # replaced by the vehicle's sysid once its heartbeat is heard (§5)
             config.engine.companion_component_id,
             wanted_ids=wanted_ids, min_interval_s=min_interval_s,
+            # read by field only (translate_in, telemetry, relay): light named tuples
+            lean_ids=wanted_ids,
         )
         self.signing: SigningSession | None = None
         if (m := config.mavlink).signing_key_file:  # MAVLink 2 signing (mavlink/signing.py)

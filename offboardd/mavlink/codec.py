@@ -24,6 +24,7 @@ from typing import Any, TypeAlias
 
 from pymavlink.dialects.v20 import development as dialect
 
+from offboardd.mavlink.lean import LeanDecoder
 from offboardd.mavlink.signing import SignatureChecker
 
 __all__ = ["CodecStats", "MavlinkCodec", "Message", "dialect", "message_id"]
@@ -69,6 +70,8 @@ class MavlinkCodec:
 
     `wanted_ids`: when given, frames with other message ids are skipped at frame level
     (no CRC check, no object built): the daemon needs a few dozen of PX4's ~32 stream types.
+    `lean_ids`: messages decoded into light named tuples instead of pymavlink objects
+    (lean.py), for a consumer that only reads fields and the `get_*()` ids.
     """
 
     def __init__(
@@ -78,6 +81,7 @@ class MavlinkCodec:
         *,
         wanted_ids: Collection[int] | None = None,
         min_interval_s: Mapping[int, float] | None = None,
+        lean_ids: Collection[int] = (),
     ) -> None:
         self.mav = dialect.MAVLink(None, srcSystem=system_id, srcComponent=component_id)
         self.mav.robust_parsing = True
@@ -95,6 +99,7 @@ class MavlinkCodec:
         # saves the CRC check, the unpacking and the message object (bench/README.md).
         self._min_interval_s = dict(min_interval_s or {})
         self._last_decoded_s: dict[int, float] = {}
+        self._lean = LeanDecoder(lean_ids)
         self._buf = bytearray()
 
     @property
@@ -195,7 +200,7 @@ class MavlinkCodec:
                     self.stats.garbage_bytes += 1
                     pos += 1
                 continue
-            msg = self._decode_frame(buf[pos:after])
+            msg = self._decode_frame(buf[pos:after], msg_id)
             if msg is None or (not plausible and msg.get_type().startswith("UNKNOWN")):
                 # A bad frame may be garbage that happened to hold a magic byte:
                 # resynchronise one byte further instead of trusting its length.
@@ -255,12 +260,17 @@ class MavlinkCodec:
             nxt = _next_magic(buf, nxt + 1)
         return False
 
-    def _decode_frame(self, frame: bytearray) -> Message | None:
-        try:
-            msg: Message = self._rx.decode(frame)
-        except Exception:  # pymavlink raises MAVError, struct.error, UnicodeError...
+    def _decode_frame(self, frame: bytearray, msg_id: int) -> Message | None:
+        msg: Message
+        if self._lean.handles(frame, msg_id):
+            msg = self._lean.decode(frame, msg_id)
+        else:
+            try:
+                msg = self._rx.decode(frame)
+            except Exception:  # pymavlink raises MAVError, struct.error, UnicodeError...
+                msg = None
+        if msg is None:
             self.stats.bad_crc += 1
-            return None
         return msg
 
     def reset(self) -> None:
