@@ -40,6 +40,7 @@ _HEADER_LEN_V2 = 10
 _CRC_LEN = 2
 _SIGNATURE_LEN = 13  # MAVLink 2 signature block: link id, 6-byte timestamp, 6-byte signature
 _IFLAG_SIGNED = 0x01
+_KNOWN_IDS = frozenset(dialect.mavlink_map)
 # Bytes we keep while waiting for the rest of a frame; the largest MAVLink 2 frame is 280.
 _MAX_FRAME_LEN = _HEADER_LEN_V2 + 255 + _CRC_LEN + _SIGNATURE_LEN
 
@@ -98,6 +99,12 @@ class MavlinkCodec:
         # PX4 sends ATTITUDE at 100/s and the daemon needs ~20/s: skipping at frame level
         # saves the CRC check, the unpacking and the message object (bench/README.md).
         self._min_interval_s = dict(min_interval_s or {})
+        # What decode() does with a message id, in one lookup: its thinning interval
+        # (0.0: decode every one); with `wanted_ids`, an id missing here is skipped.
+        self._rules: dict[int, float] = (
+            {msg_id: self._min_interval_s.get(msg_id, 0.0) for msg_id in self._wanted}
+            if self._wanted is not None else self._min_interval_s
+        )
         self._last_decoded_s: dict[int, float] = {}
         self._lean = LeanDecoder(lean_ids)
         self._buf = bytearray()
@@ -161,70 +168,85 @@ class MavlinkCodec:
         bad CRCs and unknown ids are counted in `stats` and skipped. With `now_s` (the
         caller's clock: this module reads none) ids given a `min_interval_s` are thinned.
         """
-        buf = self._buf
-        buf += data
+        # Datagrams hold whole frames: frame them in place and keep only an unfinished
+        # tail. This loop runs for every frame PX4 sends (~600 a second under the px4
+        # load, most skipped), so it keeps its state in locals and parses MAVLink 2
+        # headers inline (_frame_shape is the same rule, for MAVLink 1 and short data).
+        buf: bytes | bytearray = data if not self._buf else self._buf + data
+        rules, filtering, last = self._rules, self._wanted is not None, self._last_decoded_s
+        thinning = now_s is not None
+        stats = self.stats
+        filtered = thinned = 0
         out: list[Message] = []
         pos = 0
         end = len(buf)
         while pos < end:
             magic = buf[pos]
-            if magic not in (_MAGIC_V2, _MAGIC_V1):
+            if magic == _MAGIC_V2 and end - pos >= _HEADER_LEN_V2:
+                frame_len = (_HEADER_LEN_V2 + buf[pos + 1] + _CRC_LEN
+                             + (_SIGNATURE_LEN if buf[pos + 2] & _IFLAG_SIGNED else 0))
+                msg_id = buf[pos + 7] | (buf[pos + 8] << 8) | (buf[pos + 9] << 16)
+            elif magic in (_MAGIC_V2, _MAGIC_V1):
+                frame_len, msg_id = _frame_shape(buf, pos, end)
+            else:
                 nxt = _next_magic(buf, pos + 1)
-                self.stats.garbage_bytes += (nxt if nxt >= 0 else end) - pos
+                stats.garbage_bytes += (nxt if nxt >= 0 else end) - pos
                 pos = nxt if nxt >= 0 else end
                 continue
-            frame_len, msg_id = _frame_shape(buf, pos, end)
             if frame_len < 0 or pos + frame_len > end:
                 if self._stray_header(buf, pos, end):
-                    self.stats.garbage_bytes += 1
+                    stats.garbage_bytes += 1
                     pos += 1
                     continue
                 break  # header or body not all here yet
             after = pos + frame_len
-            # A frame we do not CRC-check (unwanted, or an id our dialect lacks) is trusted
-            # only if another frame or the end of the data follows it; otherwise it is
-            # probably garbage holding a magic byte, and we resynchronise one byte on.
+            # A frame we do not CRC-check (unwanted, thinned, or an id our dialect lacks)
+            # is trusted only if another frame or the end of the data follows it;
+            # otherwise it is probably garbage holding a magic byte: resynchronise.
             plausible = after == end or buf[after] == _MAGIC_V2 or buf[after] == _MAGIC_V1
-            gap_s = self._min_interval_s.get(msg_id) if now_s is not None else None
-            if gap_s is not None and plausible:
-                assert now_s is not None
-                if now_s - self._last_decoded_s.get(msg_id, -math.inf) < gap_s:
-                    self.stats.thinned += 1
-                    pos = after
-                    continue
-            if self._wanted is not None and msg_id not in self._wanted:
+            gap_s = rules.get(msg_id) if filtering else rules.get(msg_id, 0.0)
+            if gap_s is None:  # not wanted
                 if plausible:
-                    self.stats.filtered += 1
+                    filtered += 1
                     pos = after
                 else:
-                    self.stats.garbage_bytes += 1
+                    stats.garbage_bytes += 1
                     pos += 1
                 continue
+            if gap_s and thinning and plausible:
+                assert now_s is not None
+                if now_s - last.get(msg_id, -math.inf) < gap_s:
+                    thinned += 1
+                    pos = after
+                    continue
+            known = msg_id in _KNOWN_IDS  # pymavlink decodes the rest as MAVLink_unknown
             msg = self._decode_frame(buf[pos:after], msg_id)
-            if msg is None or (not plausible and msg.get_type().startswith("UNKNOWN")):
+            if msg is None or (not plausible and not known):
                 # A bad frame may be garbage that happened to hold a magic byte:
                 # resynchronise one byte further instead of trusting its length.
-                self.stats.garbage_bytes += 1
+                stats.garbage_bytes += 1
                 pos += 1
                 continue
-            if msg.get_type().startswith("UNKNOWN"):
-                self.stats.unknown_id += 1
+            if not known:
+                stats.unknown_id += 1
             elif self._checker is not None and not self._signature_allows(buf, pos, after, msg):
                 pass  # counted by _signature_allows
             else:
-                self.stats.frames_ok += 1
+                stats.frames_ok += 1
                 out.append(msg)
-                if gap_s is not None:
+                if gap_s and thinning:
                     assert now_s is not None
-                    self._last_decoded_s[msg_id] = now_s
+                    last[msg_id] = now_s
             pos = after
-        del buf[:pos]
-        if len(buf) > 4 * _MAX_FRAME_LEN:  # cannot happen with a sane framer; stay bounded
-            self.stats.garbage_bytes += len(buf)
-            buf.clear()
+        stats.filtered += filtered
+        stats.thinned += thinned
+        self._buf = bytearray(buf[pos:]) if pos < end else bytearray()
+        if len(self._buf) > 4 * _MAX_FRAME_LEN:  # cannot happen with a sane framer
+            stats.garbage_bytes += len(self._buf)
+            self._buf.clear()
         return out
 
-    def _signature_allows(self, buf: bytearray, pos: int, after: int, msg: Message) -> bool:
+    def _signature_allows(self, buf: bytes | bytearray, pos: int, after: int, msg: Message) -> bool:
         assert self._checker is not None
         if buf[pos] == _MAGIC_V2 and buf[pos + 2] & _IFLAG_SIGNED:
             verdict, timestamp = self._checker.check(buf[pos:after], self.signing_timestamp)
@@ -241,7 +263,7 @@ class MavlinkCodec:
         self.stats.unsigned_refused += 1
         return False
 
-    def _stray_header(self, buf: bytearray, pos: int, end: int) -> bool:
+    def _stray_header(self, buf: bytes | bytearray, pos: int, end: int) -> bool:
         """Whether the unfinished frame at `pos` is garbage: a whole frame with a good CRC
         starts inside the bytes it claims. Without this, a damaged header claiming 255
         bytes holds back every frame behind it until that many bytes have come (found by
@@ -252,7 +274,7 @@ class MavlinkCodec:
             frame_len, _ = _frame_shape(buf, nxt, end)
             if frame_len > 0 and nxt + frame_len <= end:
                 try:
-                    msg = self._rx.decode(buf[nxt : nxt + frame_len])
+                    msg = self._rx.decode(bytearray(buf[nxt : nxt + frame_len]))
                 except Exception:  # not a frame: keep looking
                     msg = None
                 if msg is not None and not msg.get_type().startswith("UNKNOWN"):
@@ -260,13 +282,13 @@ class MavlinkCodec:
             nxt = _next_magic(buf, nxt + 1)
         return False
 
-    def _decode_frame(self, frame: bytearray, msg_id: int) -> Message | None:
+    def _decode_frame(self, frame: bytes | bytearray, msg_id: int) -> Message | None:
         msg: Message
         if self._lean.handles(frame, msg_id):
             msg = self._lean.decode(frame, msg_id)
         else:
             try:
-                msg = self._rx.decode(frame)
+                msg = self._rx.decode(bytearray(frame))  # it appends to what it is given
             except Exception:  # pymavlink raises MAVError, struct.error, UnicodeError...
                 msg = None
         if msg is None:
@@ -284,7 +306,7 @@ def message_id(name: str) -> int | None:
     return msg_id if isinstance(msg_id, int) else None
 
 
-def _next_magic(buf: bytearray, start: int) -> int:
+def _next_magic(buf: bytes | bytearray, start: int) -> int:
     v2 = buf.find(_MAGIC_V2, start)
     v1 = buf.find(_MAGIC_V1, start)
     if v2 < 0:
@@ -294,7 +316,7 @@ def _next_magic(buf: bytearray, start: int) -> int:
     return min(v1, v2)
 
 
-def _frame_shape(buf: bytearray, pos: int, end: int) -> tuple[int, int]:
+def _frame_shape(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
     """(total frame length, message id) of the frame at `pos`, or (-1, -1) if incomplete."""
     if buf[pos] == _MAGIC_V2:
         if end - pos < _HEADER_LEN_V2:
