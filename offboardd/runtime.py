@@ -67,10 +67,13 @@ class Runtime:
             msg_id for name in config.mqtt.mavlink_relay
             if (msg_id := message_id(name)) is not None
         )
+        # thinned positions still arrive well within the estimate timeout (4 per timeout)
+        engine_gaps_s = {msg_id: min(gap_s, config.engine.estimate_timeout_s / 4)
+                         for msg_id, gap_s in translate.WANTED_MIN_INTERVAL_S.items()}
         wanted_ids, min_interval_s = decode_plan(
             config.mqtt.telemetry_rates_hz if mqtt else {},
             engine_ids=translate.WANTED_MESSAGE_IDS,
-            engine_min_interval_s=translate.WANTED_MIN_INTERVAL_S, relay_ids=relay_ids)
+            engine_min_interval_s=engine_gaps_s, relay_ids=relay_ids)
         self.codec = MavlinkCodec(
             1,  # replaced by the vehicle's sysid once its heartbeat is heard (§5)
             config.engine.companion_component_id,
@@ -97,6 +100,7 @@ class Runtime:
         self.bridge: MqttBridge | None = (
             MqttBridge(config.mqtt, self._on_inbound) if mqtt else None
         )
+        self._relay = self.bridge if self.bridge is not None and relay_ids else None
         self.engine: OffboardEngine | None = None
         self._telemetry_schedule = TelemetrySchedule({}, 0.0)  # set when run() starts
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -200,8 +204,8 @@ class Runtime:
 
     def _on_message(self, msg: Message, now: float) -> None:
         self.telemetry.update(msg)
-        if self.bridge is not None and self.bridge.wants_mavlink(msg.get_type()):
-            self.bridge.relay_mavlink(msg.get_type(), message_document(msg))
+        if self._relay is not None and self._relay.wants_mavlink(msg.get_type()):
+            self._relay.relay_mavlink(msg.get_type(), message_document(msg))
         self._fc_events.extend(self.translator.events(msg, now))
 
     def _poll_link(self) -> None:

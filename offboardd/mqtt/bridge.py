@@ -273,14 +273,10 @@ class MqttBridge:
 
     # -- inbound gate ------------------------------------------------------------------
     async def _receive_loop(self, client: aiomqtt.Client) -> None:
+        channels: dict[str, Channel] = {self.topics.cmd: "cmd", self.topics.setpoint: "setpoint"}
         async for message in client.messages:
-            channel: Channel | None
-            if message.topic.matches(self.topics.cmd):
-                channel = "cmd"
-            elif message.topic.matches(self.topics.setpoint):
-                channel = "setpoint"
-            else:
-                channel = None
+            # our topics hold no wildcards: a plain lookup (Topic.matches builds a Wildcard)
+            channel = channels.get(message.topic.value)
             payload = message.payload
             if channel is not None and isinstance(payload, bytes | bytearray):
                 self.handle_inbound(channel, bytes(payload), retain=message.retain,
