@@ -30,11 +30,12 @@ from offboardd.core.commands import Command, Release
 from offboardd.core.events import Event, FcLinkDown, FcLinkUp
 from offboardd.core.offboard import OffboardEngine
 from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
+from offboardd.fc_codec import fc_codec
 from offboardd.mavlink import translate
-from offboardd.mavlink.codec import MavlinkCodec, Message, message_id
+from offboardd.mavlink.codec import Message
 from offboardd.mavlink.links import Link, LinkState, open_link
-from offboardd.mavlink.signing import SigningSession, load_key, refusal_hint
-from offboardd.mavlink.telemetry import TelemetryCache, decode_plan, message_document
+from offboardd.mavlink.signing import refusal_hint
+from offboardd.mavlink.telemetry import TelemetryCache, message_document
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
 from offboardd.replies import PendingReplies, ReplySink
@@ -63,34 +64,8 @@ class Runtime:
     ) -> None:
         self.config = config
         self.notifier = notifier if notifier is not None else SystemdNotifier()
-        relay_ids = frozenset(
-            msg_id for name in config.mqtt.mavlink_relay
-            if (msg_id := message_id(name)) is not None
-        )
-        # thinned positions still arrive well within the estimate timeout (4 per timeout)
-        engine_gaps_s = {msg_id: min(gap_s, config.engine.estimate_timeout_s / 4)
-                         for msg_id, gap_s in translate.WANTED_MIN_INTERVAL_S.items()}
-        wanted_ids, min_interval_s = decode_plan(
-            config.mqtt.telemetry_rates_hz if mqtt else {},
-            engine_ids=translate.WANTED_MESSAGE_IDS,
-            engine_min_interval_s=engine_gaps_s, relay_ids=relay_ids)
-        self.codec = MavlinkCodec(
-            1,  # replaced by the vehicle's sysid once its heartbeat is heard (§5)
-            config.engine.companion_component_id,
-            wanted_ids=wanted_ids, min_interval_s=min_interval_s,
-            # read by field only (translate_in, telemetry, relay): light named tuples
-            lean_ids=wanted_ids,
-        )
-        self.signing: SigningSession | None = None
-        if (m := config.mavlink).signing_key_file:  # MAVLink 2 signing (mavlink/signing.py)
-            self.signing = SigningSession(load_key(m.signing_key_file), m.signing_timestamp_file)
-            problem = self.signing.attach(
-                self.codec, time.time(), accept_unsigned=m.accept_unsigned,
-                unsigned_ids={msg_id for n in m.accept_unsigned_messages
-                              if (msg_id := message_id(n)) is not None},
-            )  # fmt: skip
-            if problem is not None:
-                log.warning("signing_timestamp_unreadable", problem=problem)
+        fc = fc_codec(config, mqtt=mqtt)
+        self.codec, self.signing = fc.codec, fc.signing
         self.translator = translate.InboundTranslator()
         self.telemetry = TelemetryCache()
         self.link: Link = open_link(
@@ -100,7 +75,7 @@ class Runtime:
         self.bridge: MqttBridge | None = (
             MqttBridge(config.mqtt, self._on_inbound) if mqtt else None
         )
-        self._relay = self.bridge if self.bridge is not None and relay_ids else None
+        self._relay = self.bridge if self.bridge is not None and fc.relay_ids else None
         self.engine: OffboardEngine | None = None
         self._telemetry_schedule = TelemetrySchedule({}, 0.0)  # set when run() starts
         self._loop: asyncio.AbstractEventLoop | None = None
