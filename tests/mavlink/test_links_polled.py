@@ -35,6 +35,7 @@ async def test_udpin_delivers_only_when_polled_all_that_waits_in_order(udp_port:
             assert rec.chunks == [] and not link.up
             assert link.poll() == 3
             assert rec.markers() == [1, 2, 3] and link.up  # the sender became the peer
+            assert len(rec.chunks) == 1  # one sender's datagrams: one chunk, one callback
             assert link.poll() == 0
             assert link.send(heartbeat(gcs, 9))
             data = await asyncio.wait_for(asyncio.get_running_loop().sock_recv(px4, 65536), 5.0)
@@ -61,17 +62,22 @@ async def test_udpout_polled_gets_replies_and_ignores_icmp_refusals(udp_port: in
 
 
 async def test_a_callback_error_while_polled_ends_run(udp_port: int) -> None:
+    calls: list[bytes] = []
+
     def explode(data: bytes) -> None:
+        calls.append(data)
         raise RuntimeError("bug in the consumer")
 
     link = open_link(f"udpin://127.0.0.1:{udp_port}", explode, lambda state: None, polled=True)
     task = asyncio.create_task(link.run())
     await wait_until(lambda: link.state.detail.startswith("listening"), "the bind")
-    with _peer() as px4:
-        for marker in (1, 2):
-            px4.sendto(heartbeat(MavlinkCodec(1, 1), marker), ("127.0.0.1", udp_port))
+    with _peer() as px4, _peer() as other:  # two senders: two chunks
+        px4.sendto(heartbeat(MavlinkCodec(1, 1), 1), ("127.0.0.1", udp_port))
+        other.sendto(heartbeat(MavlinkCodec(2, 1), 2), ("127.0.0.1", udp_port))
         await asyncio.sleep(0.05)
-        assert link.poll() == 1  # stops at the fault: the second datagram is not delivered
+        link.poll()
+        assert markers(MavlinkCodec(9, 9).decode(calls[0])) == [1]
+        assert len(calls) == 1  # stops at the fault: the second sender's chunk is not delivered
     with pytest.raises(RuntimeError, match="bug in the consumer"):
         await asyncio.wait_for(task, 5.0)
 

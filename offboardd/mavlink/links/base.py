@@ -88,7 +88,8 @@ class Link(ABC):
 
     def poll(self) -> int:
         """Deliver (through `on_bytes`) what arrived since the last poll; return how many
-        chunks. A link the event loop reads delivers as bytes arrive and returns 0 here."""
+        datagrams were read. A link the event loop reads delivers as bytes arrive and
+        returns 0 here."""
         return 0
 
     def confirm_sender(self) -> None:

@@ -1,6 +1,7 @@
 """UDP links: `udpin` (bind, reply to whoever spoke last) and `udpout` (send to host:port).
 
-One datagram in is one `on_bytes` call; no framing, no parsing here. Sends go straight to
+One datagram in is one `on_bytes` call (polled: one per run of datagrams from one sender);
+no framing, no parsing here. Sends go straight to
 the socket through asyncio's datagram transport (which buffers only if the kernel says
 EAGAIN); past `MAX_BACKLOG_BYTES` of such buffering, sends are dropped, not queued.
 
@@ -98,9 +99,14 @@ class _UdpLink(Link):
         self._opened(sock)
 
     def poll(self) -> int:
+        """Deliver what waits; consecutive datagrams of one sender as one chunk (MAVLink
+        frames never span datagrams, and the consumer's framer keeps state across chunks
+        anyway): one callback per poll instead of one per datagram (~5 per PX4 cycle)."""
         sock = self._sock if self.polled else None
-        delivered = 0
-        while sock is not None and delivered < _MAX_DATAGRAMS_PER_POLL:
+        received = 0
+        chunks: list[bytes] = []
+        sender: Any = None
+        while sock is not None and received < _MAX_DATAGRAMS_PER_POLL:
             try:
                 data, addr = sock.recvfrom(_MAX_DATAGRAM_BYTES)
             except (BlockingIOError, InterruptedError):
@@ -110,11 +116,17 @@ class _UdpLink(Link):
             except OSError as exc:
                 self._end_session(f"socket error: {exc}")
                 break
-            delivered += 1
-            self._datagram(data, addr)
-            if self._session_over():  # the callback failed: run() ends with its error
-                break
-        return delivered
+            received += 1
+            if chunks and addr != sender:
+                self._datagram(b"".join(chunks), sender)
+                chunks.clear()
+                if self._session_over():  # the callback failed: run() ends with its error
+                    return received
+            chunks.append(data)
+            sender = addr
+        if chunks:
+            self._datagram(b"".join(chunks), sender)
+        return received
 
     def _opened(self, sock: socket.socket) -> None:
         raise NotImplementedError
