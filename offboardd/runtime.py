@@ -85,7 +85,6 @@ class Runtime:
         self._waking = False  # inside _wake, which re-arms once at its end
         self._replies = PendingReplies()
         self._fc_events: list[Event] = []  # translated FC messages not yet fed to the engine
-        self._polling = False  # inside link.poll(): events wait for the end of the poll
         self._last_watchdog_s = -1e9
         self._last_state_s = -1e9
         self._last_status = ""
@@ -174,7 +173,7 @@ class Runtime:
             except Exception:  # a bug must not take the FC link down mid-flight
                 self.internal_errors += 1
                 log.exception("internal_error", message_type=msg.get_type())
-        if not self._polling:  # a polled link's datagrams reach the engine as one batch
+        if not self.link.polled:  # a polled link's reach the engine once per poll, together
             self._handle_fc_events()
 
     def _on_message(self, msg: Message, now: float) -> None:
@@ -185,11 +184,7 @@ class Runtime:
 
     def _poll_link(self) -> None:
         """Read a polled link: every datagram pending, then their events in one batch."""
-        self._polling = True
-        try:
-            self.link.poll()
-        finally:
-            self._polling = False
+        self.link.poll()
         self._handle_fc_events()
 
     def _handle_fc_events(self) -> None:
