@@ -98,12 +98,12 @@ class MavlinkCodec:
         # Thinning: decode a message id at most once per interval (when decode gets `now_s`).
         # PX4 sends ATTITUDE at 100/s and the daemon needs ~20/s: skipping at frame level
         # saves the CRC check, the unpacking and the message object (bench/README.md).
-        self._min_interval_s = dict(min_interval_s or {})
+        gaps_s = dict(min_interval_s or {})
         # What decode() does with a message id, in one lookup: its thinning interval
         # (0.0: decode every one); with `wanted_ids`, an id missing here is skipped.
         self._rules: dict[int, float] = (
-            {msg_id: self._min_interval_s.get(msg_id, 0.0) for msg_id in self._wanted}
-            if self._wanted is not None else self._min_interval_s
+            {msg_id: gaps_s.get(msg_id, 0.0) for msg_id in self._wanted}
+            if self._wanted is not None else gaps_s
         )
         self._last_decoded_s: dict[int, float] = {}
         self._lean = LeanDecoder(lean_ids)
@@ -271,13 +271,14 @@ class MavlinkCodec:
         CRC collision; only a MAVLink frame tunnelled inside another could fool it."""
         nxt = _next_magic(buf, pos + 1)
         while nxt >= 0:
-            frame_len, _ = _frame_shape(buf, nxt, end)
-            if frame_len > 0 and nxt + frame_len <= end:
+            frame_len, msg_id = _frame_shape(buf, nxt, end)
+            # only an id our dialect knows has a CRC_EXTRA, so only such a frame proves it
+            if frame_len > 0 and nxt + frame_len <= end and msg_id in _KNOWN_IDS:
                 try:
-                    msg = self._rx.decode(bytearray(buf[nxt : nxt + frame_len]))
+                    self._rx.decode(bytearray(buf[nxt : nxt + frame_len]))
                 except Exception:  # not a frame: keep looking
-                    msg = None
-                if msg is not None and not msg.get_type().startswith("UNKNOWN"):
+                    pass
+                else:
                     return True
             nxt = _next_magic(buf, nxt + 1)
         return False
