@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-test
 PYTEST_ARGS ?=
 
-.PHONY: test demo lint bench deps system-tools mosquitto clean
+.PHONY: test test-px4 demo lint bench deps system-tools mosquitto clean
 
 # One install per extra: $(VENV)/.installed-test installs '.[test]', and so on.
 $(VENV)/.installed-%: pyproject.toml
@@ -41,6 +41,22 @@ mosquitto: system-tools  # the name the demo and bench targets depend on
 
 test: deps
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+# The real-PX4 tier: flies the daemon through MQTT against a real PX4 SIH SITL (one fresh
+# PX4 per scenario). Not part of `make test`: it needs a PX4 SITL build, e.g.
+#   make test-px4 PX4_SITL=../shared/px4-sitl/build
+#   make test-px4 PX4_SITL=~/PX4-Autopilot/build/px4_sitl_default
+# Without PX4_SITL it stops with an error; it never skips. See sitl/README.md.
+PX4_SITL ?=
+PX4_REPORT ?= $(CURDIR)/.px4-tier-report.jsonl
+test-px4: deps
+	@if [ -z "$(PX4_SITL)" ]; then \
+	  echo "make test-px4 needs PX4_SITL=<PX4 SITL build directory> (bin/px4 and etc/), e.g." >&2; \
+	  echo "  make test-px4 PX4_SITL=../shared/px4-sitl/build   (see sitl/README.md)" >&2; exit 2; fi
+	@test -x "$(PX4_SITL)/bin/px4" || { echo "no PX4 binary at $(PX4_SITL)/bin/px4" >&2; exit 2; }
+	rm -f $(PX4_REPORT)
+	OFFBOARDD_PX4_TIER=1 PX4_SITL="$(PX4_SITL)" OFFBOARDD_PX4_REPORT=$(PX4_REPORT) \
+	  $(PY) -m pytest tests/px4 -n 2 -q -p no:randomly $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check offboardd tests bench

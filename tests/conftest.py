@@ -6,6 +6,7 @@ test files can run in parallel (pytest-xdist) without colliding.
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -15,6 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# The real-PX4 tier (tests/px4) needs a PX4 SITL build and runs only from
+# `make test-px4 PX4_SITL=...`, which sets OFFBOARDD_PX4_TIER=1. The normal suite leaves the
+# folder out rather than skipping its tests: no test passes by skipping a dependency.
+collect_ignore = [] if os.environ.get("OFFBOARDD_PX4_TIER") == "1" else ["px4"]
 
 
 def free_port(kind: int = socket.SOCK_DGRAM) -> int:

@@ -1,0 +1,201 @@
+"""A recording UDP tee between real PX4 and the daemon: the tier's oracle.
+
+PX4's onboard link sends from 14580+N to 14540+N. The tee binds 14540+N, forwards what PX4
+sends to the daemon (listening on its own loopback port, `udpin`), and what the daemon
+answers back to PX4. Every frame both ways is decoded (pymavlink, `development` dialect) and
+stamped with `time.monotonic()` as it arrives, so the tests judge what PX4 really reported
+(mode, armed, position) and what the daemon really sent (setpoints, commands), never what
+the daemon says about itself. It never changes a byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from pymavlink.dialects.v20 import development as mavlink
+
+SETPOINT_TYPES = frozenset({"SET_POSITION_TARGET_LOCAL_NED", "SET_POSITION_TARGET_GLOBAL_INT",
+                            "SET_ATTITUDE_TARGET"})  # fmt: skip
+OFFBOARD = 6 << 16  # PX4 custom_mode of OFFBOARD (main mode 6, px4_custom_mode.h)
+MAV_MODE_FLAG_SAFETY_ARMED = 128
+
+
+def main_mode(custom_mode: int) -> int:
+    return (custom_mode >> 16) & 0xFF
+
+
+@dataclass(frozen=True)
+class Sent:
+    t: float
+    name: str
+    fields: dict[str, Any]
+
+
+@dataclass
+class Record:
+    setpoints: list[Sent] = field(default_factory=list)
+    commands: list[Sent] = field(default_factory=list)  # COMMAND_LONG from the daemon
+    acks: list[Sent] = field(default_factory=list)  # COMMAND_ACK from PX4
+    modes: list[tuple[float, int]] = field(default_factory=list)  # changes of custom_mode
+    armed: list[tuple[float, bool]] = field(default_factory=list)  # changes
+    statustexts: list[tuple[float, int, str]] = field(default_factory=list)
+    position_ned_m: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    velocity_ned_m_s: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    attitude_rad: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    global_position: tuple[float, float, float] = (math.nan, math.nan, math.nan)  # deg, deg, m AMSL
+    relative_alt_m: float = math.nan
+    landed_state: int = 0  # MAV_LANDED_STATE: 1 on ground, 2 in air
+    autopilot_version: int | None = None
+    undecodable: int = 0
+
+    @property
+    def mode(self) -> int | None:
+        return self.modes[-1][1] if self.modes else None
+
+    @property
+    def is_armed(self) -> bool:
+        return bool(self.armed) and self.armed[-1][1]
+
+    def last_setpoint_t(self) -> float | None:
+        return self.setpoints[-1].t if self.setpoints else None
+
+    def mode_changes_after(self, t: float) -> list[tuple[float, int]]:
+        return [(tm, m) for tm, m in self.modes if tm > t]
+
+    def offboard_requests(self) -> list[Sent]:
+        return [c for c in self.commands if c.fields["command"] == 176
+                and int(c.fields["param2"]) == 6]
+
+
+class Px4Tee(asyncio.DatagramProtocol):
+    def __init__(self, px4_port: int, daemon_port: int) -> None:
+        self.px4 = ("127.0.0.1", px4_port)
+        self.daemon = ("127.0.0.1", daemon_port)
+        self.record = Record()
+        self._from_px4 = mavlink.MAVLink(None)
+        self._from_daemon = mavlink.MAVLink(None)
+        for parser in (self._from_px4, self._from_daemon):
+            parser.robust_parsing = True
+        self.transport: asyncio.DatagramTransport | None = None
+        self.changed = asyncio.Event()
+
+    @classmethod
+    async def open(cls, listen_port: int, px4_port: int, daemon_port: int) -> Px4Tee:
+        loop = asyncio.get_running_loop()
+        _, tee = await loop.create_datagram_endpoint(
+            lambda: cls(px4_port, daemon_port), local_addr=("127.0.0.1", listen_port))
+        return tee
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        assert self.transport is not None
+        now = time.monotonic()
+        if addr[1] == self.px4[1]:
+            self.transport.sendto(data, self.daemon)
+            self._decode(self._from_px4, data, now, self._on_px4)
+        else:
+            self.transport.sendto(data, self.px4)
+            self._decode(self._from_daemon, data, now, self._on_daemon)
+        self.changed.set()
+
+    def _decode(self, parser: Any, data: bytes, now: float,
+                handle: Callable[[Any, float], None]) -> None:
+        try:
+            msgs = parser.parse_buffer(data) or []
+        except Exception:  # a frame pymavlink cannot decode: counted, never fatal
+            self.record.undecodable += 1
+            return
+        for msg in msgs:
+            if msg.get_type().startswith("UNKNOWN") or msg.get_type() == "BAD_DATA":
+                self.record.undecodable += 1
+                continue
+            handle(msg, now)
+
+    def _on_daemon(self, msg: Any, now: float) -> None:
+        name = msg.get_type()
+        if name in SETPOINT_TYPES:
+            self.record.setpoints.append(Sent(now, name, msg.to_dict()))
+        elif name == "COMMAND_LONG":
+            self.record.commands.append(Sent(now, name, msg.to_dict()))
+
+    def _on_px4(self, msg: Any, now: float) -> None:  # noqa: PLR0912 - one branch a message
+        r, name = self.record, msg.get_type()
+        if name == "HEARTBEAT" and msg.get_srcComponent() == 1:
+            self._mode(now, int(msg.custom_mode))
+            armed = bool(msg.base_mode & MAV_MODE_FLAG_SAFETY_ARMED)
+            if not r.armed or r.armed[-1][1] != armed:
+                r.armed.append((now, armed))
+        elif name == "CURRENT_MODE":
+            self._mode(now, int(msg.custom_mode))
+        elif name == "LOCAL_POSITION_NED":
+            r.position_ned_m = (msg.x, msg.y, msg.z)
+            r.velocity_ned_m_s = (msg.vx, msg.vy, msg.vz)
+        elif name == "ATTITUDE":
+            r.attitude_rad = (msg.roll, msg.pitch, msg.yaw)
+        elif name == "GLOBAL_POSITION_INT":
+            r.global_position = (msg.lat * 1e-7, msg.lon * 1e-7, msg.alt * 1e-3)
+            r.relative_alt_m = msg.relative_alt * 1e-3
+        elif name == "EXTENDED_SYS_STATE":
+            r.landed_state = int(msg.landed_state)
+        elif name == "STATUSTEXT":
+            r.statustexts.append((now, int(msg.severity), str(msg.text)))
+        elif name == "COMMAND_ACK":
+            r.acks.append(Sent(now, name, msg.to_dict()))
+        elif name == "AUTOPILOT_VERSION":
+            r.autopilot_version = int(msg.flight_sw_version)
+
+    def _mode(self, now: float, custom_mode: int) -> None:
+        if self.record.mode != custom_mode:
+            self.record.modes.append((now, custom_mode))
+
+    async def wait_for(self, predicate: Callable[[Record], bool], timeout_s: float,
+                       what: str) -> float:
+        """Wait until `predicate(record)` holds; the monotonic time it first did."""
+        deadline = time.monotonic() + timeout_s
+        while not predicate(self.record):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                r = self.record
+                raise AssertionError(
+                    f"timed out after {timeout_s} s waiting for {what}; PX4 mode "
+                    f"{r.mode} armed {r.is_armed} position {r.position_ned_m} "
+                    f"statustexts {r.statustexts[-5:]}")
+            self.changed.clear()
+            try:
+                await asyncio.wait_for(self.changed.wait(), min(remaining, 0.2))
+            except TimeoutError:
+                pass
+        return time.monotonic()
+
+
+class GcsPeer:
+    """A second MAVLink peer on PX4's GCS link (UDP 18570+N): what QGroundControl does."""
+
+    def __init__(self, gcs_port: int, target_system: int) -> None:
+        import socket
+
+        self.address = ("127.0.0.1", gcs_port)
+        self.target_system = target_system
+        self.mav = mavlink.MAVLink(None, 255, 190)  # a GCS's usual system / component ids
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+
+    def set_mode(self, main: int, sub: int = 0) -> None:
+        msg = self.mav.command_long_encode(self.target_system, 1, 176, 0, 1, main, sub,
+                                           0, 0, 0, 0)
+        self.sock.sendto(msg.pack(self.mav), self.address)
+        self.mav.seq = (self.mav.seq + 1) % 256
+
+    def close(self) -> None:
+        self.sock.close()

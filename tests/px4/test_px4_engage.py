@@ -1,0 +1,40 @@
+"""Real PX4: offboard take-off (warm-up, OFFBOARD confirmed from PX4's reports, arming)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from offboardd.core.setpoints import PositionNed
+from tests.conftest import Broker
+from tests.px4.px4_process import Px4Sitl
+from tests.px4.stack import flying_stack
+from tests.px4.tee import OFFBOARD
+
+
+async def test_offboard_takeoff_streams_1_s_before_asking_and_px4_confirms(
+    px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
+) -> None:
+    async with flying_stack(px4, mosquitto, tmp_path) as s:
+        state = await s.fc_ready()
+        assert state["fc_is_px4"] and state["fc_version"].startswith("v1.")
+        reply = await s.client.engage(PositionNed(0.0, 0.0, -5.0), arm=True)
+        assert reply.ok, reply
+        r = s.record
+        first_setpoint_t = r.setpoints[0].t
+        (request,) = r.offboard_requests()
+        offboard_t = next(t for t, mode in r.modes if mode == OFFBOARD)
+        armed_t = next(t for t, armed in r.armed if armed)
+        # our rule, PX4 does not enforce it: >= 1 s of valid stream before asking
+        assert request.t - first_setpoint_t >= 1.0
+        assert offboard_t > request.t
+        climbed_t = await s.at_altitude(5.0, timeout_s=20)
+        state = s.client.state
+        assert state is not None and state["phase"] == "active" and state["in_control"]
+        measured.update(
+            px4_version=state["fc_version"],
+            warmup_to_request_s=round(request.t - first_setpoint_t, 3),
+            request_to_offboard_s=round(offboard_t - request.t, 3),
+            offboard_to_armed_s=round(armed_t - offboard_t, 3),
+            engage_reply_after_first_setpoint_s=round(armed_t - first_setpoint_t, 3),
+            climb_to_5m_s=round(climbed_t - armed_t, 2),
+        )
