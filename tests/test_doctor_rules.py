@@ -29,12 +29,14 @@ def probe(url: str = "udpin://0.0.0.0:14540", *, heartbeat: FcHeartbeat | None =
     params = dict(GOOD_PARAMS if params is None else params)
     checks = FcChecks(1.0, 1, 1.0)  # the daemon's own surprise texts
     checks.start(0.0)
-    warnings = [w for name, value in params.items() for w in checks.on_param(name, value)]
+    fc_version = None if version is None else FcAutopilotVersion(version, 0xFFFF)
+    warnings = [] if fc_version is None else checks.on_version(fc_version)
+    warnings += [w for name, value in params.items() for w in checks.on_param(name, value)]
     return FcProbe(
         url=parse_link_url(url), timeout_s=5.0, link_detail="opened", bytes_in=bytes_in,
         frames_ok=frames_ok, garbage_bytes=0, heartbeat=heartbeat, other_autopilots=others,
-        version=None if version is None else FcAutopilotVersion(version, 0xFFFF),
-        params=params, param_warnings=tuple(warnings),
+        version=fc_version, params=params, param_warnings=tuple(warnings),
+        wanted=checks.wanted(), loss_action=checks.loss_action_name(),
     )
 
 

@@ -3,9 +3,11 @@
 On every appearance of the FC (first heartbeat, return after a loss, reboot) this asks
 for AUTOPILOT_VERSION, for CURRENT_MODE to be streamed (fast mode reports, §4) and for
 the parameters that decide whether offboard can work at all (§3): COM_OF_LOSS_T,
-COM_OBL_RC_ACT, MAV_FWDEXTSP; plus COM_RC_OVERRIDE and COM_RCL_EXCEPT, which only
-surprise users. Requests are retried a bounded number of times. Pure: returns actions
-and warning texts, decides nothing about phases.
+COM_OBL_RC_ACT, MAV_FWDEXTSP. Once the version is known it reads the parameters that only
+surprise users, as that release names them (core.px4_rules: COM_RC_OVERRIDE or
+MAN_OVERRIDE_SPD, NAV_RCL_ACT from v1.17), and warns about what PX4 will do on offboard
+loss. Requests are retried a bounded number of times. Pure: returns actions and warning
+texts, decides nothing about phases.
 """
 
 from __future__ import annotations
@@ -22,25 +24,24 @@ from offboardd.core.actions import (
     Target,
 )
 from offboardd.core.events import FcAutopilotVersion
+from offboardd.core.px4_rules import (
+    MIN_SUPPORTED,
+    Px4Rules,
+    loss_action,
+    loss_warnings,
+    override_warning,
+    rules_for,
+)
 from offboardd.core.reasons import Reason
 
 REQUIRED_PARAMS = ("COM_OF_LOSS_T", "COM_OBL_RC_ACT", "MAV_FWDEXTSP")
-OPTIONAL_PARAMS = ("COM_RC_OVERRIDE", "COM_RCL_EXCEPT")
+# Every optional parameter some release has (px4_rules says which one a release reads).
+OPTIONAL_PARAMS = ("COM_RCL_EXCEPT", "COM_RC_OVERRIDE", "MAN_OVERRIDE_SPD", "NAV_RCL_ACT")
 # The stream must beat PX4's loss timeout by this factor, so that a few late or lost
 # setpoints never trigger PX4's offboard-loss failsafe.
 LOSS_TIMEOUT_MARGIN = 4.0
 # MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_LOCAL_NED (common.xml)
 _CAP_SET_POSITION_TARGET_LOCAL_NED = 128
-_COM_OBL_RC_ACT_NAMES = {
-    0: "Position",
-    1: "Altitude",
-    2: "Stabilized",
-    3: "Return",
-    4: "Land",
-    5: "Hold",
-    6: "Terminate",
-    7: "Disarm",
-}
 
 
 class FcChecks:
@@ -52,6 +53,7 @@ class FcChecks:
         self.version: FcAutopilotVersion | None = None
         self._rounds = 0
         self._next_s: float | None = None
+        self._last_poll_s = -math.inf
         self._warned = False
 
     def start(self, now: float) -> None:
@@ -68,11 +70,25 @@ class FcChecks:
     def deadline(self) -> float:
         return math.inf if self._next_s is None else self._next_s
 
+    @property
+    def rules(self) -> Px4Rules | None:
+        """The release's rules once AUTOPILOT_VERSION came (a non-PX4 version: v1.14's)."""
+        if self.version is None:
+            return None
+        major, minor, _, _ = px4_version(self.version.flight_sw_version)
+        return rules_for(major, minor)
+
+    def wanted(self) -> tuple[str, ...]:
+        """The parameters to read: the optional ones only once the version names them."""
+        rules = self.rules
+        return REQUIRED_PARAMS + (() if rules is None else rules.optional_params())
+
     def missing(self) -> tuple[str, ...]:
-        return tuple(n for n in REQUIRED_PARAMS + OPTIONAL_PARAMS if n not in self.params)
+        return tuple(n for n in self.wanted() if n not in self.params)
 
     def poll(self, now: float, target: Target) -> tuple[list[FcAction], list[str]]:
         """Requests due now, and warnings (e.g. a parameter that never came)."""
+        self._last_poll_s = now
         if self._next_s is None or now < self._next_s:
             return [], []
         actions: list[FcAction] = []
@@ -84,7 +100,7 @@ class FcChecks:
                 warnings.append(f"parameter {name} could not be read from the FC")
             if self.version is None:
                 warnings.append("the FC never answered the AUTOPILOT_VERSION request")
-            return actions, warnings
+            return actions, warnings + self._judge_once()
         if self._rounds == 0:
             actions.append(
                 SetMessageInterval(target, CURRENT_MODE_ID, self.current_mode_interval_us)
@@ -98,49 +114,46 @@ class FcChecks:
         return actions, warnings
 
     def on_version(self, event: FcAutopilotVersion) -> list[str]:
+        """Record the version; the release's own parameters are asked for at once."""
         self.version = event
-        self._stop_if_done()
+        out = []
         if not event.capabilities & _CAP_SET_POSITION_TARGET_LOCAL_NED:
-            return ["the FC does not announce SET_POSITION_TARGET_LOCAL_NED support"]
-        return []
+            out.append("the FC does not announce SET_POSITION_TARGET_LOCAL_NED support")
+        major, minor, _, _ = px4_version(event.flight_sw_version)
+        if (major, minor) != (0, 0) and (major, minor) < MIN_SUPPORTED:
+            out.append(f"PX4 {format_version(event.flight_sw_version)} is older than "
+                       f"v{MIN_SUPPORTED[0]}.{MIN_SUPPORTED[1]}, which offboardd needs")
+        if self.missing() and self._next_s is not None:
+            self._next_s = self._last_poll_s  # due now: the release's parameters
+        return out + self._after_update()
 
     def on_param(self, name: str, value: int | float) -> list[str]:
         """Record a parameter; once all are known, the settings users trip over."""
         if name not in REQUIRED_PARAMS + OPTIONAL_PARAMS:
             return []
         self.params[name] = value
-        self._stop_if_done()
-        if self.missing() or self._warned:
+        return self._after_update()
+
+    def _after_update(self) -> list[str]:
+        if self.missing() or self.version is None:
+            return []
+        self._next_s = None
+        return self._judge_once()
+
+    def _judge_once(self) -> list[str]:
+        if self._warned or any(n not in self.params for n in REQUIRED_PARAMS):
             return []
         self._warned = True
         return self._surprises()
 
-    def _stop_if_done(self) -> None:
-        if not self.missing() and self.version is not None:
-            self._next_s = None
-
     def _surprises(self) -> list[str]:
-        out = []
-        override = int(self.params["COM_RC_OVERRIDE"])
-        if not override & 2:
-            out.append(
-                f"COM_RC_OVERRIDE={override}: moving the RC sticks does not take over from "
-                "OFFBOARD (bit 1 clear); a pilot must switch modes"
-            )
-        if int(self.params["COM_RCL_EXCEPT"]) & 4:
+        rules, out = self.rules, []
+        override = None if rules is None else override_warning(rules, self.params)
+        if override is not None:
+            out.append(override)
+        if int(self.params.get("COM_RCL_EXCEPT", 0)) & 4:
             out.append("COM_RCL_EXCEPT has bit 2 set: RC loss is ignored while in OFFBOARD")
-        action = int(self.params["COM_OBL_RC_ACT"])
-        if action == 0:
-            out.append(
-                "COM_OBL_RC_ACT=0 (Position): without RC PX4 cannot hold position on "
-                "offboard loss and descends until it lands"
-            )
-        elif action in (6, 7):
-            out.append(
-                f"COM_OBL_RC_ACT={action} ({_COM_OBL_RC_ACT_NAMES[action]}): on offboard "
-                "loss PX4 cuts the motors in the air"
-            )
-        return out
+        return out + loss_warnings(rules, self.params)
 
     # -- gate ------------------------------------------------------------------------------
 
@@ -150,10 +163,8 @@ class FcChecks:
         return None if value is None else float(value)
 
     def loss_action_name(self) -> str | None:
-        value = self.params.get("COM_OBL_RC_ACT")
-        if value is None:
-            return None
-        return _COM_OBL_RC_ACT_NAMES.get(int(value), f"unknown({int(value)})")
+        """What PX4 does on offboard loss, for this release and its parameters."""
+        return loss_action(self.rules, self.params)
 
     def engage_blocker(self, stream_period_s: float) -> tuple[Reason, str] | None:
         """Why offboard cannot work with this FC, or None."""

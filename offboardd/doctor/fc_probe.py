@@ -52,6 +52,8 @@ class FcProbe:
     params: dict[str, int | float] = field(default_factory=dict)
     version_warnings: tuple[str, ...] = ()
     param_warnings: tuple[str, ...] = ()  # FcChecks' surprises, once every param is in
+    wanted: tuple[str, ...] = ()  # the parameters this PX4 release has that offboardd reads
+    loss_action: str | None = None  # what PX4 does on offboard loss (core.px4_rules)
 
 
 class _Listener:
@@ -142,6 +144,7 @@ async def probe_fc(url: LinkUrl, *, timeout_s: float, fc_system_id: int = 0) -> 
         version=listener.checks.version, params=dict(listener.checks.params),
         version_warnings=tuple(listener.version_warnings),
         param_warnings=tuple(listener.param_warnings),
+        wanted=listener.checks.wanted(), loss_action=listener.checks.loss_action_name(),
     )
 
 

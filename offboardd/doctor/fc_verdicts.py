@@ -1,25 +1,26 @@
 """Judge an `FcProbe`: one check line each for the FC itself, its PX4 version and the
 parameters offboard depends on (px4-offboard.md §1, §3). Pure.
 
-The rules are the daemon's own: the stream-period margin is `core.fc_link.LOSS_TIMEOUT_MARGIN`
-and the warnings about COM_OBL_RC_ACT / COM_RC_OVERRIDE / COM_RCL_EXCEPT are the texts
-`FcChecks` produces, so the doctor and the running daemon never disagree.
+The rules are the daemon's own: the stream-period margin is `core.fc_link.LOSS_TIMEOUT_MARGIN`,
+the parameters judged are the ones the PX4 release has (`core.px4_rules`), and the warnings
+about COM_OBL_RC_ACT / NAV_RCL_ACT / COM_RC_OVERRIDE / MAN_OVERRIDE_SPD / COM_RCL_EXCEPT are
+the texts `FcChecks` produces, so the doctor and the running daemon never disagree.
 """
 
 from __future__ import annotations
 
 from offboardd.core.fc_link import (
     LOSS_TIMEOUT_MARGIN,
-    OPTIONAL_PARAMS,
     REQUIRED_PARAMS,
     format_version,
     px4_version,
 )
+from offboardd.core.px4_rules import MIN_SUPPORTED
 from offboardd.doctor.fc_probe import FcProbe
 from offboardd.doctor.report import Check, fail, note, ok, warn
 from offboardd.mavlink.codec import dialect
 
-MIN_PX4_VERSION = (1, 14)  # offboardd relies on v1.14+ behaviour (px4-offboard.md)
+MIN_PX4_VERSION = MIN_SUPPORTED  # offboardd relies on v1.14+ behaviour (px4-offboard.md)
 # COM_OBL_RC_ACT values that keep a multicopter safe without RC (§3): Hold, Land.
 _SAFE_LOSS_ACTIONS = "COM_OBL_RC_ACT = 5 (Hold) or 4 (Land)"
 
@@ -87,10 +88,11 @@ def _version(probe: FcProbe) -> Check:
 
 def _params(probe: FcProbe, setpoint_rate_hz: float) -> list[Check]:
     params = probe.params
+    judged = probe.wanted or REQUIRED_PARAMS
     surprise = {name: text for text in probe.param_warnings
-                for name in REQUIRED_PARAMS + OPTIONAL_PARAMS if text.startswith(name)}
+                for name in judged if text.startswith(name)}
     checks = []
-    for name in REQUIRED_PARAMS + OPTIONAL_PARAMS:
+    for name in judged:
         if name not in params:
             missing = ("could not be read (no PARAM_VALUE answer): offboardd will refuse to "
                        "engage" if name in REQUIRED_PARAMS else "could not be read")
@@ -106,9 +108,10 @@ def _params(probe: FcProbe, setpoint_rate_hz: float) -> list[Check]:
         elif name == "COM_OF_LOSS_T":
             checks.append(_loss_timeout(float(value), setpoint_rate_hz))
         elif name == "COM_OBL_RC_ACT":
+            what = probe.loss_action or str(int(value))
             checks.append(warn(name, surprise[name], f"set {_SAFE_LOSS_ACTIONS}")
                           if name in surprise else
-                          ok(name, f"{int(value)}: PX4's action when setpoints stop"))
+                          ok(name, f"{int(value)}: on offboard loss PX4 goes to {what}"))
         else:
             checks.append(note(name, surprise[name]) if name in surprise
                           else ok(name, str(int(value))))

@@ -1,0 +1,86 @@
+"""PX4's per-release rules (core.px4_rules) and FcChecks reading what each release has."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from offboardd.core.actions import RequestParams, Target
+from offboardd.core.events import FcAutopilotVersion
+from offboardd.core.fc_link import FcChecks
+from offboardd.core.px4_rules import loss_action, loss_warnings, rules_for
+
+V1_16_2 = (1 << 24) | (16 << 16) | (2 << 8) | 255
+V1_17_0 = (1 << 24) | (17 << 16) | (0 << 8) | 255
+V1_19_DEV = 0x01130000  # PX4 main of Aug 2026 reports v1.19.0-dev [SITL main]
+FC = Target(1, 1)
+
+
+def _requested(actions: Sequence[object]) -> tuple[str, ...]:
+    return tuple(n for a in actions if isinstance(a, RequestParams) for n in a.names)
+
+
+def test_rules_follow_the_release() -> None:
+    assert rules_for(1, 14).rc_override_param == "COM_RC_OVERRIDE"
+    assert not rules_for(1, 16).manual_loss_action_without_rc_uses_nav_rcl_act
+    assert rules_for(1, 17).manual_loss_action_without_rc_uses_nav_rcl_act
+    assert rules_for(1, 18).rc_override_param == "MAN_OVERRIDE_SPD"
+    assert rules_for(1, 19) is rules_for(1, 18)  # main: the newest row
+    assert not rules_for(1, 18).legacy_request_commands
+
+
+def test_v1_17_offboard_loss_without_rc_is_nav_rcl_act_return() -> None:
+    params = {"COM_OBL_RC_ACT": 0, "NAV_RCL_ACT": 2}
+    assert loss_action(rules_for(1, 16), params) == "Position"
+    assert loss_action(rules_for(1, 17), params) == \
+        "Position (without RC: Return, NAV_RCL_ACT=2)"
+    assert loss_action(None, params) == \
+        "Position (from PX4 v1.17 without RC: NAV_RCL_ACT's action)"
+    assert loss_action(rules_for(1, 18), {"COM_OBL_RC_ACT": 5}) == "Hold"
+    (warning,) = loss_warnings(rules_for(1, 18), params)
+    assert warning.startswith("COM_OBL_RC_ACT=0 (Position): without RC, PX4 >= v1.18 takes "
+                              "NAV_RCL_ACT=2 (Return)")
+    assert "descends until it lands" in loss_warnings(rules_for(1, 16), params)[0]
+    assert loss_warnings(rules_for(1, 18), {"COM_OBL_RC_ACT": 4}) == []
+    assert any("cuts the motors" in w for w in
+               loss_warnings(rules_for(1, 17), {"COM_OBL_RC_ACT": 1, "NAV_RCL_ACT": 6}))
+
+
+def test_fc_checks_read_the_parameters_the_release_has() -> None:
+    checks = FcChecks(retry_s=1.0, retries=3, current_mode_interval_s=0.05)
+    checks.start(0.0)
+    first, _ = checks.poll(0.0, FC)
+    # before the version: only what every release has
+    assert _requested(first) == ("COM_OF_LOSS_T", "COM_OBL_RC_ACT", "MAV_FWDEXTSP")
+    for name, value in {"COM_OF_LOSS_T": 1.0, "COM_OBL_RC_ACT": 0, "MAV_FWDEXTSP": 1}.items():
+        assert checks.on_param(name, value) == []
+    assert checks.on_version(FcAutopilotVersion(V1_19_DEV, 0xFFFF)) == []
+    assert checks.deadline() <= 0.0  # the release's own parameters are due at once
+    again, _ = checks.poll(0.1, FC)
+    assert _requested(again) == ("COM_RCL_EXCEPT", "MAN_OVERRIDE_SPD", "NAV_RCL_ACT")
+    assert checks.on_param("COM_RCL_EXCEPT", 0) == []
+    assert checks.on_param("MAN_OVERRIDE_SPD", 1.0) == []
+    warnings = checks.on_param("NAV_RCL_ACT", 2)
+    assert len(warnings) == 1 and "NAV_RCL_ACT=2 (Return)" in warnings[0]
+    assert checks.loss_action_name() == "Position (without RC: Return, NAV_RCL_ACT=2)"
+    assert checks.deadline() == float("inf")
+
+
+def test_fc_checks_on_v1_16_ask_for_com_rc_override() -> None:
+    checks = FcChecks(retry_s=1.0, retries=3, current_mode_interval_s=0.05)
+    checks.start(0.0)
+    checks.poll(0.0, FC)
+    checks.on_version(FcAutopilotVersion(V1_16_2, 0xFFFF))
+    again, _ = checks.poll(0.0, FC)
+    assert "COM_RC_OVERRIDE" in _requested(again) and "NAV_RCL_ACT" not in _requested(again)
+
+
+def test_fc_checks_without_a_version_still_warn_once_retries_run_out() -> None:
+    checks = FcChecks(retry_s=1.0, retries=1, current_mode_interval_s=0.05)
+    checks.start(0.0)
+    for name, value in {"COM_OF_LOSS_T": 1.0, "COM_OBL_RC_ACT": 0, "MAV_FWDEXTSP": 1}.items():
+        checks.on_param(name, value)
+    warnings: list[str] = []
+    for t in (0.0, 1.0, 2.0, 3.0):
+        warnings += checks.poll(t, FC)[1]
+    assert "the FC never answered the AUTOPILOT_VERSION request" in warnings
+    assert any("from PX4 v1.17" in w or "Position" in w for w in warnings)
