@@ -11,8 +11,11 @@ the daemon says about itself. It never changes a byte.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
+import socket
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -52,6 +55,7 @@ class Record:
     landed_state: int = 0  # MAV_LANDED_STATE: 1 on ground, 2 in air
     autopilot_version: int | None = None
     undecodable: int = 0
+    received: Counter[str] = field(default_factory=Counter)  # PX4's messages by name
 
     @property
     def mode(self) -> int | None:
@@ -129,8 +133,9 @@ class Px4Tee(asyncio.DatagramProtocol):
         elif name == "COMMAND_LONG":
             self.record.commands.append(Sent(now, name, msg.to_dict()))
 
-    def _on_px4(self, msg: Any, now: float) -> None:  # noqa: PLR0912 - one branch a message
+    def _on_px4(self, msg: Any, now: float) -> None:
         r, name = self.record, msg.get_type()
+        r.received[name] += 1
         if name == "HEARTBEAT" and msg.get_srcComponent() == 1:
             self._mode(now, int(msg.custom_mode))
             armed = bool(msg.base_mode & MAV_MODE_FLAG_SAFETY_ARMED)
@@ -172,10 +177,8 @@ class Px4Tee(asyncio.DatagramProtocol):
                     f"{r.mode} armed {r.is_armed} position {r.position_ned_m} "
                     f"statustexts {r.statustexts[-5:]}")
             self.changed.clear()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.changed.wait(), min(remaining, 0.2))
-            except TimeoutError:
-                pass
         return time.monotonic()
 
 
@@ -183,8 +186,6 @@ class GcsPeer:
     """A second MAVLink peer on PX4's GCS link (UDP 18570+N): what QGroundControl does."""
 
     def __init__(self, gcs_port: int, target_system: int) -> None:
-        import socket
-
         self.address = ("127.0.0.1", gcs_port)
         self.target_system = target_system
         self.mav = mavlink.MAVLink(None, 255, 190)  # a GCS's usual system / component ids

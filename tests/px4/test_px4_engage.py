@@ -28,8 +28,8 @@ async def test_offboard_takeoff_streams_1_s_before_asking_and_px4_confirms(
         assert request.t - first_setpoint_t >= 1.0
         assert offboard_t > request.t
         climbed_t = await s.at_altitude(5.0, timeout_s=20)
-        state = s.client.state
-        assert state is not None and state["phase"] == "active" and state["in_control"]
+        now = s.client.state
+        assert now is not None and now["phase"] == "active" and now["in_control"]
         measured.update(
             px4_version=state["fc_version"],
             warmup_to_request_s=round(request.t - first_setpoint_t, 3),
