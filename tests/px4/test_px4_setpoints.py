@@ -1,0 +1,105 @@
+"""Real PX4: every setpoint kind the daemon streams, in one flight, judged by PX4's reports.
+
+Each kind is flown for a few seconds; PX4 must stay in OFFBOARD the whole time (a setpoint
+PX4 drops or fails safe on would show as a mode change or a CRITICAL STATUSTEXT), and the
+vehicle must move the way the setpoint asks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+
+from offboardd.core.setpoints import (
+    AccelerationNed,
+    AltitudeFrame,
+    Attitude,
+    BodyRates,
+    GlobalPosition,
+    PositionNed,
+    PositionVelocityNed,
+    Setpoint,
+    VelocityBody,
+    VelocityNed,
+)
+from tests.conftest import Broker
+from tests.px4.px4_process import Px4Sitl
+from tests.px4.stack import Stack, flying_stack
+from tests.px4.tee import OFFBOARD
+
+ALT_M = 5.0
+M_PER_DEG_LAT = 111_320.0  # close enough over a few metres
+
+
+async def fly(s: Stack, setpoint: Setpoint, seconds: float) -> None:
+    """Stream `setpoint` on the setpoint topic at 10 Hz for `seconds` (a mission script)."""
+    await s.client.setpoint_confirmed(setpoint)
+    for _ in range(round(seconds * 10)):
+        await s.client.setpoint(setpoint)
+        await asyncio.sleep(0.1)
+
+
+async def back_to(s: Stack, north_m: float, east_m: float) -> None:
+    await fly(s, PositionNed(north_m, east_m, -ALT_M), 0.5)
+    await s.until(lambda r: math.dist(r.position_ned_m, (north_m, east_m, -ALT_M)) < 0.5
+                  and math.hypot(*r.velocity_ned_m_s[:2]) < 0.3, 20, f"back at {north_m, east_m}")
+
+
+async def test_every_setpoint_kind_flies_on_real_px4(
+    px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
+) -> None:
+    async with flying_stack(px4, mosquitto, tmp_path) as s:
+        await s.fc_ready()
+        assert (await s.client.engage(PositionNed(0, 0, -ALT_M), arm=True)).ok
+        await s.at_altitude(ALT_M)
+        start_t = s.record.modes[-1][0]
+        r = s.record
+
+        await fly(s, VelocityNed(1.0, 0.0, 0.0), 3.0)
+        assert r.position_ned_m[0] > 1.5 and abs(r.velocity_ned_m_s[0] - 1.0) < 0.3
+        await back_to(s, 0, 0)
+
+        await fly(s, VelocityBody(1.0, 0.0, 0.0), 3.0)
+        heading = math.atan2(r.velocity_ned_m_s[1], r.velocity_ned_m_s[0])
+        assert math.hypot(*r.velocity_ned_m_s[:2]) > 0.7
+        assert abs(math.remainder(heading - r.attitude_rad[2], math.tau)) < 0.35  # forward
+        await back_to(s, 0, 0)
+
+        await fly(s, AccelerationNed(0.0, 1.0, 0.0), 1.5)
+        assert r.velocity_ned_m_s[1] > 0.5  # accelerated east
+        await back_to(s, 0, 0)
+
+        # a moving target: position advancing at its feed-forward velocity
+        worst_m = 0.0
+        for step in range(41):
+            north_m = 0.05 * step
+            await s.client.setpoint(PositionVelocityNed(north_m, 0.0, -ALT_M, 0.5, 0.0, 0.0))
+            worst_m = max(worst_m, abs(r.position_ned_m[0] - north_m))
+            await asyncio.sleep(0.1)
+        assert worst_m < 0.5 and abs(r.position_ned_m[0] - 2.0) < 0.3
+        measured["position_velocity_worst_lag_m"] = round(worst_m, 2)
+        await back_to(s, 0, 0)
+
+        lat, lon, amsl_m = r.global_position
+        rel_m = r.relative_alt_m
+        north_lat = lat + 3.0 / M_PER_DEG_LAT
+        for frame, alt_m in ((AltitudeFrame.AMSL, amsl_m), (AltitudeFrame.RELATIVE, rel_m),
+                             (AltitudeFrame.TERRAIN, ALT_M)):
+            await fly(s, GlobalPosition(north_lat, lon, alt_m, frame), 5.0)
+            assert abs(r.position_ned_m[0] - 3.0) < 0.6, frame
+            assert abs(-r.position_ned_m[2] - ALT_M) < 1.0, frame
+            await back_to(s, 0, 0)
+
+        await fly(s, Attitude(1.0, 0.0, 0.0, 0.0, thrust=0.5), 2.0)
+        assert abs(r.attitude_rad[0]) < 0.1 and abs(r.attitude_rad[1]) < 0.1
+        await fly(s, BodyRates(0.0, 0.0, 0.5, thrust=0.5), 1.5)
+        assert -r.position_ned_m[2] > 2.0  # still flying on its own thrust
+        await back_to(s, 0, 0)
+
+        assert [m for t, m in r.modes if t > start_t] == [], "PX4 left OFFBOARD"
+        assert r.mode == OFFBOARD
+        critical = [t for t in r.statustexts if t[1] <= 2]
+        assert critical == [], critical
+        measured.update(setpoints_sent=len(r.setpoints),
+                        kinds=sorted({sp.name for sp in r.setpoints}))
