@@ -1,0 +1,88 @@
+"""Real PX4: losing the commander (lease) and losing the daemon itself (SIGKILL).
+
+The commander's lease lapses -> the daemon holds position, then asks for its loss action.
+The daemon dies -> PX4's own COM_OF_LOSS_T fallback, timed from the last setpoint the tee
+saw; a restarted daemon comes up idle and never re-takes control (PX4 would re-enter
+OFFBOARD by itself if setpoints resumed, px4-offboard.md §3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import pytest
+
+from offboardd.client import OffboardClient
+from offboardd.core.setpoints import PositionNed
+from tests.conftest import Broker
+from tests.px4.px4_process import Px4Sitl
+from tests.px4.stack import Stack, flying_stack
+from tests.px4.tee import OFFBOARD
+
+AUTO_LOITER = 50593792
+AUTO_RTL = 84148224
+ALT_M = 5.0
+
+
+async def take_off(s: Stack, commander: OffboardClient | None = None) -> None:
+    await s.fc_ready()
+    client = s.client if commander is None else commander
+    assert (await client.engage(PositionNed(0, 0, -ALT_M), arm=True)).ok
+    await s.at_altitude(ALT_M)
+
+
+async def test_lease_lapse_holds_then_asks_for_the_loss_action(
+    px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
+) -> None:
+    engine = {"hold_s": 2.0, "command_loss_action": "hold"}
+    async with flying_stack(px4, mosquitto, tmp_path, {"engine": engine}) as s:
+        await s.fc_ready()
+        async with s.new_client() as commander:
+            await take_off(s, commander)
+            await commander.setpoint_confirmed(PositionNed(2.0, 0.0, -ALT_M))
+            await asyncio.sleep(0.5)
+        lapsed_t = s.record.setpoints[-1].t  # the commander is gone (its heartbeat stopped)
+        held = await s.client.wait_for_state(lambda st: st["phase"] == "holding", 5)
+        assert held["reason"] == "lease_lapsed"
+        loiter_t = await s.until(lambda r: r.mode == AUTO_LOITER, 10, "AUTO.LOITER")
+        r = s.record
+        streaming_stopped = [sp for sp in r.setpoints if sp.t > loiter_t + 0.5]
+        assert streaming_stopped == []
+        failsafe = await s.client.wait_for_state(lambda st: st["phase"] in ("failsafe", "idle"),
+                                                 5)
+        assert not failsafe["in_control"]
+        assert abs(-r.position_ned_m[2] - ALT_M) < 1.0  # held, not dropped
+        measured.update(lease_lapse_to_loiter_s=round(loiter_t - lapsed_t, 2),
+                        phase_after=failsafe["phase"])
+
+
+@pytest.mark.parametrize(("com_obl_rc_act", "fallback"), [(0, AUTO_RTL), (5, AUTO_LOITER)])
+async def test_daemon_sigkilled_in_flight_px4_falls_back_and_a_new_daemon_never_retakes(
+    px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object],
+    com_obl_rc_act: int, fallback: int,
+) -> None:
+    px4.param_set("COM_OBL_RC_ACT", com_obl_rc_act)
+    async with flying_stack(px4, mosquitto, tmp_path) as s:
+        await take_off(s)
+        state = s.client.state
+        assert state is not None
+        measured["loss_action_reported"] = state["com_obl_rc_act"]
+        s.daemon.signal(signal.SIGKILL)
+        r = s.record
+        last_t = r.setpoints[-1].t
+        fallback_t = await s.until(lambda rec: rec.mode == fallback, 5, f"mode {fallback}")
+        gap_s = fallback_t - last_t
+        assert 0.9 < gap_s < 1.5, gap_s  # COM_OF_LOSS_T = 1 s [SITL main: 1.09-1.13 s]
+        sent_before = len(r.setpoints)
+        s.daemon.start()  # systemd's restart
+        await s.client.wait_for_state(
+            lambda st: st["fc_link"] == "up" and st["com_of_loss_t_s"] is not None, 20)
+        await asyncio.sleep(3.0)
+        assert len(r.setpoints) == sent_before, "a restarted daemon streamed by itself"
+        assert r.mode == fallback and OFFBOARD not in [m for t, m in r.modes if t > fallback_t]
+        now = s.client.state
+        assert now is not None and now["phase"] == "idle" and not now["in_control"]
+        measured.update(com_obl_rc_act=com_obl_rc_act, last_setpoint_to_fallback_s=round(gap_s, 3),
+                        fallback_custom_mode=fallback)
