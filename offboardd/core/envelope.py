@@ -60,6 +60,15 @@ from offboardd.core.vehicle import VehicleState
 # tests/core/test_envelope_engine.py against a 10 Hz-telemetry point mass).
 ACCEL_STEER_GAIN_PER_S = 3.0
 ACCEL_PLAN = 0.5
+# Real PX4 follows a velocity setpoint late and never quite stops on one. Measured on PX4
+# SIH (main, Aug 2026; tests/px4/test_px4_fence.py): commanded 3 m/s it reached 2.3 m/s,
+# a step to 0 took ~0.5 s to show and ~1 s to brake, and "0 m/s" then crept on at
+# ~0.27 m/s (the velocity loop's integrator), 1.1 m past an 8 m fence within 2 s. So the
+# approach speed allows for PX4_VELOCITY_LAG_S before braking starts, and within
+# FENCE_HOLD_ZONE_M of the stop line the stream becomes a position setpoint on the line,
+# which PX4's position loop brakes to and holds.
+PX4_VELOCITY_LAG_S = 0.5
+FENCE_HOLD_ZONE_M = 0.5
 _SAME = 1e-6  # below this the shaped vector is the commanded one
 
 
@@ -197,19 +206,47 @@ class Envelope:
             ceilings = self._ceilings(pos.north_m, pos.east_m, pos.down_m, accel * ACCEL_PLAN)
             shaped, why = self._shape_acceleration(sp, vel, ceilings)
         else:
-            ceilings = self._ceilings(pos.north_m, pos.east_m, pos.down_m, accel)
+            ceilings = self._ceilings(pos.north_m, pos.east_m, pos.down_m, accel,
+                                      PX4_VELOCITY_LAG_S)
             shaped, why = self._shape_velocity(sp, yaw or 0.0, ceilings)
+            if why is not None:
+                held = self._hold_at_line(sp, _velocity_ned(sp, yaw or 0.0),
+                                          (pos.north_m, pos.east_m, pos.down_m), ceilings)
+                if held is not None:
+                    shaped, why = held, (Reason.FENCE_STOP, why[1] + "; holding at the line")
         self.limiting = why is not None
         return shaped, why
 
+    def _hold_at_line(
+        self, sp: Setpoint, asked: Vec3, pos: Vec3, ceilings: list[tuple[Vec3, float, Boundary]],
+    ) -> PositionNed | None:
+        """A position on the stop line when the vehicle is within FENCE_HOLD_ZONE_M of it
+        (or past it) and the commanded velocity `asked` (NED) still points out; else None."""
+        margin = self.settings.stop_margin_m
+        target = list(pos)
+        holding = False
+        for normal, _, face in ceilings:
+            beyond_m = face.distance_m - margin
+            pushing = dot(asked, normal) > 0.0
+            if beyond_m < FENCE_HOLD_ZONE_M and pushing and dot(normal, normal) > 0.0:
+                holding = True
+                for i in range(3):  # onto the line: forward when short of it, back if past
+                    target[i] += normal[i] * beyond_m
+        if not holding:
+            return None
+        yaw_rate = getattr(sp, "yaw_rate_rad_s", None)
+        yaw = getattr(sp, "yaw_rad", None)
+        return PositionNed(target[0], target[1], target[2], yaw_rad=yaw,
+                           yaw_rate_rad_s=None if yaw is not None else yaw_rate)
+
     def _ceilings(
-        self, n: float, e: float, d: float, accel: float
+        self, n: float, e: float, d: float, accel: float, lag_s: float = 0.0
     ) -> list[tuple[Vec3, float, Boundary]]:
         if self.fence is None:
             return []
         margin = self.settings.stop_margin_m
         return [
-            (f.outward, stopping_speed_m_s(f.distance_m - margin, accel), f)
+            (f.outward, stopping_speed_m_s(f.distance_m - margin, accel, lag_s), f)
             for f in self.fence.boundaries(n, e, d)
         ]
 
@@ -284,6 +321,18 @@ class Envelope:
         if self.inside_seen and face.distance_m < -self.settings.breach_tolerance_m:
             return face
         return None
+
+
+def _velocity_ned(sp: Setpoint, yaw_rad: float) -> Vec3:
+    """The NED velocity a velocity-kind setpoint asks for (body velocity rotated by the
+    heading, as PX4 does for BODY_NED, §1); zero for any other kind."""
+    if isinstance(sp, VelocityBody):
+        c, s = math.cos(yaw_rad), math.sin(yaw_rad)
+        return (c * sp.forward_m_s - s * sp.right_m_s, s * sp.forward_m_s + c * sp.right_m_s,
+                sp.down_m_s)  # fmt: skip
+    if isinstance(sp, VelocityNed | PositionVelocityNed):
+        return (sp.north_m_s, sp.east_m_s, sp.down_m_s)
+    return (0.0, 0.0, 0.0)
 
 
 def _motionless(sp: Setpoint) -> Setpoint:

@@ -154,10 +154,14 @@ def closest_points(
     return out
 
 
-def stopping_speed_m_s(distance_m: float, accel_m_s2: float) -> float:
-    """The fastest approach that can still stop within `distance_m` braking at
-    `accel_m_s2`: from d = v^2 / (2 a), v = sqrt(2 a d); 0 at or past the line."""
-    return math.sqrt(2.0 * accel_m_s2 * distance_m) if distance_m > 0.0 else 0.0
+def stopping_speed_m_s(distance_m: float, accel_m_s2: float, lag_s: float = 0.0) -> float:
+    """The fastest approach that can still stop within `distance_m` when braking at
+    `accel_m_s2` starts `lag_s` late: from d = v lag + v^2 / (2 a),
+    v = a (sqrt(lag^2 + 2 d / a) - lag) (sqrt(2 a d) without lag); 0 at or past the line."""
+    if distance_m <= 0.0:
+        return 0.0
+    a = accel_m_s2
+    return a * (math.sqrt(lag_s * lag_s + 2.0 * distance_m / a) - lag_s)
 
 
 def dot(a: Vec3, b: Vec3) -> float:

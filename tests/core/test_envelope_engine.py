@@ -132,6 +132,10 @@ def fly(env: Envelope, sp: Setpoint, yaw_rad: float = 0.0, seconds: float = 20.0
                 c, s = math.cos(yaw_rad), math.sin(yaw_rad)
                 want = [c * cmd.forward_m_s - s * cmd.right_m_s,
                         s * cmd.forward_m_s + c * cmd.right_m_s, cmd.down_m_s]  # fmt: skip
+            elif isinstance(cmd, PositionNed):  # the hold on a fence line: PX4's position loop
+                target = [cmd.north_m, cmd.east_m, cmd.down_m]
+                want = [min(5.0, max(-5.0, 0.95 * (t - p))) for t, p in zip(target, pos,
+                                                                             strict=True)]
             else:
                 assert isinstance(cmd, VelocityNed)
                 want = [cmd.north_m_s, cmd.east_m_s, cmd.down_m_s]

@@ -1,0 +1,64 @@
+"""The fence against real PX4's velocity loop (measured on PX4 SIH, tests/px4/test_px4_fence.py):
+PX4 follows a velocity setpoint ~0.5 s late and creeps on at ~0.27 m/s on "0 m/s", so
+velocity shaping alone let a vehicle 1.1 m past an 8 m fence. Near the stop line the
+stream becomes a position on the line, which PX4's position loop brakes to and holds."""
+
+from __future__ import annotations
+
+import math
+
+from offboardd.core.envelope import FENCE_HOLD_ZONE_M, PX4_VELOCITY_LAG_S, Envelope
+from offboardd.core.envelope_geometry import stopping_speed_m_s
+from offboardd.core.envelope_settings import EnvelopeSettings
+from offboardd.core.events import FcAttitude, FcHeartbeat, FcHomePosition, FcLocalPosition
+from offboardd.core.modes import Px4Mode
+from offboardd.core.reasons import Reason
+from offboardd.core.setpoints import PositionNed, VelocityBody, VelocityNed
+from offboardd.core.vehicle import VehicleState
+
+from .bench import FC
+
+HOME = FcHomePosition(47.397742, 8.545594, 488.0, 0.0, 0.0, 0.0, **FC)
+
+
+def vehicle_at(north_m: float, north_m_s: float, yaw_rad: float = 0.0) -> VehicleState:
+    vs = VehicleState(estimate_timeout_s=0.5)
+    vs.accepts(FcHeartbeat(12, 2, 129, Px4Mode.OFFBOARD.custom_mode, 4, **FC))
+    vs.fold(FcLocalPosition(1000, north_m, 0.0, -5.0, north_m_s, 0.0, 0.0, **FC), 1.0)
+    vs.fold(FcAttitude(1000, 0.0, 0.0, yaw_rad, **FC), 1.0)
+    return vs
+
+
+def fence(max_distance_m: float = 8.0) -> Envelope:
+    env = Envelope(EnvelopeSettings(max_distance_m=max_distance_m, stop_margin_m=1.0))
+    env.set_home(HOME)
+    return env
+
+
+def test_px4_velocity_lag_slows_the_approach_earlier() -> None:
+    assert stopping_speed_m_s(1.0, 3.0, 0.0) == math.sqrt(6.0)
+    lagged = stopping_speed_m_s(1.0, 3.0, PX4_VELOCITY_LAG_S)
+    assert 1.3 < lagged < 1.4  # v lag + v^2 / 2a = 1 m
+    assert abs(lagged * PX4_VELOCITY_LAG_S + lagged**2 / 6.0 - 1.0) < 1e-9
+
+
+def test_px4_creeps_on_zero_velocity_so_the_fence_line_is_held_by_position() -> None:
+    env = fence()
+    sp, why = env.shape(VelocityNed(3.0, 0.0, 0.0), vehicle_at(7.0 - FENCE_HOLD_ZONE_M / 2, 1.5),
+                        1.0)
+    assert sp == PositionNed(7.0, 0.0, -5.0)  # on the stop line, 1 m inside the 8 m fence
+    assert why is not None and why[0] is Reason.FENCE_STOP and "holding at the line" in why[1]
+    past, _ = env.shape(VelocityNed(3.0, 0.0, 0.0), vehicle_at(7.6, 0.3), 1.0)
+    assert past == PositionNed(7.0, 0.0, -5.0)  # crept past: pulled back onto the line
+
+
+def test_a_velocity_away_from_the_line_is_flown_as_asked() -> None:
+    env = fence()
+    sp, why = env.shape(VelocityNed(-2.0, 0.0, 0.0), vehicle_at(6.9, 0.0), 1.0)
+    assert sp == VelocityNed(-2.0, 0.0, 0.0) and why is None
+
+
+def test_body_velocity_towards_the_line_is_held_too() -> None:
+    env = fence()
+    sp, _ = env.shape(VelocityBody(2.0, 0.0, 0.0), vehicle_at(6.8, 1.0, yaw_rad=0.0), 1.0)
+    assert isinstance(sp, PositionNed) and abs(sp.north_m - 7.0) < 1e-9
