@@ -137,7 +137,7 @@ class OffboardEngine(EngineEngage):
             fc_custom_mode=v.custom_mode,
             armed=v.armed,
             landed_state=v.landed_state.name.lower(),
-            in_control=v.in_control(),
+            in_control=self.fc_up and v.in_control(),  # a lost FC is flown by nobody here
             lease_remaining_s=self.lease.remaining_s(now),
             estimates=v.estimates(now),
             streaming=s.running,
