@@ -1,0 +1,74 @@
+"""Real PX4: handing the vehicle over, and someone else taking it.
+
+A GCS on PX4's own GCS link switches to Hold while the daemon flies: the daemon stops
+streaming and never takes control back (px4-offboard.md §3: PX4 would re-enter OFFBOARD by
+itself if setpoints resumed). release / hold / rtl / land each hand the vehicle to a PX4
+mode, confirmed from PX4's reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from offboardd.core.setpoints import PositionNed
+from tests.conftest import Broker
+from tests.px4.px4_process import Px4Sitl
+from tests.px4.stack import flying_stack
+from tests.px4.tee import OFFBOARD, main_mode
+
+AUTO_LOITER = 50593792
+AUTO_RTL = 84148224
+AUTO_LAND = 100925440
+ALT_M = 5.0
+
+
+async def test_gcs_mode_change_preempts_and_the_daemon_never_retakes(
+    px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
+) -> None:
+    async with flying_stack(px4, mosquitto, tmp_path) as s:
+        await s.fc_ready()
+        assert (await s.client.engage(PositionNed(0, 0, -ALT_M), arm=True)).ok
+        await s.at_altitude(ALT_M)
+        s.gcs.set_mode(4, 3)  # AUTO.LOITER, from QGroundControl's link
+        loiter_t = await s.until(lambda r: r.mode == AUTO_LOITER, 5, "AUTO.LOITER")
+        state = await s.client.wait_for_state(lambda st: st["phase"] == "preempted", 5)
+        assert not state["streaming"]
+        r = s.record
+        last_setpoint_t = r.setpoints[-1].t
+        await asyncio.sleep(5.0)  # the commander keeps its lease all along
+        assert r.setpoints[-1].t == last_setpoint_t, "the daemon kept streaming"
+        assert [m for t, m in r.modes if t > loiter_t] == [], "control was taken back"
+        reply = await s.client.send_document({"v": 1, "cmd": "setpoint", "setpoint": {
+            "kind": "position_ned", "north_m": 0, "east_m": 0, "down_m": -ALT_M}})
+        assert not reply.ok  # a new explicit engage is needed
+        measured.update(gcs_mode_change_to_stream_stop_s=round(last_setpoint_t - loiter_t, 3))
+
+
+async def test_release_hold_rtl_land_hand_over_to_px4_modes(
+    px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
+) -> None:
+    async with flying_stack(px4, mosquitto, tmp_path) as s:
+        await s.fc_ready()
+        c, r = s.client, s.record
+        assert (await c.engage(PositionNed(0, 0, -ALT_M), arm=True)).ok
+        await s.at_altitude(ALT_M)
+        seen: dict[str, float] = {}
+        for name, stop, mode in (("release", c.release, AUTO_LOITER),
+                                 ("hold", c.hold, AUTO_LOITER),
+                                 ("rtl", c.rtl, AUTO_RTL)):
+            if r.mode != OFFBOARD:  # take it back explicitly, as a commander would
+                assert (await c.engage(PositionNed(0, 0, -ALT_M))).ok
+                await s.in_offboard()
+            t0 = asyncio.get_running_loop().time()
+            assert (await stop()).ok
+            await s.until(lambda rec, m=mode: rec.mode == m, 5, name)
+            seen[name] = round(asyncio.get_running_loop().time() - t0, 3)
+            await c.wait_for_state(lambda st: not st["streaming"] and st["phase"] == "idle", 3)
+        assert (await c.engage(PositionNed(0, 0, -ALT_M))).ok
+        await s.in_offboard()
+        assert (await c.land()).ok
+        await s.until(lambda rec: main_mode(rec.mode or 0) == 4 and rec.mode == AUTO_LAND, 5,
+                      "AUTO.LAND")
+        await s.until(lambda rec: not rec.is_armed, 40, "landed and disarmed")
+        measured.update({f"{k}_to_mode_s": v for k, v in seen.items()})
