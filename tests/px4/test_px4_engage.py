@@ -24,8 +24,10 @@ async def test_offboard_takeoff_streams_1_s_before_asking_and_px4_confirms(
         (request,) = r.offboard_requests()
         offboard_t = next(t for t, mode in r.modes if mode == OFFBOARD)
         armed_t = next(t for t, armed in r.armed if armed)
-        # our rule, PX4 does not enforce it: >= 1 s of valid stream before asking
-        assert request.t - first_setpoint_t >= 1.0
+        # our rule, PX4 does not enforce it: >= 1 s of valid stream before asking (timed on
+        # the wire here, so 10 ms of slack for two datagrams' scheduling; the engine's own
+        # >= 1.0 s on its clock is proven exactly in tests/core)
+        assert request.t - first_setpoint_t >= 0.99
         assert offboard_t > request.t
         climbed_t = await s.at_altitude(5.0, timeout_s=20)
         now = s.client.state
