@@ -51,6 +51,20 @@ class Px4Rules:
     def label(self) -> str:
         return f"PX4 >= v{self.since[0]}.{self.since[1]}"
 
+    def notes(self) -> tuple[str, ...]:
+        """What a user of this release should know, one short phrase each (doctor)."""
+        out = []
+        if self.manual_loss_action_without_rc_uses_nav_rcl_act:
+            out.append("offboard loss without RC follows NAV_RCL_ACT when COM_OBL_RC_ACT is 0-2")
+        out.append(f"stick takeover: {self.rc_override_param}")
+        out.append({"none": "no MAVLink signing",
+                    "setup_signing": "signing: SETUP_SIGNING and MAV_SIGN_CFG",
+                    "sd_card_key": "signing: a key on the SD card (SETUP_SIGNING refused "
+                                   "while armed)"}[self.signing])
+        if not self.mavlink1_by_default:
+            out.append("MAVLink 1 opt-in")
+        return tuple(out)
+
     def optional_params(self) -> tuple[str, ...]:
         """Parameters worth reading on this release (besides the required ones)."""
         extra = ("NAV_RCL_ACT",) if self.manual_loss_action_without_rc_uses_nav_rcl_act else ()

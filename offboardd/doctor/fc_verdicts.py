@@ -15,7 +15,7 @@ from offboardd.core.fc_link import (
     format_version,
     px4_version,
 )
-from offboardd.core.px4_rules import MIN_SUPPORTED
+from offboardd.core.px4_rules import MIN_SUPPORTED, rules_for
 from offboardd.doctor.fc_probe import FcProbe
 from offboardd.doctor.report import Check, fail, note, ok, warn
 from offboardd.mavlink.codec import dialect
@@ -81,9 +81,10 @@ def _version(probe: FcProbe) -> Check:
     if (major, minor) < MIN_PX4_VERSION:
         return fail("PX4 version", f"PX4 {text} is older than v1.14",
                     "update PX4 (QGroundControl > Vehicle Setup > Firmware)")
+    rules = rules_for(major, minor)
     if probe.version_warnings:
         return warn("PX4 version", f"PX4 {text}; " + "; ".join(probe.version_warnings))
-    return ok("PX4 version", f"PX4 {text}")
+    return ok("PX4 version", f"PX4 {text} ({rules.label}: " + "; ".join(rules.notes()) + ")")
 
 
 def _params(probe: FcProbe, setpoint_rate_hz: float) -> list[Check]:

@@ -1,0 +1,32 @@
+"""Real PX4: `offboardd doctor` reads the release and says what offboard loss will do."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+from tests.conftest import Broker
+from tests.px4.px4_process import Px4Sitl
+from tests.px4.stack import daemon_config
+
+
+async def test_doctor_names_the_release_and_its_offboard_loss_action(
+    px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
+) -> None:
+    config = daemon_config(tmp_path / "offboardd.toml", daemon_port=px4.companion_port,
+                           px4=px4, broker_port=mosquitto.port, sections={})
+    config.chmod(0o640)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "offboardd", "doctor", "--config", str(config), "--user", "root",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    lines = out.decode().splitlines()
+    named = {line.split()[1]: line for line in lines if len(line.split()) > 1}
+    version, loss = named["PX4"], named["COM_OBL_RC_ACT"]
+    assert "PX4 v1." in version, lines
+    # the defaults on PX4 >= 1.17 without RC: Position becomes NAV_RCL_ACT's Return
+    assert loss.startswith("warn") and "NAV_RCL_ACT=2 (Return)" in loss, lines
+    assert "NAV_RCL_ACT" in named and "MAN_OVERRIDE_SPD" in named, lines
+    assert not any("could not be read" in line for line in lines), lines
+    measured.update(version_line=version.strip(), loss_line=loss.strip()[:160])
