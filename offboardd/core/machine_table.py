@@ -184,8 +184,9 @@ ENVELOPE = [
 RULES: tuple[Rule, ...] = (*COMMANDS, *FC_EVENTS, *TIMERS, *ENVELOPE)
 
 DEFAULTS: dict[Source, Rule] = {
-    Source.COMMAND: Rule(ALL, Source.COMMAND, REFUSE, (R.PHASE_NOT_ALLOWED,), (D.REPLY_FAIL,),
-                         why="refused, naming phase and command; the lease is not renewed"),
+    Source.COMMAND: Rule(ALL, Source.COMMAND, REFUSE, (R.PHASE_NOT_ALLOWED,),
+                         why="answered with a refusal naming phase and command; the lease "
+                         "is not renewed"),
     Source.FC: Rule(ALL, Source.FC, IGNORE, why="folded into the vehicle state only"),
     Source.TIMER: Rule(ALL, Source.TIMER, IGNORE, why="not armed in this phase"),
     Source.ENVELOPE: Rule(ALL, Source.ENVELOPE, IGNORE, why="not flying: nothing to breach"),
