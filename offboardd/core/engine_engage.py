@@ -76,19 +76,32 @@ class EngageSequence:
         self.arm_try = self._arm_retrier()
         self.arm_try.begin(now)
 
+    def offboard_refused(self, now: float) -> None:
+        """An ACK refused OFFBOARD: back off, then ask again (once per attempt, §4)."""
+        self.mode_try.refused(now)
+
+    def arm_refused(self, now: float) -> None:
+        self.arm_try.refused(now)
+
+    def offboard_deadline(self) -> float:
+        return self.mode_try.deadline()
+
+    def arm_deadline(self) -> float:
+        return self.arm_try.deadline()
+
 
 # -- the engine's side: timers and FC reports of the engage ---------------------------------
 
 
 def warmup_over(eng: OffboardEngine, now: float) -> None:
     """The warm-up deadline passed: stalled, estimate lost, or on to OFFBOARD."""
-    clock, seq = eng.feed.clock, eng.engage
-    gap_s = clock.window_gap_s(now)
+    feed, seq = eng.feed, eng.engage
+    gap_s = feed.steady_gap_s(now)
     limit_s = (eng.checks.loss_timeout_s or 1.0) * WARMUP_GAP_FRACTION
     if gap_s > limit_s:
         # The shell stalled: that was not `warmup_s` of steady streaming. Start over.
         eng.go(Trigger.WARMUP_STALLED, now, "")
-        clock.reset_window(now)
+        feed.restart_window(now)
         seq.restart_warmup(now)
         eng.out.notice(
             NoticeKind.WARNING,

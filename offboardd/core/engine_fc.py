@@ -164,12 +164,12 @@ def _on_ack(eng: OffboardEngine, ack: FcCommandAck, now: float) -> None:
     if ack.command == MAV_CMD_DO_SET_MODE:
         if Do.RETRY_LATER in eng.rule(Trigger.FC_MODE_REFUSED, now).does:
             if eng.phase is Phase.ENGAGING:
-                eng.engage.mode_try.refused(now)
+                eng.engage.offboard_refused(now)
             else:
                 eng.handover.refused(now)
     elif ack.command == MAV_CMD_COMPONENT_ARM_DISARM:
         if Do.RETRY_LATER in eng.rule(Trigger.FC_ARM_REFUSED, now).does:
-            eng.engage.arm_try.refused(now)
+            eng.engage.arm_refused(now)
         pending = eng.arms.take()
         if pending is not None:
             reason = Reason.ARM_REFUSED if pending.arm else Reason.DISARM_REFUSED

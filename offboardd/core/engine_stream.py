@@ -54,6 +54,18 @@ class SetpointStream:
             self._out.emit(SendSetpoint(target, self._shaped(self.setpoint, now)))
             self.clock.record_send(now)
 
+    def deadline(self) -> float:
+        """The next scheduled send (math.inf when not streaming)."""
+        return self.clock.next_deadline()
+
+    def steady_gap_s(self, now: float) -> float:
+        """The worst gap between sends since the last restart of the window (an open
+        one included): was the stream steady lately?"""
+        return self.clock.window_gap_s(now)
+
+    def restart_window(self, now: float) -> None:
+        self.clock.reset_window(now)
+
     def stop(self) -> None:
         self.clock.stop()
         self.setpoint = None

@@ -139,7 +139,7 @@ class OffboardEngine:
     def next_deadline(self) -> float:
         """When `poll` must next run (math.inf: nothing scheduled)."""
         phase = self.phase
-        times = [self.feed.clock.next_deadline(), self.checks.deadline(),
+        times = [self.feed.deadline(), self.checks.deadline(),
                  self.handover.deadline(), self.arms.deadline(),
                  self.guard.home_deadline(self.fc_up)]  # fmt: skip
         if self.fc_up and self.vehicle.last_heartbeat_s is not None:
@@ -152,9 +152,9 @@ class OffboardEngine:
         if phase in _WARMUP_PHASES and warmup_end is not None:
             times.append(warmup_end)
         if phase in _OFFBOARD_RETRY_PHASES:
-            times.append(self.engage.mode_try.deadline())
+            times.append(self.engage.offboard_deadline())
         if phase in _ARM_RETRY_PHASES:
-            times.append(self.engage.arm_try.deadline())
+            times.append(self.engage.arm_deadline())
         if phase in _HOLD_PHASES and self.hold_end_s is not None:
             times.append(self.hold_end_s)
         return min(times)

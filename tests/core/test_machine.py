@@ -21,7 +21,7 @@ import pytest
 
 from offboardd.cli import main as cli_main
 from offboardd.core.commands import CommandKind
-from offboardd.core.machine import Do, Fact, Outcome, Rule, Source, Trigger
+from offboardd.core.machine import Do, Fact, MisuseError, Outcome, Rule, Source, Trigger
 from offboardd.core.machine_diagram import (
     MERMAID_MARKS,
     TABLE_MARKS,
@@ -30,7 +30,10 @@ from offboardd.core.machine_diagram import (
     render_mermaid,
 )
 from offboardd.core.machine_table import MACHINE
-from offboardd.core.reasons import STREAMING_PHASES, Phase
+from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
+from offboardd.core.setpoints import PositionNed
+
+from .bench import Bench
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "engine.md"
 STREAM_ALLOWED = STREAMING_PHASES | {Phase.RELEASING}
@@ -151,6 +154,24 @@ def test_control_is_never_taken_back_without_a_new_engage(phase: Phase) -> None:
     for rule, (to, streaming, _) in taken:
         assert not streaming and to not in STREAMING_PHASES, rule
         assert not {Do.START_STREAM, Do.REQUEST_OFFBOARD, Do.REQUEST_ARM} & set(rule.does)
+
+
+# -- the engine keeps to it -------------------------------------------------------------------
+
+
+def test_a_move_the_table_does_not_have_is_a_misuse_error() -> None:
+    b = Bench()
+    b.engage(PositionNed(0, 0, -5))
+    with pytest.raises(MisuseError, match="not a move"):
+        b.engine.go(Trigger.WARMUP_DONE, b.now, "no warm-up timer in ACTIVE")
+    with pytest.raises(MisuseError, match="not a move"):
+        b.engine.go(Trigger.ENGAGE, b.now, "refused in ACTIVE")
+    rule = b.engine.rule(Trigger.FC_DISARMED_ON_COMMAND, b.now)
+    with pytest.raises(MisuseError, match="stream still on"):
+        b.engine.move(rule, "to IDLE without stopping the stream first")
+    with pytest.raises(MisuseError, match="reason"):
+        b.engine.move(b.engine.rule(Trigger.LEASE_LAPSED, b.now), "x", Reason.RELEASED)
+    assert b.phase() is Phase.ACTIVE and b.engine.stream.running
 
 
 # -- the diagram -----------------------------------------------------------------------------
