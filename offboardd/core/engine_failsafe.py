@@ -152,11 +152,11 @@ def start_handover(
 
 def handover_progress(eng: OffboardEngine, now: float) -> None:
     v, handovers = eng.vehicle, eng.handover
-    step = handovers.progress(v, now)
     h = handovers.current
-    if step is None or h is None:
+    if h is None:
         return
-    if step is Step.REACHED:
+    seen = handovers.report(v)
+    if seen is Step.REACHED:
         rule = eng.rule(Trigger.FC_MODE_HANDED_OVER, now)
         handovers.take()
         eng.stop_stream()
@@ -166,10 +166,14 @@ def handover_progress(eng: OffboardEngine, now: float) -> None:
         eng.move(rule, message, h.reason)
         if h.command_id is not None:
             eng.out.reply_ok(h.command_id, message, h.reason)
-    elif step is Step.TAKEN:
-        preempt(eng, eng.rule(Trigger.FC_MODE_TAKEN, now),
-                f"FC switched to {mode_name(v.custom_mode)} during the handover")  # fmt: skip
-    elif step is Step.SEND:
+        return
+    if seen is Step.TAKEN:
+        rule = eng.rule(Trigger.FC_MODE_TAKEN, now)  # a takeover only if we fly it
+        if rule.to is not Outcome.IGNORE:
+            preempt(eng, rule, f"FC switched to {mode_name(v.custom_mode)} during the handover")
+            return
+    step = handovers.poll(now)
+    if step is Step.SEND:
         if v.target is not None:
             eng.out.emit(RequestMode(v.target, h.target_mode))
     elif step is Step.REFUSED:
@@ -181,7 +185,7 @@ def handover_progress(eng: OffboardEngine, now: float) -> None:
             Reason.ESCALATED,
         )
         handover_progress(eng, now)
-    else:
+    elif step is Step.EXHAUSTED:
         _handover_exhausted(eng, now)
 
 

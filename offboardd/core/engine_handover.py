@@ -4,7 +4,8 @@ Release, hold / land / rtl, the commander-loss action and the fence's breach act
 hand the vehicle to a PX4 mode the same way: ask for the chain's first mode with bounded
 retries, step to the next one when the FC refuses (hold -> land, settings.ESCALATION),
 keep streaming (if we were) until the FC reports the mode, so PX4 never sees an offboard
-loss meanwhile. `progress` says what happened; the engine asks the table what it means.
+loss meanwhile. `report` and `poll` say what happened; the engine asks the table what
+it means.
 
 Owns: the hand-over in progress (at most one). Must not: stream, reply or move phases.
 """
@@ -42,7 +43,7 @@ class Handover:
 
 class Step(Enum):
     REACHED = "reached"  # the FC reports the mode asked for
-    TAKEN = "taken"  # the FC reports a mode nobody asked for (only while streaming)
+    TAKEN = "taken"  # the FC reports a mode nobody asked for
     SEND = "send"  # ask (again) now
     REFUSED = "refused"  # this mode's attempts are spent; a fallback is left
     EXHAUSTED = "exhausted"  # ... and none is left
@@ -81,7 +82,9 @@ class Handovers:
         s = self._settings
         return Retrier(s.mode_retries, s.mode_confirm_timeout_s, s.retry_backoff_s)
 
-    def progress(self, vehicle: VehicleState, now: float) -> Step | None:
+    def report(self, vehicle: VehicleState) -> Step | None:
+        """What the FC's mode means for the hand-over: REACHED, TAKEN (a mode nobody
+        asked for: whether that matters is the table's call), or nothing yet."""
         h = self.current
         if h is None:
             return None
@@ -89,8 +92,15 @@ class Handovers:
             return Step.REACHED
         allowed = {h.start_custom_mode, Px4Mode.OFFBOARD.custom_mode}
         allowed.update(m.custom_mode for m in h.chain)
-        if h.streaming and vehicle.custom_mode is not None and vehicle.custom_mode not in allowed:
+        if vehicle.custom_mode is not None and vehicle.custom_mode not in allowed:
             return Step.TAKEN
+        return None
+
+    def poll(self, now: float) -> Step | None:
+        """The retrier's turn: SEND, REFUSED (a fallback is left), EXHAUSTED, or nothing."""
+        h = self.current
+        if h is None:
+            return None
         step = h.retrier.poll(now)
         if step is RetryStep.SEND:
             return Step.SEND

@@ -1,8 +1,8 @@
 """Walk every (phase, trigger) pair a test can produce through a real engine and check it
 does what the table (core/machine_table.py) says: every command in every phase, and the
 FC events a fake PX4 can inject (a mode nobody asked for, a disarm, the link going down,
-a reboot, refusing ACKs). Timers are walked by the engage / failsafe tests; the engine
-checks each of its moves against the table as it makes it (OffboardEngine.move).
+a reboot, refusing ACKs). Timers, the envelope and the FC confirmations are walked in
+test_walk_timers.py, which also checks that the whole walk looked up every row.
 """
 
 from __future__ import annotations
