@@ -12,6 +12,6 @@ Modules: setpoints (validated value types + SetpointKind / EstimateNeed), comman
 mavlink/translate_in), actions (what to do: FC-bound actions carry their Target; Reply
 answers one command; Notice is an operator-visible event with fixed keys), modes (PX4
 custom_mode), settings (EngineSettings), reasons (Phase, Reason -> ErrorCode), vehicle
-(VehicleState), stream / lease / retry / fc_link (the engine's parts), offboard (the
-engine: offboard.py + engine_state / engine_commands / engine_failsafe), snapshot.
+(VehicleState), stream / lease / retry / fc_link (the engine's parts), machine /
+machine_table (the phase table), offboard (the engine: offboard.py + engine_*), snapshot.
 """

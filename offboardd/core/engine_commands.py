@@ -1,14 +1,22 @@
-"""Operator commands: which phase allows which command (a table, h11 style), and what an
-accepted command does to the engine.
+"""Operator commands: the table says which phase accepts which command (machine_table);
+this module is what an accepted command does, and the operator arm/disarm part.
 
-A command the phase does not allow gets a coded refusal naming phase and command, and
+A command the phase does not accept gets a coded refusal naming phase and command, and
 does not renew the lease: only accepted commands do. Replies that depend on the FC
 (engage, arm, a mode) are sent later, when the outcome is known. Pure.
+
+Owns: the command handlers, ArmRequests (an operator arm/disarm waiting for HEARTBEAT),
+ALLOWED (derived from the table, for readers of the old name). Must not: choose a phase;
+every move is the table's (OffboardEngine.move).
 """
 
 from __future__ import annotations
 
-from offboardd.core.actions import ArmDisarm, Notice, NoticeKind, Reply
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from offboardd.core.actions import ArmDisarm, NoticeKind
 from offboardd.core.commands import (
     Arm,
     Command,
@@ -23,223 +31,210 @@ from offboardd.core.commands import (
     Rtl,
     SetSetpoint,
 )
-from offboardd.core.engine_state import EngineCore, PendingArm
-from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
+from offboardd.core.engine_failsafe import fail_pending, start_handover
+from offboardd.core.machine import Do, Outcome, Rule, Trigger
+from offboardd.core.machine_table import MACHINE
+from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import Setpoint
 from offboardd.core.settings import ESCALATION
 
-_ALL = frozenset(Phase)
-_NOT_ENGAGED = frozenset({Phase.IDLE, Phase.FAILSAFE, Phase.PREEMPTED})
+if TYPE_CHECKING:
+    from offboardd.core.offboard import OffboardEngine
 
-ALLOWED: dict[CommandKind, frozenset[Phase]] = {
-    CommandKind.ENGAGE: _NOT_ENGAGED,
-    CommandKind.SETPOINT: STREAMING_PHASES,
-    CommandKind.RELEASE: STREAMING_PHASES,
-    CommandKind.HOLD: _ALL,
-    CommandKind.LAND: _ALL,
-    CommandKind.RTL: _ALL,
-    CommandKind.ARM: _NOT_ENGAGED | {Phase.ACTIVE},
-    CommandKind.DISARM: _NOT_ENGAGED | {Phase.ACTIVE},
-    CommandKind.EMERGENCY_STOP: _ALL,
-    CommandKind.HEARTBEAT: _ALL,
-}
+ALLOWED: dict[CommandKind, frozenset[Phase]] = {k: MACHINE.allowed(k) for k in CommandKind}
+_TRIGGERS = {k: Trigger.of_command(k) for k in CommandKind}
 
-_HANDOVERS: dict[CommandKind, tuple[str | None, Reason]] = {
-    CommandKind.RELEASE: (None, Reason.RELEASED),  # None: the configured release_mode
-    CommandKind.HOLD: ("hold", Reason.COMMANDED_HOLD),
-    CommandKind.LAND: ("land", Reason.COMMANDED_LAND),
-    CommandKind.RTL: ("rtl", Reason.COMMANDED_RTL),
+# The mode chain each hand-over command asks for (None: the configured release_mode).
+_MODE_CHAINS: dict[CommandKind, str | None] = {
+    CommandKind.RELEASE: None,
+    CommandKind.HOLD: "hold",
+    CommandKind.LAND: "land",
+    CommandKind.RTL: "rtl",
 }
 
 
-class EngineCommands(EngineCore):
-    def on_command(self, cmd: Command, now: float) -> None:
-        if self.phase not in ALLOWED[cmd.kind]:
-            self.emit(
-                Reply.failure(
-                    cmd.command_id,
-                    Reason.PHASE_NOT_ALLOWED,
-                    f"{cmd.kind.value} is not allowed in phase {self.phase.value}",
-                )
-            )
-            return
-        accepted: bool
-        if isinstance(cmd, Engage):
-            accepted = self._engage(cmd, now)
-        elif isinstance(cmd, SetSetpoint):
-            accepted = self._setpoint(cmd, now)
-        elif isinstance(cmd, Release | Hold | Land | Rtl):
-            accepted = self._handover_command(cmd, now)
-        elif isinstance(cmd, Arm | Disarm):
-            accepted = self._arm_disarm(cmd, now)
-        elif isinstance(cmd, EmergencyStop):
-            accepted = self._emergency_stop(cmd, now)
-        else:
-            assert isinstance(cmd, CommanderHeartbeat)
-            held = self.lease.held
-            self.emit(Reply.success(cmd.command_id, "lease renewed" if held else "no lease held"))
-            accepted = True
-        if accepted:
-            self.lease.renew(now)
+@dataclass
+class PendingArm:
+    """An operator arm/disarm waiting for HEARTBEAT to show the new state."""
 
-    def _refuse(self, command_id: str, reason: Reason, message: str) -> bool:
-        self.emit(Reply.failure(command_id, reason, message))
-        return False
+    command_id: str
+    arm: bool
+    deadline_s: float
 
-    def _engage(self, cmd: Engage, now: float) -> bool:
-        v = self.vehicle
-        if not self.fc_up or v.target is None:
-            return self._refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
-        if not v.is_px4:
-            return self._refuse(
-                cmd.command_id,
-                Reason.FC_NOT_PX4,
-                f"the flight controller is autopilot type {v.autopilot}, not PX4 (12)",
-            )
-        blocker = self.checks.engage_blocker(self.settings.stream_period_s)
-        if blocker is not None:
-            return self._refuse(cmd.command_id, *blocker)
-        setpoint: Setpoint | None = cmd.setpoint
+
+class ArmRequests:
+    """At most one operator arm/disarm in flight; a newer one supersedes it."""
+
+    def __init__(self) -> None:
+        self.pending: PendingArm | None = None
+
+    def wait(self, pending: PendingArm) -> None:
+        self.pending = pending
+
+    def take(self) -> PendingArm | None:
+        pending, self.pending = self.pending, None
+        return pending
+
+    @property
+    def disarm_expected(self) -> bool:
+        return self.pending is not None and not self.pending.arm
+
+    def expired(self, now: float) -> PendingArm | None:
+        """The pending request, taken, if HEARTBEAT did not show it in time."""
+        if self.pending is not None and now >= self.pending.deadline_s:
+            return self.take()
+        return None
+
+    def deadline(self) -> float:
+        return math.inf if self.pending is None else self.pending.deadline_s
+
+
+def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
+    rule = eng.rule(_TRIGGERS[cmd.kind], now)
+    if rule.to is Outcome.REFUSE:
+        eng.out.refuse(
+            cmd.command_id,
+            Reason.PHASE_NOT_ALLOWED,
+            f"{cmd.kind.value} is not allowed in phase {eng.phase.value}",
+        )
+        return
+    accepted: bool
+    if isinstance(cmd, Engage):
+        accepted = _engage(eng, rule, cmd, now)
+    elif isinstance(cmd, SetSetpoint):
+        accepted = _setpoint(eng, rule, cmd, now)
+    elif isinstance(cmd, Release | Hold | Land | Rtl):
+        accepted = _handover_command(eng, rule, cmd, now)
+    elif isinstance(cmd, Arm | Disarm):
+        accepted = _arm_disarm(eng, cmd, now)
+    elif isinstance(cmd, EmergencyStop):
+        accepted = _emergency_stop(eng, rule, cmd, now)
+    else:
+        assert isinstance(cmd, CommanderHeartbeat)
+        held = eng.lease.held
+        eng.out.reply_ok(cmd.command_id, "lease renewed" if held else "no lease held")
+        accepted = True
+    if accepted:
+        eng.lease.renew(now)
+
+
+def _engage(eng: OffboardEngine, rule: Rule, cmd: Engage, now: float) -> bool:
+    v, out = eng.vehicle, eng.out
+    if not eng.fc_up or v.target is None:
+        return out.refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
+    if not v.is_px4:
+        return out.refuse(
+            cmd.command_id,
+            Reason.FC_NOT_PX4,
+            f"the flight controller is autopilot type {v.autopilot}, not PX4 (12)",
+        )
+    blocker = eng.checks.engage_blocker(eng.settings.stream_period_s)
+    if blocker is not None:
+        return out.refuse(cmd.command_id, *blocker)
+    setpoint: Setpoint | None = cmd.setpoint
+    if setpoint is None:
+        setpoint = v.hold_setpoint(now)
         if setpoint is None:
-            setpoint = v.hold_setpoint(now)
-            if setpoint is None:
-                return self._refuse(
-                    cmd.command_id,
-                    Reason.ESTIMATE_MISSING,
-                    "engage without a setpoint holds the current position, "
-                    "which needs a valid local position estimate",
-                )
-        elif not v.estimate_valid(setpoint.estimate, now):
-            return self._refuse(
+            return out.refuse(
                 cmd.command_id,
                 Reason.ESTIMATE_MISSING,
-                f"{setpoint.kind.value} needs a valid {setpoint.estimate.value} estimate",
+                "engage without a setpoint holds the current position, "
+                "which needs a valid local position estimate",
             )
-        admitted = self._admit(cmd.command_id, setpoint)
-        if admitted is None:
-            return False
-        setpoint = admitted[0]
-        self.envelope.inside_seen = False  # breach detection re-arms per engage
-        self._engage_note = admitted[1]
-        self._engage_id, self._engage_arm = cmd.command_id, cmd.arm
-        self._mode_at_engage = v.custom_mode
-        self._last_ack = None
-        self.lease.grant(now)
-        self.enter(
-            Phase.WARMUP,
-            None,
-            f"streaming {setpoint.kind.value} for {self.settings.warmup_s:g} s before OFFBOARD",
+    elif not v.estimate_valid(setpoint.estimate, now):
+        return out.refuse(
+            cmd.command_id,
+            Reason.ESTIMATE_MISSING,
+            f"{setpoint.kind.value} needs a valid {setpoint.estimate.value} estimate",
         )
-        self.start_stream(setpoint, now)
-        self._warmup_end_s = now + self.settings.warmup_s
-        return True
+    admitted = eng.guard.admit(cmd.command_id, setpoint)
+    if admitted is None:
+        return False
+    setpoint, note = admitted
+    eng.guard.rearm_breach()
+    eng.engage.begin(cmd.command_id, cmd.arm, note, v.custom_mode, now)
+    eng.last_ack = None
+    eng.lease.grant(now)
+    warmup_s = eng.settings.warmup_s
+    eng.move(rule, f"streaming {setpoint.kind.value} for {warmup_s:g} s before OFFBOARD")
+    eng.feed.start(setpoint, v.target, now)
+    return True
 
-    def _setpoint(self, cmd: SetSetpoint, now: float) -> bool:
-        sp = cmd.setpoint
-        if not self.vehicle.estimate_valid(sp.estimate, now):
-            return self._refuse(
-                cmd.command_id,
-                Reason.ESTIMATE_MISSING,
-                f"{sp.kind.value} needs a valid {sp.estimate.value} estimate",
-            )
-        admitted = self._admit(cmd.command_id, sp)
-        if admitted is None:
-            return False
-        sp, note = admitted
-        self.send_now(sp, now)
-        if self.phase is Phase.HOLDING:
-            self.lease.grant(now)
-            self.enter(Phase.ACTIVE, Reason.RESUMED, "a new setpoint resumed offboard control")
-        self.emit(Reply.success(cmd.command_id, "setpoint accepted" + note))
-        return True
 
-    def _admit(self, command_id: str, sp: Setpoint) -> tuple[Setpoint, str] | None:
-        """The envelope's verdict on a commanded setpoint: (what to fly, "; clamped: ..."
-        for the reply) or None after a coded refusal. A clamp is also a WARNING notice,
-        once per change of the clamped limits, so a 20 Hz commander does not flood."""
-        blocker = self.envelope.blocker()
-        if blocker is not None:
-            self._refuse(command_id, *blocker)
-            return None
-        verdict = self.envelope.admit(sp)
-        if verdict.setpoint is None:
-            assert verdict.reason is not None
-            self._refuse(command_id, verdict.reason, verdict.message)
-            self._envelope_notice(verdict.reason, f"{sp.kind.value} {verdict.message}")
-            return None
-        limits = tuple(c.limit for c in verdict.clamps)
-        if limits and limits != self._last_clamps:
-            text = f"{sp.kind.value} {verdict.clamp_text()}"
-            self._envelope_notice(verdict.clamps[0].reason, text)
-        self._last_clamps = limits
-        return verdict.setpoint, ("; " + verdict.clamp_text() if verdict.clamps else "")
+def _setpoint(eng: OffboardEngine, rule: Rule, cmd: SetSetpoint, now: float) -> bool:
+    sp = cmd.setpoint
+    if not eng.vehicle.estimate_valid(sp.estimate, now):
+        return eng.out.refuse(
+            cmd.command_id,
+            Reason.ESTIMATE_MISSING,
+            f"{sp.kind.value} needs a valid {sp.estimate.value} estimate",
+        )
+    admitted = eng.guard.admit(cmd.command_id, sp)
+    if admitted is None:
+        return False
+    sp, note = admitted
+    eng.feed.send_now(sp, eng.vehicle.target, now)
+    if Do.GRANT_LEASE in rule.does:  # resuming from HOLDING
+        eng.lease.grant(now)
+    eng.move(rule, "a new setpoint resumed offboard control")
+    eng.out.reply_ok(cmd.command_id, "setpoint accepted" + note)
+    return True
 
-    def _envelope_notice(self, reason: Reason, message: str) -> None:
-        self.emit(Notice(NoticeKind.WARNING, message, self.phase, reason))
 
-    def _handover_command(self, cmd: Release | Hold | Land | Rtl, now: float) -> bool:
-        if self.vehicle.target is None:
-            return self._refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
-        chain_name, reason = _HANDOVERS[cmd.kind]
-        chain = ESCALATION[chain_name or self.settings.release_mode.value]
-        if self._engage_id is not None:
-            self.emit(
-                Reply.failure(self._engage_id, Reason.CANCELLED, f"cancelled by {cmd.kind.value}")
-            )
-            self._engage_id = None
-        if self.phase is Phase.WARMUP:
-            # OFFBOARD was never requested: nothing to hand back, just stop.
-            self.stop_stream()
-            if isinstance(cmd, Release):
-                self.enter(Phase.IDLE, reason, "released during the warm-up")
-                self.emit(Reply.success(cmd.command_id, "released", reason))
-                return True
-        self.start_handover(chain, cmd.command_id, Phase.IDLE, reason, now)
-        return True
-
-    def _arm_disarm(self, cmd: Arm | Disarm, now: float) -> bool:
-        v = self.vehicle
-        if v.target is None or not self.fc_up:
-            return self._refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
-        arm = isinstance(cmd, Arm)
-        if v.armed == arm:
-            self.emit(Reply.success(cmd.command_id, "already " + ("armed" if arm else "disarmed")))
+def _handover_command(
+    eng: OffboardEngine, rule: Rule, cmd: Release | Hold | Land | Rtl, now: float
+) -> bool:
+    if eng.vehicle.target is None:
+        return eng.out.refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
+    chain = ESCALATION[_MODE_CHAINS[cmd.kind] or eng.settings.release_mode.value]
+    cancelled = eng.engage.take_id()
+    eng.out.reply_fail(cancelled, Reason.CANCELLED, f"cancelled by {cmd.kind.value}")
+    if Do.STOP_STREAM in rule.does:
+        # OFFBOARD was never requested (WARMUP): nothing to hand back, just stop.
+        eng.stop_stream()
+        if rule.to is Phase.IDLE:
+            eng.move(rule, "released during the warm-up")
+            eng.out.reply_ok(cmd.command_id, "released", rule.reason_for(None))
             return True
-        if self._pending_arm is not None:
-            self.emit(
-                Reply.failure(
-                    self._pending_arm.command_id, Reason.SUPERSEDED, "superseded by a newer command"
-                )
-            )
-        force = isinstance(cmd, Disarm) and cmd.force
-        self.emit(ArmDisarm(v.target, arm=arm, force=force))
-        self._pending_arm = PendingArm(
-            cmd.command_id, arm, now + self.settings.arm_confirm_timeout_s
-        )
-        return True
+    start_handover(eng, rule, chain, cmd.command_id, now, failsafe=False)
+    return True
 
-    def _emergency_stop(self, cmd: EmergencyStop, now: float) -> bool:
-        if not cmd.confirm:
-            return self._refuse(
-                cmd.command_id,
-                Reason.CONFIRMATION_MISSING,
-                "emergency_stop disarms in flight: it needs confirm=true",
-            )
-        v = self.vehicle
-        if v.target is None:
-            return self._refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
-        message = "emergency stop: stopped streaming, force-disarming"
-        streaming = self.stream.running or self.phase is Phase.RELEASING
-        self._fail_pending(Reason.EMERGENCY_STOP, message)
-        self.stop_stream()
-        self.emit(ArmDisarm(v.target, arm=False, force=True))
-        self._pending_arm = PendingArm(
-            cmd.command_id, False, now + self.settings.arm_confirm_timeout_s
-        )
-        if streaming:
-            self.enter(Phase.FAILSAFE, Reason.EMERGENCY_STOP, message)
-        self.emit(Notice(NoticeKind.FAILSAFE, message, self.phase, Reason.EMERGENCY_STOP))
-        if not v.armed:
-            self._pending_arm = None
-            self.emit(Reply.success(cmd.command_id, "disarmed (was not armed)"))
+
+def _arm_disarm(eng: OffboardEngine, cmd: Arm | Disarm, now: float) -> bool:
+    v, out = eng.vehicle, eng.out
+    if v.target is None or not eng.fc_up:
+        return out.refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
+    arm = isinstance(cmd, Arm)
+    if v.armed == arm:
+        out.reply_ok(cmd.command_id, "already " + ("armed" if arm else "disarmed"))
         return True
+    superseded = eng.arms.take()
+    if superseded is not None:
+        out.reply_fail(superseded.command_id, Reason.SUPERSEDED, "superseded by a newer command")
+    force = isinstance(cmd, Disarm) and cmd.force
+    out.emit(ArmDisarm(v.target, arm=arm, force=force))
+    eng.arms.wait(PendingArm(cmd.command_id, arm, now + eng.settings.arm_confirm_timeout_s))
+    return True
+
+
+def _emergency_stop(eng: OffboardEngine, rule: Rule, cmd: EmergencyStop, now: float) -> bool:
+    v, out = eng.vehicle, eng.out
+    if not cmd.confirm:
+        return out.refuse(
+            cmd.command_id,
+            Reason.CONFIRMATION_MISSING,
+            "emergency_stop disarms in flight: it needs confirm=true",
+        )
+    if v.target is None:
+        return out.refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
+    message = "emergency stop: stopped streaming, force-disarming"
+    fail_pending(eng, Reason.EMERGENCY_STOP, message)
+    eng.stop_stream()
+    out.emit(ArmDisarm(v.target, arm=False, force=True))
+    eng.arms.wait(PendingArm(cmd.command_id, False, now + eng.settings.arm_confirm_timeout_s))
+    eng.move(rule, message)  # FAILSAFE if it was ours in flight, else the phase stays
+    out.notice(NoticeKind.FAILSAFE, message, Reason.EMERGENCY_STOP)
+    if not v.armed:
+        eng.arms.take()
+        out.reply_ok(cmd.command_id, "disarmed (was not armed)")
+    return True

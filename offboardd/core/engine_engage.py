@@ -1,95 +1,184 @@
-"""Engaging: the warm-up's end, the OFFBOARD request with bounded retries, arming, and
-the engage reply once the outcome is known. OFFBOARD counts only when HEARTBEAT or
-CURRENT_MODE reports it, never on an ACK (PX4 v1.16 ACKs DO_SET_MODE twice, §4).
+"""The engage sequence: warm-up, the OFFBOARD request, arming, and the engage reply.
 
-Part of the engine (offboard.py drives it from its timers and FC events). Pure.
+`EngageSequence` is the part: the waiting engage's id and options, the warm-up deadline
+and the two bounded retriers (OFFBOARD, arm). The functions below are the engine's side
+of it, run from its timers and FC events: each asks the table (machine_table) where the
+outcome leads and moves there. OFFBOARD counts only when HEARTBEAT or CURRENT_MODE
+report it, never on an ACK (PX4 v1.16 ACKs DO_SET_MODE twice, §4).
+
+Must not: touch the stream, the lease or the hand-over except through the engine.
 """
 
 from __future__ import annotations
 
-from offboardd.core.actions import ArmDisarm, Notice, NoticeKind, Reply, RequestMode
-from offboardd.core.engine_failsafe import EngineFailsafe
+from typing import TYPE_CHECKING
+
+from offboardd.core.actions import ArmDisarm, NoticeKind, RequestMode
+from offboardd.core.machine import Rule, Trigger
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
-from offboardd.core.retry import RetryStep
+from offboardd.core.retry import Retrier, RetryStep
+from offboardd.core.settings import EngineSettings
+
+if TYPE_CHECKING:
+    from offboardd.core.offboard import OffboardEngine
 
 # A gap in the warm-up stream longer than this fraction of COM_OF_LOSS_T restarts the
 # warm-up: PX4 would have been close to judging the stream lost.
 WARMUP_GAP_FRACTION = 0.5
 
 
-class EngineEngage(EngineFailsafe):
-    """Warm-up end, OFFBOARD request and confirmation, arming, the engage reply."""
+class EngageSequence:
+    def __init__(self, settings: EngineSettings) -> None:
+        self._settings = settings
+        self.command_id: str | None = None  # the engage waiting for its reply
+        self.arm = False
+        self.note = ""  # "; clamped: ..." for the engage reply
+        self.mode_at_engage: int | None = None  # a mode report of it is no takeover
+        self._warmup_end_s: float | None = None
+        self.mode_try = self._mode_retrier()
+        self.arm_try = self._arm_retrier()
 
-    def _warmup_done(self, now: float) -> None:
-        gap_s = self.stream.window_gap_s(now)
-        limit_s = (self.checks.loss_timeout_s or 1.0) * WARMUP_GAP_FRACTION
-        if gap_s > limit_s:
-            # The shell stalled: that was not `warmup_s` of steady streaming. Start over.
-            self.stream.reset_window(now)
-            self._warmup_end_s = now + self.settings.warmup_s
-            self.emit(
-                Notice(
-                    NoticeKind.WARNING,
-                    f"setpoint stream stalled {gap_s:.2f} s during the warm-up; restarting it",
-                    self.phase,
-                )
-            )
-            return
+    def _mode_retrier(self) -> Retrier:
+        s = self._settings
+        return Retrier(s.mode_retries, s.mode_confirm_timeout_s, s.retry_backoff_s)
+
+    def _arm_retrier(self) -> Retrier:
+        s = self._settings
+        return Retrier(s.mode_retries, s.arm_confirm_timeout_s, s.retry_backoff_s)
+
+    def begin(
+        self, command_id: str, arm: bool, note: str, mode_at_engage: int | None, now: float
+    ) -> None:
+        self.command_id, self.arm, self.note = command_id, arm, note
+        self.mode_at_engage = mode_at_engage
+        self._warmup_end_s = now + self._settings.warmup_s
+
+    def take_id(self) -> str | None:
+        """The waiting engage's id, once: whoever answers it takes it."""
+        command_id, self.command_id = self.command_id, None
+        return command_id
+
+    def warmup_deadline(self) -> float | None:
+        return self._warmup_end_s
+
+    def restart_warmup(self, now: float) -> None:
+        self._warmup_end_s = now + self._settings.warmup_s
+
+    def end_warmup(self) -> None:
         self._warmup_end_s = None
-        sp = self.setpoint
-        if sp is not None and not self.vehicle.estimate_valid(sp.estimate, now):
-            self.fail_engage(
-                Reason.ESTIMATE_MISSING,
-                f"the {sp.estimate.value} estimate became invalid during the warm-up",
-            )
-            return
-        if self.vehicle.in_offboard:
-            # PX4 may re-enter OFFBOARD by itself once setpoints flow (§3).
-            self._offboard_confirmed(now)
-            return
-        self.enter(Phase.ENGAGING, None, "warm-up done; requesting OFFBOARD")
-        self._mode_try = self.new_mode_retrier()
-        self._mode_try.begin(now)
-        self._last_ack = None
 
-    def _offboard_confirmed(self, now: float) -> None:
-        if self._engage_arm and not self.vehicle.armed:
-            self.enter(Phase.ARMING, None, "FC reports OFFBOARD; arming")
-            self._arm_try = self.new_arm_retrier()
-            self._arm_try.begin(now)
-            self._last_ack = None
-        else:
-            self._engaged(now, "engaged: FC reports OFFBOARD")
+    def request_offboard(self, now: float) -> None:
+        self.mode_try = self._mode_retrier()
+        self.mode_try.begin(now)
 
-    def _engaged(self, now: float, message: str) -> None:
-        self.enter(Phase.ACTIVE, Reason.ENGAGED, message)
-        if self._engage_id is not None:
-            self.emit(Reply.success(self._engage_id, message + self._engage_note, Reason.ENGAGED))
-            self._engage_id = None
+    def request_arm(self, now: float) -> None:
+        self.arm_try = self._arm_retrier()
+        self.arm_try.begin(now)
 
-    def _step_engage_mode(self, now: float) -> None:
-        step = self._mode_try.poll(now)
-        target = self.vehicle.target
-        if step is RetryStep.SEND and target is not None:
-            self.emit(RequestMode(target, Px4Mode.OFFBOARD))
-        elif step is RetryStep.EXHAUSTED:
-            refused = self._mode_try.last_refused
-            self.fail_engage(
-                Reason.MODE_REFUSED if refused else Reason.MODE_TIMEOUT,
-                f"OFFBOARD not confirmed after {self._mode_try.attempts} attempts: "
-                + self._diagnosis(now),
-            )
+    def offboard_refused(self, now: float) -> None:
+        """An ACK refused OFFBOARD: back off, then ask again (once per attempt, §4)."""
+        self.mode_try.refused(now)
 
-    def _step_arm(self, now: float) -> None:
-        step = self._arm_try.poll(now)
-        target = self.vehicle.target
-        if step is RetryStep.SEND and target is not None:
-            self.emit(ArmDisarm(target, arm=True))
-        elif step is RetryStep.EXHAUSTED:
-            refused = self._arm_try.last_refused
-            self.fail_engage(
-                Reason.ARM_REFUSED if refused else Reason.ARM_TIMEOUT,
-                f"arming not confirmed after {self._arm_try.attempts} attempts: "
-                + self._diagnosis(now),
-            )
+    def arm_refused(self, now: float) -> None:
+        self.arm_try.refused(now)
+
+    def offboard_deadline(self) -> float:
+        return self.mode_try.deadline()
+
+    def arm_deadline(self) -> float:
+        return self.arm_try.deadline()
+
+
+# -- the engine's side: timers and FC reports of the engage ---------------------------------
+
+
+def warmup_over(eng: OffboardEngine, now: float) -> None:
+    """The warm-up deadline passed: stalled, estimate lost, or on to OFFBOARD."""
+    feed, seq = eng.feed, eng.engage
+    gap_s = feed.steady_gap_s(now)
+    limit_s = (eng.checks.loss_timeout_s or 1.0) * WARMUP_GAP_FRACTION
+    if gap_s > limit_s:
+        # The shell stalled: that was not `warmup_s` of steady streaming. Start over.
+        eng.go(Trigger.WARMUP_STALLED, now, "")
+        feed.restart_window(now)
+        seq.restart_warmup(now)
+        eng.out.notice(
+            NoticeKind.WARNING,
+            f"setpoint stream stalled {gap_s:.2f} s during the warm-up; restarting it",
+        )
+        return
+    seq.end_warmup()
+    sp = eng.feed.setpoint
+    if sp is not None and not eng.vehicle.estimate_valid(sp.estimate, now):
+        why = f"the {sp.estimate.value} estimate became invalid during the warm-up"
+        fail_engage(eng, Trigger.WARMUP_ESTIMATE_LOST, now, why)
+        return
+    rule = eng.rule(Trigger.WARMUP_DONE, now)
+    if rule.to is Phase.ENGAGING:
+        eng.move(rule, "warm-up done; requesting OFFBOARD")
+        seq.request_offboard(now)
+        eng.last_ack = None
+    else:  # PX4 may re-enter OFFBOARD by itself once setpoints flow (§3)
+        offboard_confirmed(eng, rule, now)
+
+
+def offboard_confirmed(eng: OffboardEngine, rule: Rule, now: float) -> None:
+    """OFFBOARD reported (warm-up end or a mode report while ENGAGING): arm, or done."""
+    if rule.to is Phase.ARMING:
+        eng.move(rule, "FC reports OFFBOARD; arming")
+        eng.engage.request_arm(now)
+        eng.last_ack = None
+    else:
+        engaged(eng, rule, "engaged: FC reports OFFBOARD")
+
+
+def engaged(eng: OffboardEngine, rule: Rule, message: str) -> None:
+    eng.move(rule, message)
+    command_id = eng.engage.take_id()
+    if command_id is not None:
+        eng.out.reply_ok(command_id, message + eng.engage.note, Reason.ENGAGED)
+
+
+def fail_engage(
+    eng: OffboardEngine, trigger: Trigger, now: float, message: str, reason: Reason | None = None
+) -> None:
+    """Stop, fail the waiting engage, back to where the table says (IDLE)."""
+    rule = eng.rule(trigger, now)
+    why = rule.reason_for(reason)
+    assert why is not None  # every engage failure row names its reasons
+    eng.stop_stream()
+    eng.out.reply_fail(eng.engage.take_id(), why, message)
+    eng.move(rule, f"engage failed: {message}", why)
+
+
+def step_offboard_request(eng: OffboardEngine, now: float) -> None:
+    seq = eng.engage
+    step = seq.mode_try.poll(now)
+    target = eng.vehicle.target
+    if step is RetryStep.SEND and target is not None:
+        eng.out.emit(RequestMode(target, Px4Mode.OFFBOARD))
+    elif step is RetryStep.EXHAUSTED:
+        refused = seq.mode_try.last_refused
+        fail_engage(
+            eng, Trigger.OFFBOARD_RETRIES_EXHAUSTED, now,
+            f"OFFBOARD not confirmed after {seq.mode_try.attempts} attempts: "
+            + eng.diagnosis(now),
+            Reason.MODE_REFUSED if refused else Reason.MODE_TIMEOUT,
+        )
+
+
+def step_arm_request(eng: OffboardEngine, now: float) -> None:
+    seq = eng.engage
+    step = seq.arm_try.poll(now)
+    target = eng.vehicle.target
+    if step is RetryStep.SEND and target is not None:
+        eng.out.emit(ArmDisarm(target, arm=True))
+    elif step is RetryStep.EXHAUSTED:
+        refused = seq.arm_try.last_refused
+        fail_engage(
+            eng, Trigger.ARM_RETRIES_EXHAUSTED, now,
+            f"arming not confirmed after {seq.arm_try.attempts} attempts: "
+            + eng.diagnosis(now),
+            Reason.ARM_REFUSED if refused else Reason.ARM_TIMEOUT,
+        )

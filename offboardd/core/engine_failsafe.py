@@ -1,206 +1,210 @@
-"""Failsafes: the lease lapsing, HOLDING, the commander-loss action and every handover
-to another FC mode (release, hold/land/rtl, loss action), escalating hold -> land ->
-stop streaming when the FC refuses, and reporting each step.
+"""Failsafes and hand-overs, the engine's side: the lease lapsing, HOLDING, the
+commander-loss action, the fence breach, preemption, the FC gone, and every hand-over to
+another FC mode (release, hold/land/rtl, loss action, breach action) as it progresses.
 
-Part of the engine (offboard.py drives it from its timers and FC events). Pure.
+Each function turns what happened into a trigger, asks the table (machine_table) where
+it leads, does what the row says and moves there. The hand-over's own bookkeeping is
+engine_handover.Handovers; the hold setpoint comes from VehicleState. Pure.
+
+Must not: name a next phase; the table does.
 """
 
 from __future__ import annotations
 
-import math
+from typing import TYPE_CHECKING
 
-from offboardd.core.actions import Notice, NoticeKind, Reply, RequestMessage, RequestMode, Target
-from offboardd.core.engine_commands import EngineCommands
-from offboardd.core.engine_state import Handover
-from offboardd.core.envelope_geometry import describe_face
+from offboardd.core.actions import NoticeKind, RequestMode
+from offboardd.core.engine_engage import fail_engage
+from offboardd.core.engine_handover import Step
+from offboardd.core.machine import Do, Outcome, Rule, Trigger
+from offboardd.core.machine_table import MACHINE
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import Phase, Reason
-from offboardd.core.retry import RetryStep
-from offboardd.core.setpoints import EstimateNeed
-from offboardd.core.settings import ESCALATION, LossAction
+from offboardd.core.settings import ESCALATION
 
-_BREACH_PHASES = frozenset({Phase.ACTIVE, Phase.HOLDING})
-# HOME_POSITION (common.xml #242): asked for with MAV_CMD_REQUEST_MESSAGE while the fence
-# is enabled and home unknown (PX4 streams it slowly, or not at all on trimmed links).
-HOME_POSITION_ID = 242
-HOME_REQUEST_PERIOD_S = 2.0
+if TYPE_CHECKING:
+    from offboardd.core.offboard import OffboardEngine
+
+# Where the table looks at a breach at all: a cheap test for every LOCAL_POSITION_NED.
+_BREACH_PHASES = frozenset(p for p in Phase if MACHINE.listed(p, Trigger.FENCE_BREACH))
 
 
-class EngineFailsafe(EngineCommands):
-    # -- lease, hold, loss action ------------------------------------------------------------
+def fail_pending(eng: OffboardEngine, reason: Reason, message: str) -> None:
+    """Answer every operator command still waiting for the FC: it will not happen."""
+    eng.out.reply_fail(eng.engage.take_id(), reason, message)
+    handover = eng.handover.take()
+    if handover is not None:
+        eng.out.reply_fail(handover.command_id, reason, message)
+    pending = eng.arms.take()
+    if pending is not None:
+        eng.out.reply_fail(pending.command_id, reason, message)
 
-    def _lease_lapsed(self, now: float) -> None:
-        self.lease.end()
-        if self.phase is not Phase.ACTIVE:
-            # Never request OFFBOARD or arm for a commander that has vanished.
-            self.fail_engage(Reason.LEASE_LAPSED, "commander lease lapsed during the engage")
-            return
-        hold = self.vehicle.hold_setpoint(now)
-        if hold is None or self.settings.hold_s <= 0:
-            why = "no position estimate to hold on" if hold is None else "hold_s is 0"
-            self._loss_action(now, f"commander lease lapsed; {why}")
-            return
-        self.send_now(hold, now)
-        self._hold_end_s = now + self.settings.hold_s
-        self.enter(
-            Phase.HOLDING,
-            Reason.LEASE_LAPSED,
-            f"commander lease lapsed; holding position for {self.settings.hold_s:g} s",
-        )
-        self.emit(Notice(NoticeKind.FAILSAFE, "holding position", self.phase, Reason.LEASE_LAPSED))
 
-    def _loss_action(self, now: float, why: str) -> None:
-        action = self.settings.command_loss_action
-        if action is LossAction.PX4:
-            self.stop_stream()
-            message = (
-                f"{why}; stopped streaming: PX4's offboard-loss action "
-                f"({self.checks.loss_action_name() or 'COM_OBL_RC_ACT'}) follows"
-            )
-            self.enter(Phase.FAILSAFE, Reason.LOSS_ACTION, message)
-            self.emit(Notice(NoticeKind.FAILSAFE, message, self.phase, Reason.LOSS_ACTION))
-            return
-        self.emit(
-            Notice(
-                NoticeKind.FAILSAFE,
-                f"{why}; commander loss action: {action.value}",
-                self.phase,
-                Reason.LOSS_ACTION,
-            )
-        )
-        self.start_handover(ESCALATION[action.value], None, Phase.FAILSAFE, Reason.LOSS_ACTION, now)
+def preempt(eng: OffboardEngine, rule: Rule, message: str) -> None:
+    """The FC took control away: stop at once and never take it back by ourselves."""
+    reason = rule.reason_for(None)
+    assert reason is not None
+    eng.stop_stream()
+    fail_pending(eng, reason, message)
+    eng.move(rule, message + "; stopped streaming")
 
-    # -- the FC gone ---------------------------------------------------------------------------
 
-    def _fc_lost(self, now: float, detail: str) -> None:
-        self.fc_up = False
-        self.checks.stop()
-        self.vehicle.forget_estimates()
-        self.envelope.forget_home()
-        self.vehicle.target = None
-        self.emit(Notice(NoticeKind.FC_LINK, f"FC lost ({detail})", self.phase))
-        self._abandon(Reason.FC_LINK_LOST, f"FC lost ({detail}); stopped streaming", now)
+def abandon(eng: OffboardEngine, trigger: Trigger, now: float, message: str) -> None:
+    """The FC is gone or rebooted: stop whatever we were doing with the vehicle."""
+    rule = eng.rule(trigger, now)
+    reason = rule.reason_for(None)
+    assert reason is not None
+    fail_pending(eng, reason, message)
+    if Do.STOP_STREAM in rule.does:
+        eng.stop_stream()
+    eng.move(rule, message)
 
-    def _fc_rebooted(self, now: float) -> None:
-        self.vehicle.forget_estimates()
-        self.envelope.forget_home()
-        self._next_home_request_s = now
-        self.checks.start(now)
-        self.emit(Notice(NoticeKind.FC_LINK, "FC rebooted: re-reading its parameters", self.phase))
-        self._abandon(Reason.FC_REBOOTED, "FC rebooted; stopped streaming", now)
 
-    def _abandon(self, reason: Reason, message: str, now: float) -> None:
-        """Stop whatever we were doing with the vehicle; FAILSAFE if we were flying it."""
-        was_streaming = self.stream.running
-        self._fail_pending(reason, message)
-        if was_streaming:
-            self.stop_stream()
-            self.enter(Phase.FAILSAFE, reason, message)
-        elif self.phase is Phase.RELEASING:  # a plain mode request that will not be answered
-            self.enter(Phase.IDLE, reason, message)
+# -- lease, hold, loss action ----------------------------------------------------------------
 
-    # -- geofence: home and breach -----------------------------------------------------------
 
-    def _wants_home(self) -> bool:
-        return self.fc_up and self.envelope.fence_enabled and self.envelope.home is None
+def lease_lapsed(eng: OffboardEngine, now: float) -> None:
+    eng.lease.end()
+    rule = eng.rule(Trigger.LEASE_LAPSED, now)
+    if rule.to is Phase.IDLE:
+        # Never request OFFBOARD or arm for a commander that has vanished.
+        fail_engage(eng, Trigger.LEASE_LAPSED, now, "commander lease lapsed during the engage")
+        return
+    hold = eng.vehicle.hold_setpoint(now)
+    if rule.to is not Phase.HOLDING:
+        why = "no position estimate to hold on" if hold is None else "hold_s is 0"
+        loss_action(eng, rule, now, f"commander lease lapsed; {why}")
+        return
+    assert hold is not None  # Fact.HOLD_POSSIBLE
+    hold_s = eng.settings.hold_s
+    eng.feed.send_now(hold, eng.vehicle.target, now)
+    eng.hold_end_s = now + hold_s
+    eng.move(rule, f"commander lease lapsed; holding position for {hold_s:g} s")
+    eng.out.notice(NoticeKind.FAILSAFE, "holding position", Reason.LEASE_LAPSED)
 
-    def _request_home(self, now: float, target: Target) -> None:
-        if self._wants_home() and now >= self._next_home_request_s:
-            self.emit(RequestMessage(target, HOME_POSITION_ID))
-            self._next_home_request_s = now + HOME_REQUEST_PERIOD_S
 
-    def _fence_distance_m(self, now: float) -> float | None:
-        pos = self.vehicle.local_position
-        if pos is None or not self.vehicle.estimate_valid(EstimateNeed.LOCAL_POSITION, now):
-            return None
-        face = self.envelope.nearest_face(pos.north_m, pos.east_m, pos.down_m)
-        if face is None or not math.isfinite(face.distance_m):
-            return None
-        return round(face.distance_m, 2)
-
-    def _check_breach(self, now: float) -> None:
-        """The vehicle is outside the fence while ours (drift, wind, an attitude setpoint
-        the fence cannot steer): hold here, then hand over to the breach action."""
-        pos = self.vehicle.local_position
-        if self.phase not in _BREACH_PHASES or pos is None:
-            return
-        if not self.vehicle.estimate_valid(EstimateNeed.LOCAL_POSITION, now):
-            return
-        face = self.envelope.breach(pos.north_m, pos.east_m, pos.down_m)
-        if face is None:
-            return
-        action = self.envelope.settings.breach_action
+def loss_action(eng: OffboardEngine, rule: Rule, now: float, why: str) -> None:
+    """The commander is gone and no hold (left): `rule` says PX4's own action
+    (FAILSAFE: stop streaming) or command_loss_action (RELEASING: a hand-over)."""
+    action = eng.settings.command_loss_action
+    if rule.to is Phase.FAILSAFE:
+        eng.stop_stream()
         message = (
-            f"fence breach: the vehicle is outside the fence "
-            f"({describe_face(face, self.envelope.settings)}); breach action: {action.value}"
+            f"{why}; stopped streaming: PX4's offboard-loss action "
+            f"({eng.checks.loss_action_name() or 'COM_OBL_RC_ACT'}) follows"
         )
-        self.emit(Notice(NoticeKind.FAILSAFE, message, self.phase, Reason.FENCE_BREACH))
-        hold = self.vehicle.hold_setpoint(now)
-        if hold is not None:  # stop pushing outwards while PX4 switches mode
-            self.send_now(hold, now)
-        self.start_handover(ESCALATION[action.value], None, Phase.FAILSAFE, Reason.FENCE_BREACH,
-                            now)  # fmt: skip
+        eng.move(rule, message)
+        eng.out.notice(NoticeKind.FAILSAFE, message, Reason.LOSS_ACTION)
+        return
+    eng.out.notice(
+        NoticeKind.FAILSAFE, f"{why}; commander loss action: {action.value}", Reason.LOSS_ACTION
+    )
+    start_handover(eng, rule, ESCALATION[action.value], None, now, failsafe=True)
 
-    # -- handover (release, hold/land/rtl, loss action) --------------------------------------
 
-    def _handover_progress(self, now: float) -> None:
-        h, v = self._handover, self.vehicle
-        if h is None:
-            return
-        if v.mode is h.target_mode:
-            self._handover = None
-            self.stop_stream()
-            message = f"FC reports {h.target_mode.label}" + (
-                f" (after escalating from {h.chain[0].label})" if h.index else ""
-            )
-            self.enter(h.success_phase, h.success_reason, message)
-            if h.command_id is not None:
-                self.emit(Reply.success(h.command_id, message, h.success_reason))
-            return
-        allowed = {h.start_custom_mode, Px4Mode.OFFBOARD.custom_mode}
-        allowed.update(m.custom_mode for m in h.chain)
-        if h.streaming and v.custom_mode is not None and v.custom_mode not in allowed:
-            self.preempt(
-                Reason.PREEMPTED_MODE,
-                f"FC switched to {mode_name(v.custom_mode)} during the handover",
-            )
-            return
-        step = h.retrier.poll(now)
-        if step is RetryStep.SEND and v.target is not None:
-            self.emit(RequestMode(v.target, h.target_mode))
-        elif step is RetryStep.EXHAUSTED:
-            self._escalate(h, now)
+def check_breach(eng: OffboardEngine, now: float) -> None:
+    """The vehicle is outside the fence while ours (drift, wind, an attitude setpoint
+    the fence cannot steer): hold here, then hand over to the breach action."""
+    if eng.phase not in _BREACH_PHASES:
+        return
+    rule = eng.rule(Trigger.FENCE_BREACH, now)
+    if rule.to is Outcome.IGNORE:
+        return
+    message = eng.guard.breach(eng.vehicle, now)
+    if message is None:
+        return
+    eng.out.notice(NoticeKind.FAILSAFE, message, Reason.FENCE_BREACH)
+    hold = eng.vehicle.hold_setpoint(now)
+    if hold is not None:  # stop pushing outwards while PX4 switches mode
+        eng.feed.send_now(hold, eng.vehicle.target, now)
+    action = eng.envelope.settings.breach_action
+    start_handover(eng, rule, ESCALATION[action.value], None, now, failsafe=True)
 
-    def _escalate(self, h: Handover, now: float) -> None:
-        refused = h.target_mode
-        if h.index + 1 < len(h.chain):
-            h.index += 1
-            h.retrier = self.new_mode_retrier()
-            h.retrier.begin(now)
-            self.emit(
-                Notice(
-                    NoticeKind.FAILSAFE,
-                    f"FC refused {refused.label}; escalating to {h.target_mode.label}",
-                    self.phase,
-                    Reason.ESCALATED,
-                )
-            )
-            self._handover_progress(now)
-            return
-        self._handover = None
-        reason = Reason.MODE_REFUSED if h.retrier.last_refused else Reason.MODE_TIMEOUT
-        if not h.streaming:  # a plain mode request (the vehicle was not ours): no failsafe
-            message = f"FC did not take {refused.label}: {self._diagnosis(now)}"
-            self.enter(Phase.IDLE, reason, message)
-            if h.command_id is not None:
-                self.emit(Reply.failure(h.command_id, reason, message))
-            return
-        message = (
-            f"FC refused {refused.label} and every fallback; stopped streaming, PX4's "
-            f"offboard-loss action follows: {self._diagnosis(now)}"
+
+# -- hand-over (release, hold/land/rtl, loss action, breach action) --------------------------
+
+
+def start_handover(
+    eng: OffboardEngine,
+    rule: Rule,
+    chain: tuple[Px4Mode, ...],
+    command_id: str | None,
+    now: float,
+    *,
+    failsafe: bool,
+) -> None:
+    """Ask the FC for chain[0] (escalating on refusal); streaming goes on, if it was on,
+    until the FC reports the mode, so PX4 never sees an offboard loss meanwhile."""
+    previous = eng.handover.current
+    if previous is not None and previous.command_id is not None:
+        eng.out.reply_fail(
+            previous.command_id, Reason.SUPERSEDED, "superseded by a newer command"
         )
-        self.stop_stream()
-        self.enter(Phase.FAILSAFE, Reason.ESCALATED, message)
-        self.emit(Notice(NoticeKind.FAILSAFE, message, self.phase, Reason.ESCALATED))
+    eng.lease.end()
+    reason = rule.reason_for(None)
+    assert reason is not None  # every HAND_OVER row names its reason
+    eng.handover.start(
+        chain, command_id, reason, failsafe=failsafe, streaming=eng.feed.running,
+        start_custom_mode=eng.vehicle.custom_mode, now=now,
+    )  # fmt: skip
+    eng.move(rule, f"requesting {chain[0].label}")
+
+
+def handover_progress(eng: OffboardEngine, now: float) -> None:
+    v, handovers = eng.vehicle, eng.handover
+    h = handovers.current
+    if h is None:
+        return
+    seen = handovers.report(v)
+    if seen is Step.REACHED:
+        rule = eng.rule(Trigger.FC_MODE_HANDED_OVER, now)
+        handovers.take()
+        eng.stop_stream()
+        message = f"FC reports {h.target_mode.label}" + (
+            f" (after escalating from {h.chain[0].label})" if h.index else ""
+        )
+        eng.move(rule, message, h.reason)
         if h.command_id is not None:
-            self.emit(Reply.failure(h.command_id, reason, message))
+            eng.out.reply_ok(h.command_id, message, h.reason)
+        return
+    if seen is Step.TAKEN:
+        rule = eng.rule(Trigger.FC_MODE_TAKEN, now)  # a takeover only if we fly it
+        if rule.to is not Outcome.IGNORE:
+            preempt(eng, rule, f"FC switched to {mode_name(v.custom_mode)} during the handover")
+            return
+    step = handovers.poll(now)
+    if step is Step.SEND:
+        if v.target is not None:
+            eng.out.emit(RequestMode(v.target, h.target_mode))
+    elif step is Step.REFUSED:
+        eng.go(Trigger.HANDOVER_REFUSED, now, "")
+        refused = handovers.escalate(now)
+        eng.out.notice(
+            NoticeKind.FAILSAFE,
+            f"FC refused {refused.label}; escalating to {h.target_mode.label}",
+            Reason.ESCALATED,
+        )
+        handover_progress(eng, now)
+    elif step is Step.EXHAUSTED:
+        _handover_exhausted(eng, now)
+
+
+def _handover_exhausted(eng: OffboardEngine, now: float) -> None:
+    rule = eng.rule(Trigger.HANDOVER_EXHAUSTED, now)
+    h = eng.handover.take()
+    assert h is not None
+    refused = h.target_mode
+    reason = Reason.MODE_REFUSED if h.retrier.last_refused else Reason.MODE_TIMEOUT
+    if rule.to is Phase.IDLE:  # a plain mode request (the vehicle was not ours): no failsafe
+        message = f"FC did not take {refused.label}: {eng.diagnosis(now)}"
+        eng.move(rule, message, reason)
+        eng.out.reply_fail(h.command_id, reason, message)
+        return
+    message = (
+        f"FC refused {refused.label} and every fallback; stopped streaming, PX4's "
+        f"offboard-loss action follows: {eng.diagnosis(now)}"
+    )
+    eng.stop_stream()
+    eng.move(rule, message)
+    eng.out.notice(NoticeKind.FAILSAFE, message, Reason.ESCALATED)
+    eng.out.reply_fail(h.command_id, reason, message)

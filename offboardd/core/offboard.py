@@ -4,65 +4,107 @@
 when to call `poll` next (the shell's one timer); `snapshot(now)` is the published state.
 No asyncio, no sockets, no logging, no clock reads: time is always the `now` passed in.
 
-Phases (reasons.Phase): IDLE -> WARMUP -> ENGAGING -> [ARMING] -> ACTIVE <-> HOLDING,
-then RELEASING (asking the FC for another mode) -> IDLE / FAILSAFE, or PREEMPTED when
-the FC leaves OFFBOARD unasked. Leaving FAILSAFE / PREEMPTED needs a new engage: the
-engine never takes control back by itself (PX4 would re-enter OFFBOARD as soon as
-setpoints resumed, px4-offboard.md §3).
+The engine is a table plus small parts. Where a trigger leads is only ever looked up in
+machine_table.MACHINE (`rule` / `move` / `go` below): the engine never names the next
+phase itself, and a move the table does not have raises MisuseError. The parts, each
+owning its state: SetpointStream (engine_stream), Lease, EngageSequence (engine_engage),
+Handovers (engine_handover), EnvelopeGuard (engine_fence), ArmRequests (engine_commands),
+FcChecks (fc_link), VehicleState, Outbox. The handlers that turn commands, FC reports
+and timers into triggers are engine_commands, engine_fc, engine_engage, engine_failsafe.
 
-This module holds the entry points, FC-event handling and the timers; the rest of the
-engine is layered below it: engine_state (state + shared transitions) <- engine_commands
-(operator commands) <- engine_failsafe (lease, hold, loss action, handovers) <-
-engine_engage (warm-up, OFFBOARD, arming) <- OffboardEngine.
+Owns: the phase and reason, the hold deadline, the FC's presence, the timers' order.
+Must not: carry out a concern's details itself; the parts do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from offboardd.core.actions import (
-    Action,
-    Notice,
-    NoticeKind,
-    Reply,
-    SendCompanionHeartbeat,
-    SendSetpoint,
-)
+from offboardd.core.actions import Action, Notice, NoticeKind, SendCompanionHeartbeat
 from offboardd.core.commands import COMMAND_TYPES
-from offboardd.core.engine_engage import EngineEngage
-from offboardd.core.events import (
-    FC_MESSAGE_TYPES,
-    MAV_CMD_COMPONENT_ARM_DISARM,
-    MAV_CMD_DO_SET_MODE,
-    AckResult,
-    Event,
-    FcAutopilotVersion,
-    FcCommandAck,
-    FcCurrentMode,
-    FcHeartbeat,
-    FcHomePosition,
-    FcLinkDown,
-    FcLocalPosition,
-    FcMessageEvent,
-    FcParamValue,
-    FcStatusText,
+from offboardd.core.diagnosis import diagnose
+from offboardd.core.engine_commands import ArmRequests, on_command
+from offboardd.core.engine_engage import (
+    EngageSequence,
+    step_arm_request,
+    step_offboard_request,
+    warmup_over,
 )
-from offboardd.core.fc_link import format_version
-from offboardd.core.modes import Px4Mode, mode_name
-from offboardd.core.reasons import Phase, Reason
-from offboardd.core.settings import EngineSettings
+from offboardd.core.engine_failsafe import handover_progress, lease_lapsed, loss_action
+from offboardd.core.engine_fc import fc_lost, on_fc_event
+from offboardd.core.engine_fence import EnvelopeGuard
+from offboardd.core.engine_handover import Handovers
+from offboardd.core.engine_outbox import Outbox
+from offboardd.core.engine_stream import SetpointStream
+from offboardd.core.envelope import Envelope
+from offboardd.core.events import FC_MESSAGE_TYPES, Event, FcLinkDown
+from offboardd.core.fc_link import FcChecks, format_version
+from offboardd.core.lease import Lease
+from offboardd.core.machine import Do, Fact, MisuseError, Outcome, Rule, Trigger
+from offboardd.core.machine_table import MACHINE
+from offboardd.core.modes import mode_name
+from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
+from offboardd.core.retry import Retrier
+from offboardd.core.settings import EngineSettings, LossAction
 from offboardd.core.snapshot import EngineSnapshot
+from offboardd.core.stream import StreamClock
+from offboardd.core.vehicle import VehicleState
 
 # HEARTBEAT from the companion: 1 Hz by MAVLink convention (§5).
 COMPANION_HEARTBEAT_PERIOD_S = 1.0
-_LEASE_PHASES = frozenset({Phase.WARMUP, Phase.ENGAGING, Phase.ARMING, Phase.ACTIVE})
 
 
-class OffboardEngine(EngineEngage):
+def _armed_in(trigger: Trigger) -> frozenset[Phase]:
+    """The phases whose table rows handle a timer: there, and only there, it is armed."""
+    return frozenset(p for p in Phase if MACHINE.listed(p, trigger))
+
+
+_LEASE_PHASES = _armed_in(Trigger.LEASE_LAPSED)
+_WARMUP_PHASES = _armed_in(Trigger.WARMUP_DONE)
+_OFFBOARD_RETRY_PHASES = _armed_in(Trigger.OFFBOARD_RETRIES_EXHAUSTED)
+_ARM_RETRY_PHASES = _armed_in(Trigger.ARM_RETRIES_EXHAUSTED)
+_HOLD_PHASES = _armed_in(Trigger.HOLD_EXPIRED)
+# Where the stream may run: the streaming phases, and RELEASING until the FC takes the mode.
+_STREAM_ALLOWED = STREAMING_PHASES | {Phase.RELEASING}
+
+
+class OffboardEngine:
     """`OffboardEngine(settings, now)`; see the module docstring for the contract."""
 
     def __init__(self, settings: EngineSettings, now: float) -> None:
-        super().__init__(settings, now)
+        self.settings = settings
+        self.out = Outbox()
+        self.vehicle = VehicleState(settings.estimate_timeout_s)
+        self.checks = FcChecks(
+            settings.param_retry_s, settings.param_retries, settings.current_mode_interval_s
+        )
+        self.guard = EnvelopeGuard(settings.envelope, self.out, now)
+        self.feed = SetpointStream(settings.stream_period_s, self.guard, self.vehicle, self.out)
+        self.lease = Lease(settings.command_timeout_s)
+        self.engage = EngageSequence(settings)
+        self.handover = Handovers(settings)
+        self.arms = ArmRequests()
+        self.phase = Phase.IDLE  # changed by `move` only
+        self.reason: Reason | None = None
+        self.hold_end_s: float | None = None  # HOLDING's deadline; cleared on leaving it
+        self.fc_up = False
+        self.fc_ever_seen = False
+        self.next_companion_hb_s = now
+        self.last_ack: int | None = None  # the last refusing ACK, for diagnoses
+
+    # -- views the shell and the tests read ----------------------------------------------
+
+    @property
+    def stream(self) -> StreamClock:
+        return self.feed.clock
+
+    @property
+    def envelope(self) -> Envelope:
+        return self.guard.envelope
+
+    @property
+    def _mode_try(self) -> Retrier:  # read by tests/core/test_engage.py
+        return self.engage.mode_try
 
     # -- public entry points -----------------------------------------------------------------
 
@@ -79,53 +121,52 @@ class OffboardEngine(EngineEngage):
         self._timers(now)
         for event in events:
             if isinstance(event, FC_MESSAGE_TYPES):
-                self._on_fc_event(event, now)
+                on_fc_event(self, event, now)
             elif isinstance(event, COMMAND_TYPES):
-                self.on_command(event, now)
+                on_command(self, event, now)
             elif isinstance(event, FcLinkDown) and self.fc_up:
                 detail = event.detail
-                self._fc_lost(now, f"link down: {detail}" if detail else "link down")
+                fc_lost(self, now, f"link down: {detail}" if detail else "link down")
             # FcLinkUp: nothing yet; the FC still has to prove itself with a heartbeat
         self._timers(now)
-        return self._take()
+        return self.out.take()
 
     def poll(self, now: float) -> list[Action]:
         """The timer entry: call at (or after) `next_deadline()`."""
         self._timers(now)
-        return self._take()
+        return self.out.take()
 
     def next_deadline(self) -> float:
         """When `poll` must next run (math.inf: nothing scheduled)."""
-        times = [self.stream.next_deadline(), self.checks.deadline()]
+        phase = self.phase
+        times = [self.feed.deadline(), self.checks.deadline(),
+                 self.handover.deadline(), self.arms.deadline(),
+                 self.guard.home_deadline(self.fc_up)]  # fmt: skip
         if self.fc_up and self.vehicle.last_heartbeat_s is not None:
             times.append(self.vehicle.last_heartbeat_s + self.settings.fc_timeout_s)
         if self.vehicle.target is not None and self.fc_up:
-            times.append(self._next_companion_hb_s)
-        if self.phase in _LEASE_PHASES:
+            times.append(self.next_companion_hb_s)
+        if phase in _LEASE_PHASES:
             times.append(self.lease.deadline())
-        if self.phase is Phase.WARMUP and self._warmup_end_s is not None:
-            times.append(self._warmup_end_s)
-        if self.phase is Phase.ENGAGING:
-            times.append(self._mode_try.deadline())
-        if self.phase is Phase.ARMING:
-            times.append(self._arm_try.deadline())
-        if self.phase is Phase.HOLDING and self._hold_end_s is not None:
-            times.append(self._hold_end_s)
-        if self._handover is not None:
-            times.append(self._handover.retrier.deadline())
-        if self._pending_arm is not None:
-            times.append(self._pending_arm.deadline_s)
-        if self._wants_home():
-            times.append(self._next_home_request_s)
+        warmup_end = self.engage.warmup_deadline()
+        if phase in _WARMUP_PHASES and warmup_end is not None:
+            times.append(warmup_end)
+        if phase in _OFFBOARD_RETRY_PHASES:
+            times.append(self.engage.offboard_deadline())
+        if phase in _ARM_RETRY_PHASES:
+            times.append(self.engage.arm_deadline())
+        if phase in _HOLD_PHASES and self.hold_end_s is not None:
+            times.append(self.hold_end_s)
         return min(times)
 
     def snapshot(self, now: float) -> EngineSnapshot:
-        v, s, p = self.vehicle, self.stream, self.checks.params
+        v, s, p = self.vehicle, self.feed.clock, self.checks.params
         fwd = p.get("MAV_FWDEXTSP")
+        setpoint = self.feed.setpoint
         return EngineSnapshot(
             phase=self.phase.value,
             reason=None if self.reason is None else self.reason.value,
-            fc_link="up" if self.fc_up else ("lost" if self._fc_ever_seen else "unknown"),
+            fc_link="up" if self.fc_up else ("lost" if self.fc_ever_seen else "unknown"),
             fc_system_id=None if v.target is None else v.target.system_id,
             fc_is_px4=None if v.autopilot is None else v.is_px4,
             fc_version=(
@@ -141,130 +182,80 @@ class OffboardEngine(EngineEngage):
             lease_remaining_s=self.lease.remaining_s(now),
             estimates=v.estimates(now),
             streaming=s.running,
-            setpoint_kind=None if self.setpoint is None else self.setpoint.kind.value,
+            setpoint_kind=None if setpoint is None else setpoint.kind.value,
             stream_rate_hz=s.achieved_rate_hz(now),
             stream_worst_gap_s=s.worst_gap_s,
             missed_ticks=s.missed_ticks,
             setpoints_sent=s.sends,
-            hold_remaining_s=(
-                None if self._hold_end_s is None else max(0.0, self._hold_end_s - now)
-            ),
+            hold_remaining_s=None if self.hold_end_s is None else max(0.0, self.hold_end_s - now),
             com_of_loss_t_s=self.checks.loss_timeout_s,
             com_obl_rc_act=self.checks.loss_action_name(),
             mav_fwdextsp=None if fwd is None else int(fwd),
-            warnings=tuple(self.warnings),
+            warnings=tuple(self.out.warnings),
             fence_enabled=self.envelope.fence_enabled,
             home_known=self.envelope.home is not None,
-            fence_distance_m=self._fence_distance_m(now),
-            envelope_limiting=self.stream.running and self.envelope.limiting,
+            fence_distance_m=self.guard.fence_distance_m(v, now),
+            envelope_limiting=s.running and self.envelope.limiting,
         )
 
-    # -- FC events ---------------------------------------------------------------------------
+    # -- the table ---------------------------------------------------------------------------
 
-    def _on_fc_event(self, event: FcMessageEvent, now: float) -> None:
-        v = self.vehicle
-        target_before = v.target
-        if not v.accepts(event):
-            return
-        armed_before = v.armed
-        rebooted = v.fold(event, now)
-        if isinstance(event, FcHeartbeat) and (not self.fc_up or v.target != target_before):
-            self._fc_appeared(now)
-        if rebooted:
-            self._fc_rebooted(now)
-            return
-        if isinstance(event, FcHeartbeat | FcCurrentMode):
-            self._on_fc_state(now, armed_before)
-        elif isinstance(event, FcCommandAck):
-            self._on_ack(event, now)
-        elif isinstance(event, FcParamValue):
-            self._warn(self.checks.on_param(event.name, event.value))
-        elif isinstance(event, FcAutopilotVersion):
-            self._warn(self.checks.on_version(event))
-        elif isinstance(event, FcStatusText):
-            self.emit(
-                Notice(NoticeKind.FC_STATUSTEXT, event.text, self.phase, severity=event.severity)
-            )
-        elif isinstance(event, FcHomePosition):
-            self.envelope.set_home(event)
-        elif isinstance(event, FcLocalPosition):
-            self._check_breach(now)
+    def rule(self, trigger: Trigger, now: float) -> Rule:
+        """The table's rule for `trigger` in the current phase."""
+        return MACHINE.rule(self.phase, trigger, lambda fact: self._fact(fact, now))
 
-    def _fc_appeared(self, now: float) -> None:
-        v = self.vehicle
-        assert v.target is not None
-        self.fc_up = True
-        self._fc_ever_seen = True
-        self._next_companion_hb_s = now
-        self._next_home_request_s = now
-        self.checks.start(now)
-        who = "PX4" if v.is_px4 else f"autopilot {v.autopilot} (not PX4)"
-        self.emit(
-            Notice(
-                NoticeKind.FC_LINK,
-                f"FC up: {who}, system {v.target.system_id} component {v.target.component_id}",
-                self.phase,
-            )
+    def _fact(self, fact: Fact, now: float) -> bool:
+        if fact is Fact.STREAMING:
+            return self.feed.running
+        if fact is Fact.HOLD_POSSIBLE:
+            return self.settings.hold_s > 0 and self.vehicle.hold_setpoint(now) is not None
+        if fact is Fact.PX4_LOSS_ACTION:
+            return self.settings.command_loss_action is LossAction.PX4
+        if fact is Fact.FC_IN_OFFBOARD:
+            return self.vehicle.in_offboard
+        if fact is Fact.ARM_WANTED:
+            return self.engage.arm and not self.vehicle.armed
+        assert fact is Fact.FAILSAFE_HANDOVER
+        return self.handover.failsafe
+
+    def move(self, rule: Rule, message: str, reason: Reason | None = None) -> None:
+        """Carry out `rule`'s phase change (STAY: nothing), reported as a TRANSITION. The
+        table's promises about the stream are checked here, on every move."""
+        if rule.to is Outcome.STAY:
+            return
+        if not isinstance(rule.to, Phase) or self.phase not in rule.phases:
+            raise MisuseError(f"{self.phase.value} + {rule.trigger}: not a move ({rule.to})")
+        why = rule.reason_for(reason)
+        if self.feed.running and (Do.STOP_STREAM in rule.does or rule.to not in _STREAM_ALLOWED):
+            raise MisuseError(f"{rule.trigger} to {rule.to.value} with the stream still on")
+        previous = self.phase
+        self.phase = self.out.phase = rule.to
+        self.reason = why
+        if rule.to is not Phase.HOLDING:
+            self.hold_end_s = None
+        self.out.emit(Notice(NoticeKind.TRANSITION, message, rule.to, why, previous))
+
+    def go(self, trigger: Trigger, now: float, message: str, reason: Reason | None = None) -> Rule:
+        rule = self.rule(trigger, now)
+        self.move(rule, message, reason)
+        return rule
+
+    # -- what several handlers share ---------------------------------------------------------
+
+    def stop_stream(self) -> None:
+        self.feed.stop()
+        self.lease.end()
+        self.engage.end_warmup()
+
+    def diagnosis(self, now: float) -> str:
+        return diagnose(
+            self.vehicle,
+            self.feed.clock,
+            self.feed.setpoint,
+            last_ack=self.last_ack,
+            now=now,
+            stale_after_s=3 * self.settings.stream_period_s,
         )
-        if not v.is_px4:
-            self._warn([f"autopilot type {v.autopilot} is not PX4: engage will be refused"])
-
-    def _on_fc_state(self, now: float, armed_before: bool) -> None:
-        """A HEARTBEAT or CURRENT_MODE: confirm what we asked for, or notice a takeover."""
-        v, phase = self.vehicle, self.phase
-        disarm_expected = self._disarm_expected()
-        pending = self._pending_arm
-        if pending is not None and v.armed == pending.arm:
-            self._pending_arm = None
-            self.emit(Reply.success(pending.command_id, "armed" if pending.arm else "disarmed"))
-        if phase in (Phase.WARMUP, Phase.ENGAGING):
-            if v.custom_mode not in (self._mode_at_engage, Px4Mode.OFFBOARD.custom_mode):
-                self.preempt(
-                    Reason.PREEMPTED_MODE,
-                    f"FC switched to {mode_name(v.custom_mode)} during the engage",
-                )
-            elif phase is Phase.ENGAGING and v.in_offboard:
-                self._offboard_confirmed(now)
-        elif phase in (Phase.ARMING, Phase.ACTIVE, Phase.HOLDING):
-            if not v.in_offboard:
-                self.preempt(
-                    Reason.PREEMPTED_MODE,
-                    f"FC left OFFBOARD for {mode_name(v.custom_mode)} without being asked",
-                )
-            elif phase is Phase.ARMING and v.armed:
-                self._engaged(now, "engaged in OFFBOARD and armed")
-            elif armed_before and not v.armed:
-                if disarm_expected:
-                    # The operator ended control: streaming on would let a later arm fly
-                    # off to the old setpoint. A new engage starts over.
-                    self.stop_stream()
-                    self.enter(Phase.IDLE, Reason.COMMANDED_DISARM,
-                               "disarmed on command; stopped streaming")
-                else:
-                    self.preempt(Reason.PREEMPTED_DISARMED, "FC disarmed without being asked")
-        elif phase is Phase.RELEASING and self._handover is not None:
-            self._handover_progress(now)
-
-    def _disarm_expected(self) -> bool:
-        return self._pending_arm is not None and not self._pending_arm.arm
-
-    def _on_ack(self, ack: FcCommandAck, now: float) -> None:
-        if ack.result in (AckResult.ACCEPTED, AckResult.IN_PROGRESS):
-            return  # never trust an ACK alone: PX4 v1.16 sends ACCEPTED first (§4)
-        self._last_ack = ack.result
-        if ack.command == MAV_CMD_DO_SET_MODE:
-            if self.phase is Phase.ENGAGING:
-                self._mode_try.refused(now)
-            elif self._handover is not None:
-                self._handover.retrier.refused(now)
-        elif ack.command == MAV_CMD_COMPONENT_ARM_DISARM:
-            if self.phase is Phase.ARMING:
-                self._arm_try.refused(now)
-            pending = self._pending_arm
-            if pending is not None:
-                self._pending_arm = None
-                reason = Reason.ARM_REFUSED if pending.arm else Reason.DISARM_REFUSED
-                self.emit(Reply.failure(pending.command_id, reason, self._diagnosis(now)))
 
     # -- timers ------------------------------------------------------------------------------
 
@@ -272,39 +263,38 @@ class OffboardEngine(EngineEngage):
         v = self.vehicle
         hb_age = v.heartbeat_age_s(now)
         if self.fc_up and hb_age is not None and hb_age >= self.settings.fc_timeout_s:
-            self._fc_lost(now, f"no HEARTBEAT for {self.settings.fc_timeout_s:g} s")
+            fc_lost(self, now, f"no HEARTBEAT for {self.settings.fc_timeout_s:g} s")
         if self.fc_up and v.target is not None:
             actions, warnings = self.checks.poll(now, v.target)
             self.out.extend(actions)
-            self._warn(warnings)
-            if now >= self._next_companion_hb_s:
-                self.emit(
+            self.out.warn(warnings)
+            if now >= self.next_companion_hb_s:
+                self.out.emit(
                     SendCompanionHeartbeat(v.target.system_id, self.settings.companion_component_id)
                 )
-                self._next_companion_hb_s += COMPANION_HEARTBEAT_PERIOD_S
-                if self._next_companion_hb_s <= now:  # woke very late: don't burst
-                    self._next_companion_hb_s = now + COMPANION_HEARTBEAT_PERIOD_S
-            self._request_home(now, v.target)
+                self.next_companion_hb_s += COMPANION_HEARTBEAT_PERIOD_S
+                if self.next_companion_hb_s <= now:  # woke very late: don't burst
+                    self.next_companion_hb_s = now + COMPANION_HEARTBEAT_PERIOD_S
+            self.guard.request_home(self.fc_up, v.target, now)
         if self.phase in _LEASE_PHASES and self.lease.lapsed(now):
-            self._lease_lapsed(now)
-        warmup_end = self._warmup_end_s
-        if self.phase is Phase.WARMUP and warmup_end is not None and now >= warmup_end:
-            self._warmup_done(now)
-        if self.phase is Phase.ENGAGING:
-            self._step_engage_mode(now)
-        if self.phase is Phase.ARMING:
-            self._step_arm(now)
-        hold_end = self._hold_end_s
-        if self.phase is Phase.HOLDING and hold_end is not None and now >= hold_end:
-            self._hold_end_s = None
-            self._loss_action(now, f"held for {self.settings.hold_s:g} s")
-        if self._handover is not None:
-            self._handover_progress(now)
-        pending = self._pending_arm
-        if pending is not None and now >= pending.deadline_s:
-            self._pending_arm = None
+            lease_lapsed(self, now)
+        warmup_end = self.engage.warmup_deadline()
+        if self.phase in _WARMUP_PHASES and warmup_end is not None and now >= warmup_end:
+            warmup_over(self, now)
+        if self.phase in _OFFBOARD_RETRY_PHASES:
+            step_offboard_request(self, now)
+        if self.phase in _ARM_RETRY_PHASES:
+            step_arm_request(self, now)
+        hold_end = self.hold_end_s
+        if self.phase in _HOLD_PHASES and hold_end is not None and now >= hold_end:
+            self.hold_end_s = None
+            hold_s = self.settings.hold_s
+            loss_action(self, self.rule(Trigger.HOLD_EXPIRED, now), now, f"held for {hold_s:g} s")
+        if self.handover.current is not None:
+            handover_progress(self, now)
+        pending = self.arms.expired(now)
+        if pending is not None:
             reason = Reason.ARM_TIMEOUT if pending.arm else Reason.DISARM_TIMEOUT
-            self.emit(Reply.failure(pending.command_id, reason, self._diagnosis(now)))
-        if self.stream.tick_due(now) and self.setpoint is not None and v.target is not None:
-            self.emit(SendSetpoint(v.target, self.shaped(self.setpoint, now)))
-            self.stream.record_send(now)
+            self.out.reply_fail(pending.command_id, reason, self.diagnosis(now))
+        self.feed.tick(v.target, now)
+

@@ -1,0 +1,176 @@
+"""FC events, the engine's side: fold each report into the vehicle state, then say what
+it means for the offboard session as a trigger the table (machine_table) resolves.
+
+A HEARTBEAT or CURRENT_MODE is read against what we expect in the phase: during the
+engage a mode other than OFFBOARD or the one the vehicle had is a takeover; once in
+OFFBOARD, leaving it or a disarm nobody asked for is one; during a hand-over the
+hand-over judges (engine_failsafe.handover_progress). ACKs only ever count as refusals:
+an ACCEPTED proves nothing (PX4 v1.16 ACKs DO_SET_MODE twice, §4). Pure.
+
+Must not: name a next phase; the table does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from offboardd.core.actions import NoticeKind
+from offboardd.core.engine_engage import engaged, offboard_confirmed
+from offboardd.core.engine_failsafe import abandon, check_breach, handover_progress, preempt
+from offboardd.core.events import (
+    MAV_CMD_COMPONENT_ARM_DISARM,
+    MAV_CMD_DO_SET_MODE,
+    AckResult,
+    FcAutopilotVersion,
+    FcCommandAck,
+    FcCurrentMode,
+    FcHeartbeat,
+    FcHomePosition,
+    FcLocalPosition,
+    FcMessageEvent,
+    FcParamValue,
+    FcStatusText,
+)
+from offboardd.core.machine import Do, Outcome, Trigger
+from offboardd.core.machine_table import ENGAGE_STEPS, IN_OFFBOARD
+from offboardd.core.modes import Px4Mode, mode_name
+from offboardd.core.reasons import Phase, Reason
+
+if TYPE_CHECKING:
+    from offboardd.core.offboard import OffboardEngine
+
+
+def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
+    v = eng.vehicle
+    target_before = v.target
+    if not v.accepts(event):
+        return
+    armed_before = v.armed
+    rebooted = v.fold(event, now)
+    if isinstance(event, FcHeartbeat) and (not eng.fc_up or v.target != target_before):
+        _fc_appeared(eng, now)
+    if rebooted:
+        fc_rebooted(eng, now)
+        return
+    if isinstance(event, FcHeartbeat | FcCurrentMode):
+        _on_fc_state(eng, now, armed_before)
+    elif isinstance(event, FcCommandAck):
+        _on_ack(eng, event, now)
+    elif isinstance(event, FcParamValue):
+        eng.out.warn(eng.checks.on_param(event.name, event.value))
+    elif isinstance(event, FcAutopilotVersion):
+        eng.out.warn(eng.checks.on_version(event))
+    elif isinstance(event, FcStatusText):
+        eng.out.notice(NoticeKind.FC_STATUSTEXT, event.text, severity=event.severity)
+    elif isinstance(event, FcHomePosition):
+        eng.envelope.set_home(event)
+    elif isinstance(event, FcLocalPosition):
+        check_breach(eng, now)
+
+
+def _fc_appeared(eng: OffboardEngine, now: float) -> None:
+    v = eng.vehicle
+    assert v.target is not None
+    eng.fc_up = True
+    eng.fc_ever_seen = True
+    eng.next_companion_hb_s = now
+    eng.guard.ask_home_from(now)
+    eng.checks.start(now)
+    who = "PX4" if v.is_px4 else f"autopilot {v.autopilot} (not PX4)"
+    eng.out.notice(
+        NoticeKind.FC_LINK,
+        f"FC up: {who}, system {v.target.system_id} component {v.target.component_id}",
+    )
+    if not v.is_px4:
+        eng.out.warn([f"autopilot type {v.autopilot} is not PX4: engage will be refused"])
+
+
+def fc_lost(eng: OffboardEngine, now: float, detail: str) -> None:
+    eng.fc_up = False
+    eng.checks.stop()
+    eng.vehicle.forget_estimates()
+    eng.envelope.forget_home()
+    eng.vehicle.target = None
+    eng.out.notice(NoticeKind.FC_LINK, f"FC lost ({detail})")
+    abandon(eng, Trigger.FC_LOST, now, f"FC lost ({detail}); stopped streaming")
+
+
+def fc_rebooted(eng: OffboardEngine, now: float) -> None:
+    eng.vehicle.forget_estimates()
+    eng.envelope.forget_home()
+    eng.guard.ask_home_from(now)
+    eng.checks.start(now)
+    eng.out.notice(NoticeKind.FC_LINK, "FC rebooted: re-reading its parameters")
+    abandon(eng, Trigger.FC_REBOOTED, now, "FC rebooted; stopped streaming")
+
+
+def _report(eng: OffboardEngine, armed_before: bool, disarm_expected: bool) -> Trigger | None:
+    """What a HEARTBEAT / CURRENT_MODE means for the session in this phase, if anything."""
+    v, phase = eng.vehicle, eng.phase
+    if phase in ENGAGE_STEPS:
+        if v.custom_mode not in (eng.engage.mode_at_engage, Px4Mode.OFFBOARD.custom_mode):
+            return Trigger.FC_MODE_TAKEN
+        return Trigger.FC_OFFBOARD if v.in_offboard else None
+    if phase in IN_OFFBOARD:
+        if not v.in_offboard:
+            return Trigger.FC_MODE_TAKEN
+        if v.armed:
+            return Trigger.FC_ARMED
+        if armed_before:
+            return Trigger.FC_DISARMED_ON_COMMAND if disarm_expected else Trigger.FC_DISARMED
+    return None
+
+
+def _on_fc_state(eng: OffboardEngine, now: float, armed_before: bool) -> None:
+    """A HEARTBEAT or CURRENT_MODE: confirm what we asked for, or notice a takeover."""
+    v = eng.vehicle
+    disarm_expected = eng.arms.disarm_expected
+    pending = eng.arms.pending
+    if pending is not None and v.armed == pending.arm:
+        eng.arms.take()
+        eng.out.reply_ok(pending.command_id, "armed" if pending.arm else "disarmed")
+    if eng.phase is Phase.RELEASING:
+        if eng.handover.current is not None:
+            handover_progress(eng, now)
+        return
+    trigger = _report(eng, armed_before, disarm_expected)
+    if trigger is None:
+        return
+    rule = eng.rule(trigger, now)
+    if rule.to is Outcome.IGNORE:
+        return
+    mode = mode_name(v.custom_mode)
+    if trigger is Trigger.FC_MODE_TAKEN:
+        during = "during the engage" if eng.phase in ENGAGE_STEPS else None
+        preempt(eng, rule, f"FC switched to {mode} {during}" if during
+                else f"FC left OFFBOARD for {mode} without being asked")  # fmt: skip
+    elif trigger is Trigger.FC_OFFBOARD:
+        offboard_confirmed(eng, rule, now)
+    elif trigger is Trigger.FC_ARMED:
+        engaged(eng, rule, "engaged in OFFBOARD and armed")
+    elif trigger is Trigger.FC_DISARMED_ON_COMMAND:
+        # The operator ended control: streaming on would let a later arm fly off to the
+        # old setpoint. A new engage starts over.
+        eng.stop_stream()
+        eng.move(rule, "disarmed on command; stopped streaming")
+    else:
+        preempt(eng, rule, "FC disarmed without being asked")
+
+
+def _on_ack(eng: OffboardEngine, ack: FcCommandAck, now: float) -> None:
+    if ack.result in (AckResult.ACCEPTED, AckResult.IN_PROGRESS):
+        return  # never trust an ACK alone: PX4 v1.16 sends ACCEPTED first (§4)
+    eng.last_ack = ack.result
+    if ack.command == MAV_CMD_DO_SET_MODE:
+        if Do.RETRY_LATER in eng.rule(Trigger.FC_MODE_REFUSED, now).does:
+            if eng.phase is Phase.ENGAGING:
+                eng.engage.offboard_refused(now)
+            else:
+                eng.handover.refused(now)
+    elif ack.command == MAV_CMD_COMPONENT_ARM_DISARM:
+        if Do.RETRY_LATER in eng.rule(Trigger.FC_ARM_REFUSED, now).does:
+            eng.engage.arm_refused(now)
+        pending = eng.arms.take()
+        if pending is not None:
+            reason = Reason.ARM_REFUSED if pending.arm else Reason.DISARM_REFUSED
+            eng.out.reply_fail(pending.command_id, reason, eng.diagnosis(now))

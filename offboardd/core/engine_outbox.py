@@ -1,0 +1,59 @@
+"""The engine's outbox: the actions one entry point returns, stamped with the phase.
+
+Every part of the engine that has something to say (a setpoint, a reply, a notice)
+emits it here, in order; `handle` / `poll` take the lot. Notices carry the phase the
+engine is in when they are emitted, which offboard.py keeps current on every move.
+Also keeps the FC warnings the snapshot publishes (each text once).
+
+Owns: the pending actions, the current phase stamp, the kept warnings. Must not: decide
+anything; it records what the engine and its parts emit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from offboardd.core.actions import Action, Notice, NoticeKind, Reply
+from offboardd.core.reasons import Phase, Reason
+
+
+class Outbox:
+    def __init__(self) -> None:
+        self.actions: list[Action] = []
+        self.phase = Phase.IDLE  # set by OffboardEngine.move only
+        self.warnings: list[str] = []
+
+    def emit(self, action: Action) -> None:
+        self.actions.append(action)
+
+    def extend(self, actions: Iterable[Action]) -> None:
+        self.actions.extend(actions)
+
+    def notice(
+        self, kind: NoticeKind, message: str, reason: Reason | None = None, *,
+        severity: int | None = None,
+    ) -> None:
+        self.actions.append(Notice(kind, message, self.phase, reason, severity=severity))
+
+    def reply_ok(self, command_id: str, message: str, reason: Reason | None = None) -> None:
+        self.actions.append(Reply.success(command_id, message, reason))
+
+    def reply_fail(self, command_id: str | None, reason: Reason, message: str) -> None:
+        """Fail `command_id`'s reply; None (no command waiting) is a no-op, for brevity."""
+        if command_id is not None:
+            self.actions.append(Reply.failure(command_id, reason, message))
+
+    def refuse(self, command_id: str, reason: Reason, message: str) -> bool:
+        """A command refused up front: its coded reply; False, "not accepted"."""
+        self.actions.append(Reply.failure(command_id, reason, message))
+        return False
+
+    def warn(self, warnings: list[str]) -> None:
+        for text in warnings:
+            if text not in self.warnings:  # the same FC reconnecting warns again, once kept
+                self.warnings.append(text)
+            self.notice(NoticeKind.WARNING, text)
+
+    def take(self) -> list[Action]:
+        out, self.actions = self.actions, []
+        return out

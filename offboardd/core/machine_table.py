@@ -1,0 +1,195 @@
+"""Every phase move of the offboard engine, one row each: the table a safety review reads.
+
+Read a row as: in PHASES, on TRIGGER [when FACTS], go TO with REASON, doing DOES. A
+(phase, trigger) pair without a row falls to DEFAULTS: a command is refused with
+`phase_not_allowed`, an FC event or timer is ignored. `offboardd engine-table` prints
+this table; `--mermaid` draws it (docs/engine.md, checked by tests/core/test_machine.py).
+
+The rules of px4-offboard.md it encodes: OFFBOARD is asked for only after warmup_s of
+streaming (§1) and counts only when HEARTBEAT / CURRENT_MODE report it, never on an ACK
+(§4); PREEMPTED and FAILSAFE are left only by a new engage, since PX4 re-enters
+OFFBOARD by itself when setpoints resume (§3); every way out of ACTIVE stops the stream
+or hands the vehicle to another mode first (§6).
+
+Owns: the rows (RULES, DEFAULTS) and MACHINE built from them. Must not: compute
+anything; the engine (offboard.py) asks MACHINE where to go.
+"""
+
+from __future__ import annotations
+
+from offboardd.core.machine import Do, Fact, Machine, Outcome, Rule, Source, Trigger, no, yes
+from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
+
+P, T, R = Phase, Trigger, Reason
+STAY, IGNORE, REFUSE = Outcome.STAY, Outcome.IGNORE, Outcome.REFUSE
+ALL = frozenset(Phase)
+NOT_ENGAGED = frozenset({P.IDLE, P.FAILSAFE, P.PREEMPTED})  # nothing of ours in control
+ENGAGE_STEPS = frozenset({P.WARMUP, P.ENGAGING})  # streaming, OFFBOARD not reported yet
+IN_OFFBOARD = frozenset({P.ARMING, P.ACTIVE, P.HOLDING})  # OFFBOARD reported, streaming
+STREAMING = STREAMING_PHASES  # ENGAGE_STEPS | IN_OFFBOARD
+HANDING_BACK = frozenset({P.ENGAGING, P.ARMING, P.ACTIVE, P.HOLDING})  # OFFBOARD asked
+
+
+def row(
+    phases: Phase | frozenset[Phase],
+    trigger: Trigger,
+    to: Phase | Outcome,
+    reasons: Reason | tuple[Reason, ...] | None = None,
+    *does: Do,
+    when: tuple[Fact | tuple[Fact, bool], ...] = (),
+    why: str = "",
+) -> Rule:
+    """One row; `when` lists a Fact for "it holds" and (Fact, False) for "it does not"."""
+    conds = tuple(yes(w) if isinstance(w, Fact) else (yes if w[1] else no)(w[0]) for w in when)
+    return Rule(
+        phases=frozenset({phases}) if isinstance(phases, Phase) else phases,
+        trigger=trigger,
+        to=to,
+        reasons=reasons if isinstance(reasons, tuple) else (reasons,),
+        does=does,
+        when=conds,
+        why=why,
+    )
+
+
+D = Do
+NOT_STREAMING = (Fact.STREAMING, False)
+
+COMMANDS = [
+    row(NOT_ENGAGED, T.ENGAGE, P.WARMUP, None, D.GRANT_LEASE, D.START_STREAM,
+        why="the engage gate passed (PX4, parameters, estimate, envelope); OFFBOARD waits"),
+    row(STREAMING - {P.HOLDING}, T.SETPOINT, STAY, None, D.SEND_NOW, D.REPLY_OK,
+        why="what the envelope admits replaces the setpoint"),
+    row(P.HOLDING, T.SETPOINT, P.ACTIVE, R.RESUMED, D.SEND_NOW, D.GRANT_LEASE, D.REPLY_OK,
+        why="only a new setpoint from a live commander resumes; a heartbeat does not"),
+    row(P.WARMUP, T.RELEASE, P.IDLE, R.RELEASED, D.STOP_STREAM, D.REPLY_OK,
+        why="OFFBOARD was never requested: nothing to hand back"),
+    row(HANDING_BACK, T.RELEASE, P.RELEASING, R.RELEASED, D.HAND_OVER,
+        why="release_mode; a waiting engage is cancelled"),
+]
+for _trigger, _reason in ((T.HOLD, R.COMMANDED_HOLD), (T.LAND, R.COMMANDED_LAND),
+                          (T.RTL, R.COMMANDED_RTL)):  # fmt: skip
+    COMMANDS += [
+        row(P.WARMUP, _trigger, P.RELEASING, _reason, D.STOP_STREAM, D.HAND_OVER,
+            why="OFFBOARD never requested: stop, then a plain mode request"),
+        row(HANDING_BACK, _trigger, P.RELEASING, _reason, D.HAND_OVER,
+            why="a hand-over with escalation; a waiting engage is cancelled"),
+        row(P.RELEASING, _trigger, P.RELEASING, _reason, D.HAND_OVER,
+            why="supersedes the hand-over in progress"),
+        row(NOT_ENGAGED, _trigger, P.RELEASING, _reason, D.HAND_OVER,
+            why="a plain mode request: the vehicle is not ours, no escalation"),
+    ]
+COMMANDS += [
+    row(NOT_ENGAGED | {P.ACTIVE}, T.ARM, STAY, None, D.ARM_DISARM,
+        why="answered when HEARTBEAT shows it"),
+    row(NOT_ENGAGED | {P.ACTIVE}, T.DISARM, STAY, None, D.ARM_DISARM,
+        why="answered when HEARTBEAT shows it; in ACTIVE, fc_disarmed_on_command follows"),
+    row(STREAMING | {P.RELEASING}, T.EMERGENCY_STOP, P.FAILSAFE, R.EMERGENCY_STOP,
+        D.REPLY_FAIL, D.STOP_STREAM, D.FORCE_DISARM, D.NOTICE, why="needs confirm=true"),
+    row(NOT_ENGAGED, T.EMERGENCY_STOP, STAY, R.EMERGENCY_STOP, D.REPLY_FAIL, D.FORCE_DISARM,
+        D.NOTICE,
+        why="needs confirm=true; not ours in flight, so the phase stays"),
+    row(ALL, T.HEARTBEAT, STAY, None, D.RENEW_LEASE, D.REPLY_OK,
+        why="keeps the commander's lease; never resumes from HOLDING"),
+]
+
+FC_EVENTS = [
+    row(P.WARMUP, T.FC_OFFBOARD, IGNORE,
+        why="PX4 may enter OFFBOARD by itself once setpoints flow (§3): judged at warm-up end"),
+    row(P.ENGAGING, T.FC_OFFBOARD, P.ARMING, None, D.REQUEST_ARM, when=(Fact.ARM_WANTED,),
+        why="confirmed from telemetry, never from the ACK (§4)"),
+    row(P.ENGAGING, T.FC_OFFBOARD, P.ACTIVE, R.ENGAGED, D.REPLY_OK,
+        when=((Fact.ARM_WANTED, False),), why="confirmed from telemetry, never from the ACK"),
+    row(P.ARMING, T.FC_ARMED, P.ACTIVE, R.ENGAGED, D.REPLY_OK, why="armed, from HEARTBEAT"),
+    row(STREAMING, T.FC_MODE_TAKEN, P.PREEMPTED, R.PREEMPTED_MODE, D.STOP_STREAM, D.REPLY_FAIL,
+        why="a pilot, a GCS or a PX4 failsafe took over: never take it back ourselves"),
+    row(P.RELEASING, T.FC_MODE_TAKEN, P.PREEMPTED, R.PREEMPTED_MODE, D.STOP_STREAM,
+        D.REPLY_FAIL, when=(Fact.STREAMING,), why="taken over during the hand-over"),
+    row(P.RELEASING, T.FC_MODE_TAKEN, IGNORE, when=(NOT_STREAMING,),
+        why="a plain mode request: the FC's mode was never ours to defend"),
+    row(IN_OFFBOARD, T.FC_DISARMED, P.PREEMPTED, R.PREEMPTED_DISARMED, D.STOP_STREAM,
+        D.REPLY_FAIL, why="disarmed under us"),
+    row(IN_OFFBOARD, T.FC_DISARMED_ON_COMMAND, P.IDLE, R.COMMANDED_DISARM, D.STOP_STREAM,
+        why="streaming on would let a later arm fly off to the old setpoint"),
+    row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.FAILSAFE, (R.LOSS_ACTION, R.FENCE_BREACH),
+        D.STOP_STREAM, when=(Fact.FAILSAFE_HANDOVER,), why="the failsafe's mode took over"),
+    row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.IDLE,
+        (R.RELEASED, R.COMMANDED_HOLD, R.COMMANDED_LAND, R.COMMANDED_RTL),
+        D.STOP_STREAM, D.REPLY_OK, when=((Fact.FAILSAFE_HANDOVER, False),),
+        why="the commanded mode took over"),
+    row(P.ENGAGING, T.FC_MODE_REFUSED, STAY, None, D.RETRY_LATER,
+        why="one refusal per attempt (PX4 v1.16 ACKs twice, §4)"),
+    row(P.RELEASING, T.FC_MODE_REFUSED, STAY, None, D.RETRY_LATER,
+        why="one refusal per attempt"),
+    row(P.ARMING, T.FC_ARM_REFUSED, STAY, None, D.RETRY_LATER, D.REPLY_FAIL,
+        why="the engage's arming retries; a waiting operator arm / disarm fails"),
+    row(ALL - {P.ARMING}, T.FC_ARM_REFUSED, STAY, None, D.REPLY_FAIL,
+        why="a waiting operator arm / disarm fails"),
+]
+for _trigger, _reason in ((T.FC_LOST, R.FC_LINK_LOST), (T.FC_REBOOTED, R.FC_REBOOTED)):
+    FC_EVENTS += [
+        row(STREAMING, _trigger, P.FAILSAFE, _reason, D.FORGET_FC, D.REPLY_FAIL, D.STOP_STREAM,
+            why="we were flying it: stop; a new engage is needed"),
+        row(P.RELEASING, _trigger, P.FAILSAFE, _reason, D.FORGET_FC, D.REPLY_FAIL,
+            D.STOP_STREAM, when=(Fact.STREAMING,), why="we were flying it: stop"),
+        row(P.RELEASING, _trigger, P.IDLE, _reason, D.FORGET_FC, D.REPLY_FAIL,
+            when=(NOT_STREAMING,), why="a plain mode request that will not be answered"),
+        row(NOT_ENGAGED, _trigger, STAY, _reason, D.FORGET_FC, D.REPLY_FAIL,
+            why="nothing of ours to stop; waiting commands fail with the reason"),
+    ]
+
+TIMERS = [
+    row(P.WARMUP, T.WARMUP_DONE, P.ENGAGING, None, D.REQUEST_OFFBOARD,
+        when=((Fact.FC_IN_OFFBOARD, False),), why="warmup_s of steady streaming (§1)"),
+    row(P.WARMUP, T.WARMUP_DONE, P.ARMING, None, D.REQUEST_ARM,
+        when=(Fact.FC_IN_OFFBOARD, Fact.ARM_WANTED), why="PX4 took OFFBOARD by itself (§3)"),
+    row(P.WARMUP, T.WARMUP_DONE, P.ACTIVE, R.ENGAGED, D.REPLY_OK,
+        when=(Fact.FC_IN_OFFBOARD, (Fact.ARM_WANTED, False)),
+        why="PX4 took OFFBOARD by itself (§3)"),
+    row(P.WARMUP, T.WARMUP_STALLED, STAY, None, D.RESTART_WARMUP,
+        why="a gap > COM_OF_LOSS_T / 2 was not warmup_s of steady streaming"),
+    row(P.WARMUP, T.WARMUP_ESTIMATE_LOST, P.IDLE, R.ESTIMATE_MISSING, D.STOP_STREAM,
+        D.REPLY_FAIL, why="the setpoint's estimate went invalid during the warm-up"),
+    row(ENGAGE_STEPS | {P.ARMING}, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM,
+        D.REPLY_FAIL, why="never ask for OFFBOARD or arm for a commander that vanished"),
+    row(P.ACTIVE, T.LEASE_LAPSED, P.HOLDING, R.LEASE_LAPSED, D.HOLD_HERE, D.NOTICE,
+        when=(Fact.HOLD_POSSIBLE,), why="stop flying a stale setpoint (§6)"),
+    row(P.ACTIVE, T.LEASE_LAPSED, P.FAILSAFE, R.LOSS_ACTION, D.STOP_STREAM, D.NOTICE,
+        when=((Fact.HOLD_POSSIBLE, False), Fact.PX4_LOSS_ACTION),
+        why="no hold possible: PX4's offboard-loss action follows"),
+    row(P.ACTIVE, T.LEASE_LAPSED, P.RELEASING, R.LOSS_ACTION, D.NOTICE, D.HAND_OVER,
+        when=((Fact.HOLD_POSSIBLE, False), (Fact.PX4_LOSS_ACTION, False)),
+        why="no hold possible: command_loss_action"),
+    row(P.HOLDING, T.HOLD_EXPIRED, P.FAILSAFE, R.LOSS_ACTION, D.STOP_STREAM, D.NOTICE,
+        when=(Fact.PX4_LOSS_ACTION,), why="PX4's offboard-loss action follows"),
+    row(P.HOLDING, T.HOLD_EXPIRED, P.RELEASING, R.LOSS_ACTION, D.NOTICE, D.HAND_OVER,
+        when=((Fact.PX4_LOSS_ACTION, False),), why="command_loss_action"),
+    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.IDLE, (R.MODE_REFUSED, R.MODE_TIMEOUT),
+        D.STOP_STREAM, D.REPLY_FAIL, why="with a diagnosis"),
+    row(P.ARMING, T.ARM_RETRIES_EXHAUSTED, P.IDLE, (R.ARM_REFUSED, R.ARM_TIMEOUT),
+        D.STOP_STREAM, D.REPLY_FAIL, why="with a diagnosis"),
+    row(P.RELEASING, T.HANDOVER_REFUSED, STAY, None, D.ESCALATE, D.NOTICE,
+        why="hold -> land -> stop streaming"),
+    row(P.RELEASING, T.HANDOVER_EXHAUSTED, P.FAILSAFE, R.ESCALATED, D.STOP_STREAM, D.NOTICE,
+        D.REPLY_FAIL, when=(Fact.STREAMING,), why="PX4's offboard-loss action follows"),
+    row(P.RELEASING, T.HANDOVER_EXHAUSTED, P.IDLE, (R.MODE_REFUSED, R.MODE_TIMEOUT),
+        D.REPLY_FAIL, when=(NOT_STREAMING,), why="a plain mode request the FC did not take"),
+]
+
+ENVELOPE = [
+    row(frozenset({P.ACTIVE, P.HOLDING}), T.FENCE_BREACH, P.RELEASING, R.FENCE_BREACH,
+        D.NOTICE, D.HOLD_HERE, D.HAND_OVER, why="outside the fence: breach_action"),
+]
+
+RULES: tuple[Rule, ...] = (*COMMANDS, *FC_EVENTS, *TIMERS, *ENVELOPE)
+
+DEFAULTS: dict[Source, Rule] = {
+    Source.COMMAND: Rule(ALL, Source.COMMAND, REFUSE, (R.PHASE_NOT_ALLOWED,),
+                         why="answered with a refusal naming phase and command; the lease "
+                         "is not renewed"),
+    Source.FC: Rule(ALL, Source.FC, IGNORE, why="folded into the vehicle state only"),
+    Source.TIMER: Rule(ALL, Source.TIMER, IGNORE, why="not armed in this phase"),
+    Source.ENVELOPE: Rule(ALL, Source.ENVELOPE, IGNORE, why="not flying: nothing to breach"),
+}
+
+MACHINE = Machine(RULES, DEFAULTS)

@@ -1,0 +1,195 @@
+"""The phase table (core/machine_table.py) checked as data, over every path, and
+against the engine it drives; and the diagram in docs/engine.md checked against it.
+
+- every (phase, trigger) pair resolves to exactly one rule whatever the facts;
+- the safety invariants hold over all paths through the table: OFFBOARD never asked
+  for before the warm-up; control never taken back after PREEMPTED or FAILSAFE without
+  a new engage; every way out of ACTIVE stops the stream or hands it over first;
+- a real engine, put in each phase, does what the table says for every command and
+  for the FC events a test can inject (tests/core/test_walk.py);
+- `offboardd engine-table --mermaid` prints what docs/engine.md embeds.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from offboardd.cli import main as cli_main
+from offboardd.core.commands import CommandKind
+from offboardd.core.machine import Do, Fact, MisuseError, Outcome, Rule, Source, Trigger
+from offboardd.core.machine_diagram import (
+    MERMAID_MARKS,
+    TABLE_MARKS,
+    embedded,
+    render_markdown,
+    render_mermaid,
+)
+from offboardd.core.machine_table import MACHINE
+from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
+from offboardd.core.setpoints import PositionNed
+
+from .bench import Bench
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "engine.md"
+STREAM_ALLOWED = STREAMING_PHASES | {Phase.RELEASING}
+
+# The command/phase table as it was written before the table existed (engine_commands.py,
+# ALLOWED): the machine must accept exactly these.
+_ALL = frozenset(Phase)
+_NOT_ENGAGED = frozenset({Phase.IDLE, Phase.FAILSAFE, Phase.PREEMPTED})
+FORMER_ALLOWED: dict[CommandKind, frozenset[Phase]] = {
+    CommandKind.ENGAGE: _NOT_ENGAGED,
+    CommandKind.SETPOINT: STREAMING_PHASES,
+    CommandKind.RELEASE: STREAMING_PHASES,
+    CommandKind.HOLD: _ALL,
+    CommandKind.LAND: _ALL,
+    CommandKind.RTL: _ALL,
+    CommandKind.ARM: _NOT_ENGAGED | {Phase.ACTIVE},
+    CommandKind.DISARM: _NOT_ENGAGED | {Phase.ACTIVE},
+    CommandKind.EMERGENCY_STOP: _ALL,
+    CommandKind.HEARTBEAT: _ALL,
+}
+
+
+def test_commands_are_accepted_in_exactly_the_former_phases() -> None:
+    assert {k: MACHINE.allowed(k) for k in CommandKind} == FORMER_ALLOWED
+
+
+def test_every_phase_trigger_pair_resolves_to_one_rule_for_every_fact_value() -> None:
+    for phase, trigger in itertools.product(Phase, Trigger):
+        for values in itertools.product((False, True), repeat=len(Fact)):
+            facts = dict(zip(Fact, values, strict=True))
+            rule = MACHINE.rule(phase, trigger, facts.__getitem__)
+            matching = [r for r in MACHINE.listed(phase, trigger) if r.applies(facts.__getitem__)]
+            assert matching in ([rule], []), (phase, trigger, facts)
+            if not matching:  # not listed: the default rule of its source, itself a row
+                assert rule is MACHINE.defaults[trigger.source]
+            if trigger.source is Source.COMMAND:
+                assert rule.to is not Outcome.IGNORE  # a command is always answered
+            else:
+                assert rule.to is not Outcome.REFUSE  # only commands are refused
+
+
+def test_every_row_is_well_formed() -> None:
+    for rule in MACHINE.rules:
+        assert rule.why, rule
+        if rule.moves:
+            assert rule.reasons, rule
+        if rule.to is Phase.RELEASING:  # every hand-over names one reason for its success
+            assert Do.HAND_OVER in rule.does and len(rule.reasons) == 1, rule
+        if Do.START_STREAM in rule.does:  # a stream starts only with a warm-up
+            assert rule.to is Phase.WARMUP and rule.trigger is Trigger.ENGAGE, rule
+
+
+# -- all paths -------------------------------------------------------------------------------
+
+State = tuple[Phase, bool, bool]  # (phase, streaming, warmed up since the stream started)
+
+
+def _steps(state: State, skip: frozenset[Trigger] = frozenset()) -> list[tuple[Rule, State]]:
+    """Every row the table allows from `state`, with the state it leads to. Facts other
+    than STREAMING may take either value; STREAMING is the model's own."""
+    phase, streaming, warmed = state
+    out = []
+    for rule in MACHINE.rules:
+        if phase not in rule.phases or rule.trigger in skip:
+            continue
+        if any(c.fact is Fact.STREAMING and c.holds is not streaming for c in rule.when):
+            continue
+        to = rule.to if isinstance(rule.to, Phase) else phase
+        on = streaming
+        if Do.STOP_STREAM in rule.does:
+            on = False
+        if Do.START_STREAM in rule.does:
+            on, warmed = True, False
+        if rule.trigger is Trigger.WARMUP_DONE:
+            warmed = True
+        out.append((rule, (to, on, warmed)))
+    return out
+
+
+def _reachable(start: State, skip: frozenset[Trigger] = frozenset()) -> list[tuple[Rule, State]]:
+    seen, todo, taken = {start}, [start], []
+    while todo:
+        for rule, nxt in _steps(todo.pop(), skip):
+            taken.append((rule, nxt))
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return taken
+
+
+START: State = (Phase.IDLE, False, False)
+
+
+def test_offboard_is_never_asked_for_before_the_warmup_on_any_path() -> None:
+    taken = _reachable(START)
+    assert taken
+    for rule, (phase, _, warmed) in taken:
+        if Do.REQUEST_OFFBOARD in rule.does or phase in {Phase.ENGAGING, Phase.ARMING,
+                                                         Phase.ACTIVE, Phase.HOLDING}:
+            assert warmed, (rule, phase)
+
+
+def test_the_stream_runs_only_where_the_table_allows_it_on_any_path() -> None:
+    """Every way out of ACTIVE (and HOLDING, and a streaming hand-over) stops the stream
+    or hands it over: no path reaches IDLE, FAILSAFE or PREEMPTED still streaming."""
+    for rule, (phase, streaming, _) in _reachable(START):
+        assert not streaming or phase in STREAM_ALLOWED, (rule, phase)
+        if phase in STREAMING_PHASES:
+            assert streaming, (rule, phase)
+    for rule in MACHINE.rules:
+        if Phase.ACTIVE in rule.phases and rule.moves and rule.to is not Phase.ACTIVE:
+            assert {Do.STOP_STREAM, Do.HAND_OVER, Do.HOLD_HERE} & set(rule.does), rule
+
+
+@pytest.mark.parametrize("phase", [Phase.PREEMPTED, Phase.FAILSAFE])
+def test_control_is_never_taken_back_without_a_new_engage(phase: Phase) -> None:
+    taken = _reachable((phase, False, False), skip=frozenset({Trigger.ENGAGE}))
+    for rule, (to, streaming, _) in taken:
+        assert not streaming and to not in STREAMING_PHASES, rule
+        assert not {Do.START_STREAM, Do.REQUEST_OFFBOARD, Do.REQUEST_ARM} & set(rule.does)
+
+
+# -- the engine keeps to it -------------------------------------------------------------------
+
+
+def test_a_move_the_table_does_not_have_is_a_misuse_error() -> None:
+    b = Bench()
+    b.engage(PositionNed(0, 0, -5))
+    with pytest.raises(MisuseError, match="not a move"):
+        b.engine.go(Trigger.WARMUP_DONE, b.now, "no warm-up timer in ACTIVE")
+    with pytest.raises(MisuseError, match="not a move"):
+        b.engine.go(Trigger.ENGAGE, b.now, "refused in ACTIVE")
+    rule = b.engine.rule(Trigger.FC_DISARMED_ON_COMMAND, b.now)
+    with pytest.raises(MisuseError, match="stream still on"):
+        b.engine.move(rule, "to IDLE without stopping the stream first")
+    with pytest.raises(MisuseError, match="reason"):
+        b.engine.move(b.engine.rule(Trigger.LEASE_LAPSED, b.now), "x", Reason.RELEASED)
+    assert b.phase() is Phase.ACTIVE and b.engine.stream.running
+
+
+# -- the diagram -----------------------------------------------------------------------------
+
+
+def test_the_committed_diagram_and_table_are_what_the_code_prints() -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    assert embedded(doc, MERMAID_MARKS) == render_mermaid(MACHINE), (
+        "docs/engine.md is stale: paste `offboardd engine-table --mermaid` into it"
+    )
+    assert embedded(doc, TABLE_MARKS) == render_markdown(MACHINE), (
+        "docs/engine.md is stale: paste `offboardd engine-table` into it"
+    )
+
+
+@pytest.mark.parametrize("mermaid", [True, False])
+def test_the_cli_prints_the_table(mermaid: bool) -> None:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli_main(["engine-table", "--mermaid"] if mermaid else ["engine-table"]) == 0
+    assert out.getvalue() == (render_mermaid if mermaid else render_markdown)(MACHINE)
