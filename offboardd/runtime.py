@@ -1,14 +1,15 @@
 """The asyncio shell around the pure engine: one TaskGroup, one clock, one timer.
 
-Data flows one way each (design.md): FC bytes -> link -> codec -> translate_in -> engine
--> actions -> translate_out -> codec -> link; MQTT -> bridge -> engine -> replies / state /
-events -> bridge. The clock (`loop.time()`, monotonic) is read once per wake-up and passed
-in as `now`; the engine says when it next needs waking and a single `call_at` timer is
-re-armed from that after every batch, so a new setpoint goes out at once and the stream
-keeps its absolute schedule. Each wake-up of that timer is one cycle: the UDP link's
-pending datagrams (a polled link: never one wake-up per datagram), the stream tick, then
-the telemetry due. The systemd watchdog is fed from that same timer, so a stalled event
-loop stops feeding it whether idle or flying.
+Data flows one way each (design.md): FC bytes -> link -> FcInput (codec, translate_in,
+telemetry cache: fc_input.py) -> engine -> actions -> translate_out -> codec -> link;
+MQTT -> bridge -> engine -> replies / state / events (outputs.py) -> bridge. The clock
+(`loop.time()`, monotonic) is read once per wake-up and passed in as `now`; the engine
+says when it next needs waking and a single `call_at` timer is re-armed from that after
+every batch, so a new setpoint goes out at once and the stream keeps its absolute
+schedule. Each wake-up of that timer is one cycle: the UDP link's pending datagrams (a
+polled link: never one wake-up per datagram), the stream tick, then the telemetry due.
+The systemd watchdog is fed from that same timer, so a stalled event loop stops feeding
+it whether idle or flying.
 
 This module must not decide anything about flying: every decision is the engine's.
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import signal
 import time
 from collections.abc import Sequence
@@ -29,17 +29,18 @@ from offboardd.core.actions import Action, Notice, NoticeKind, Reply, SendCompan
 from offboardd.core.commands import Command, Release
 from offboardd.core.events import Event, FcLinkDown, FcLinkUp
 from offboardd.core.offboard import OffboardEngine
-from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
+from offboardd.core.reasons import STREAMING_PHASES, Phase
 from offboardd.fc_codec import fc_codec
+from offboardd.fc_input import FcInput
 from offboardd.mavlink import translate
 from offboardd.mavlink.codec import Message
 from offboardd.mavlink.links import Link, LinkState, open_link
 from offboardd.mavlink.signing import refusal_hint
-from offboardd.mavlink.telemetry import TelemetryCache, message_document
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
-from offboardd.replies import PendingReplies, ReplySink
-from offboardd.systemd import SystemdNotifier, status_line
+from offboardd.outputs import Outputs
+from offboardd.replies import ReplySink
+from offboardd.systemd import SystemdNotifier
 
 log = structlog.get_logger("offboardd")
 
@@ -66,8 +67,6 @@ class Runtime:
         self.notifier = notifier if notifier is not None else SystemdNotifier()
         fc = fc_codec(config, mqtt=mqtt)
         self.codec, self.signing = fc.codec, fc.signing
-        self.translator = translate.InboundTranslator()
-        self.telemetry = TelemetryCache()
         self.link: Link = open_link(
             config.mavlink.url, self._on_bytes, self._on_link_state, confirm_peers=True,
             polled=True,  # UDP: read by _wake once per cycle, not once per datagram
@@ -75,7 +74,9 @@ class Runtime:
         self.bridge: MqttBridge | None = (
             MqttBridge(config.mqtt, self._on_inbound) if mqtt else None
         )
-        self._relay = self.bridge if self.bridge is not None and fc.relay_ids else None
+        relay = self.bridge if self.bridge is not None and fc.relay_ids else None
+        self.fc_input = FcInput(self.codec, config.mavlink.fc_system_id, relay,
+                                self._on_message_error)
         self.engine: OffboardEngine | None = None
         self._telemetry_schedule = TelemetrySchedule({}, 0.0)  # set when run() starts
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -83,11 +84,9 @@ class Runtime:
         self._timer_due_s = 0.0  # the deadline the pending timer stands for
         self._timer_precise = False  # the deadline is the engine's (a stream tick...)
         self._waking = False  # inside _wake, which re-arms once at its end
-        self._replies = PendingReplies()
-        self._fc_events: list[Event] = []  # translated FC messages not yet fed to the engine
+        self.outputs = Outputs(self.bridge, self.notifier,
+                               lambda: refusal_hint(self.codec.stats))
         self._last_watchdog_s = -1e9
-        self._last_state_s = -1e9
-        self._last_status = ""
         self._last_wake_s = 0.0  # set when run() starts; caps the timer's sleep
         self.internal_errors = 0
         self.running = asyncio.Event()
@@ -157,30 +156,17 @@ class Runtime:
     def _feed_command(self, command: Command, sink: ReplySink) -> None:
         if command.kind.value not in ("setpoint", "heartbeat"):  # high rate: not logged
             log.info("command", command=command.kind.value, id=command.command_id)
-        self._handle([self._replies.tokenize(command, sink)], self._now())
+        self._handle([self.outputs.replies.tokenize(command, sink)], self._now())
 
     def _on_bytes(self, data: bytes) -> None:
-        fc_sysid = self.config.mavlink.fc_system_id
-        now = self._now()  # one clock read for the whole datagram
-        messages = self.codec.decode(data, now)
-        if messages:  # valid MAVLink (signed, when signing is on): a sender worth replying to
+        if self.fc_input.decode(data, self._now()):  # one clock read for the whole chunk
             self.link.confirm_sender()
-        for msg in messages:
-            if fc_sysid and msg.get_srcSystem() != fc_sysid:
-                continue
-            try:
-                self._on_message(msg, now)
-            except Exception:  # a bug must not take the FC link down mid-flight
-                self.internal_errors += 1
-                log.exception("internal_error", message_type=msg.get_type())
         if not self.link.polled:  # a polled link's reach the engine once per poll, together
             self._handle_fc_events()
 
-    def _on_message(self, msg: Message, now: float) -> None:
-        self.telemetry.update(msg)
-        if self._relay is not None and self._relay.wants_mavlink(msg.get_type()):
-            self._relay.relay_mavlink(msg.get_type(), message_document(msg))
-        self._fc_events.extend(self.translator.events(msg, now))
+    def _on_message_error(self, msg: Message) -> None:
+        self.internal_errors += 1
+        log.exception("internal_error", message_type=msg.get_type())
 
     def _poll_link(self) -> None:
         """Read a polled link: every datagram pending, then their events in one batch."""
@@ -188,8 +174,7 @@ class Runtime:
         self._handle_fc_events()
 
     def _handle_fc_events(self) -> None:
-        events, self._fc_events = self._fc_events, []
-        if events:
+        if events := self.fc_input.take():
             self._handle(events, self._now())
 
     def _on_link_state(self, state: LinkState) -> None:
@@ -248,14 +233,14 @@ class Runtime:
         now = self._last_wake_s = self._now()
         engine = self._engine()
         self._dispatch(engine.poll(now))
-        self._publish_telemetry(now)
-        if stale_text := self.translator.flush(now):  # chunked STATUSTEXTs never finished
+        self.outputs.telemetry(self._telemetry_schedule, self.fc_input.telemetry, now)
+        if stale_text := self.fc_input.flush_stale(now):  # chunked STATUSTEXTs never finished
             self._dispatch(engine.handle_all(stale_text, now))
         period_s = self.notifier.watchdog_period_s
         if period_s is not None and now - self._last_watchdog_s >= period_s / 2:
             self.notifier.watchdog()
             self._last_watchdog_s = now
-        if now - self._last_state_s >= _STATE_PERIOD_S:
+        if now - self.outputs.last_state_s >= _STATE_PERIOD_S:
             self._publish_state(now)
         self._signing_tick()
 
@@ -294,10 +279,10 @@ class Runtime:
         transition = False
         for action in actions:
             if isinstance(action, Reply):
-                self._reply(action)
+                self.outputs.reply(action)
             elif isinstance(action, Notice):
                 transition |= action.kind is NoticeKind.TRANSITION
-                self._notice(action)
+                self.outputs.notice(action)
             else:
                 if isinstance(action, SendCompanionHeartbeat):
                     self.codec.mav.srcSystem = action.system_id
@@ -306,56 +291,10 @@ class Runtime:
         if transition:
             self._publish_state(self._now())
 
-    def _reply(self, reply: Reply) -> None:
-        resolved = self._replies.resolve(reply)
-        if resolved is None:
-            return
-        reply, sink = resolved
-        if reply.reason is Reason.FC_UNKNOWN and (hint := refusal_hint(self.codec.stats)):
-            reply = dataclasses.replace(reply, message=f"{reply.message}; {hint}")
-        if not reply.ok:
-            log.info("command_refused", id=reply.command_id, code=reply.code,
-                     reason=reply.reason, message=reply.message)
-        if isinstance(sink, asyncio.Future):
-            if not sink.done():
-                sink.set_result(reply)
-        elif self.bridge is not None:
-            self.bridge.reply(
-                sink, ok=reply.ok, code=None if reply.code is None else reply.code.value,
-                message=reply.message,
-                reason=None if reply.reason is None else reply.reason.value,
-            )
-
-    def _notice(self, notice: Notice) -> None:
-        fields = notice.as_dict()
-        level = "warning" if notice.kind in (NoticeKind.FAILSAFE, NoticeKind.WARNING) else "info"
-        getattr(log, level)("engine_" + notice.kind.value,
-                            **{k: v for k, v in fields.items() if k != "kind"})
-        if self.bridge is not None:
-            self.bridge.publish_event(fields)
-
     def _publish_state(self, now: float) -> None:
-        """Retained state and the systemd STATUS line: on every transition, and every
-        _STATE_PERIOD_S for the figures that move continuously (lease, stream rate...)."""
-        state = self._engine().snapshot(now).as_dict()
-        if self.bridge is not None:
-            self.bridge.publish_state(state)
-        connected = None if self.bridge is None else self.bridge.connected.is_set()
-        status = status_line(state, connected)
-        if status != self._last_status:
-            self.notifier.status(status)
-            self._last_status = status
-        self._last_state_s = now
-
-    def _publish_telemetry(self, now: float) -> None:
-        """Each telemetry kind at its configured rate (0 = off); kinds due together go out
-        together, as one batch for the bridge."""
-        if self.bridge is None:
-            return
-        for kind in self._telemetry_schedule.due(now):
-            doc = self.telemetry.document(kind)
-            if doc is not None:
-                self.bridge.publish_telemetry(kind, doc)
+        """On every transition, and every _STATE_PERIOD_S for the figures that move
+        continuously (lease, stream rate...)."""
+        self.outputs.state(self._engine().snapshot(now).as_dict(), now)
 
 
 def _signal_event(loop: asyncio.AbstractEventLoop) -> asyncio.Event:

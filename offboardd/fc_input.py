@@ -1,0 +1,58 @@
+"""What comes in from the flight controller: bytes -> frames -> telemetry cache, the MQTT
+MAVLink relay, and engine events, held until the runtime feeds them in one batch.
+
+It owns the inbound half of design.md's data flow (link -> codec -> translate_in) and
+the telemetry cache the bridge publishes from. It must not decide anything, read the
+clock (`now` comes in) or send: the runtime feeds the events to the engine, and a bug in
+handling one message is reported through `on_error` rather than taking the link down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from offboardd.core.events import Event
+from offboardd.mavlink import translate
+from offboardd.mavlink.codec import MavlinkCodec, Message
+from offboardd.mavlink.telemetry import TelemetryCache, message_document
+from offboardd.mqtt.bridge import MqttBridge
+
+
+class FcInput:
+    def __init__(self, codec: MavlinkCodec, fc_system_id: int, relay: MqttBridge | None,
+                 on_error: Callable[[Message], None]) -> None:
+        self.codec = codec
+        self.fc_system_id = fc_system_id  # 0: any system
+        self.translator = translate.InboundTranslator()
+        self.telemetry = TelemetryCache()
+        self._relay = relay
+        self._on_error = on_error
+        self._pending: list[Event] = []  # translated, not yet fed to the engine
+
+    def decode(self, data: bytes, now: float) -> bool:
+        """Take one chunk of link bytes; True when it held valid MAVLink (signed, when
+        signing is on): a sender worth replying to."""
+        messages = self.codec.decode(data, now)
+        for msg in messages:
+            if self.fc_system_id and msg.get_srcSystem() != self.fc_system_id:
+                continue
+            try:
+                self._on_message(msg, now)
+            except Exception:  # a bug must not take the FC link down mid-flight
+                self._on_error(msg)
+        return bool(messages)
+
+    def _on_message(self, msg: Message, now: float) -> None:
+        self.telemetry.update(msg)
+        if self._relay is not None and self._relay.wants_mavlink(msg.get_type()):
+            self._relay.relay_mavlink(msg.get_type(), message_document(msg))
+        self._pending.extend(self.translator.events(msg, now))
+
+    def take(self) -> list[Event]:
+        """The events decoded since the last call, in arrival order."""
+        events, self._pending = self._pending, []
+        return events
+
+    def flush_stale(self, now: float) -> Sequence[Event]:
+        """Chunked STATUSTEXTs whose last chunk never came, as events of what arrived."""
+        return self.translator.flush(now)

@@ -1,0 +1,86 @@
+"""Where the engine's words go: each reply to its command's waiter (a future in this
+process, or an MQTT route), notices to the journal and the `events` topic, the retained
+`state` and systemd's STATUS line, and the telemetry documents due.
+
+It owns the pending-reply table and when state was last published. It must not decide
+anything about flying, read the clock (`now` comes in) or touch the FC link.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from offboardd.core.actions import Notice, NoticeKind, Reply
+from offboardd.core.reasons import Reason
+from offboardd.mavlink.telemetry import TelemetryCache
+from offboardd.mqtt.bridge import MqttBridge
+from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
+from offboardd.replies import PendingReplies
+from offboardd.systemd import SystemdNotifier, status_line
+
+log = structlog.get_logger("offboardd")
+
+
+class Outputs:
+    def __init__(self, bridge: MqttBridge | None, notifier: SystemdNotifier,
+                 link_hint: Callable[[], str | None]) -> None:
+        self.bridge = bridge
+        self.notifier = notifier
+        self.replies = PendingReplies()
+        self.last_state_s = -1e9
+        self._last_status = ""
+        self._link_hint = link_hint  # why the FC may be silent (e.g. refused signatures)
+
+    def reply(self, reply: Reply) -> None:
+        resolved = self.replies.resolve(reply)
+        if resolved is None:
+            return
+        reply, sink = resolved
+        if reply.reason is Reason.FC_UNKNOWN and (hint := self._link_hint()):
+            reply = dataclasses.replace(reply, message=f"{reply.message}; {hint}")
+        if not reply.ok:
+            log.info("command_refused", id=reply.command_id, code=reply.code,
+                     reason=reply.reason, message=reply.message)
+        if isinstance(sink, asyncio.Future):
+            if not sink.done():
+                sink.set_result(reply)
+        elif self.bridge is not None:
+            self.bridge.reply(
+                sink, ok=reply.ok, code=None if reply.code is None else reply.code.value,
+                message=reply.message,
+                reason=None if reply.reason is None else reply.reason.value,
+            )
+
+    def notice(self, notice: Notice) -> None:
+        fields = notice.as_dict()
+        level = "warning" if notice.kind in (NoticeKind.FAILSAFE, NoticeKind.WARNING) else "info"
+        getattr(log, level)("engine_" + notice.kind.value,
+                            **{k: v for k, v in fields.items() if k != "kind"})
+        if self.bridge is not None:
+            self.bridge.publish_event(fields)
+
+    def state(self, state: dict[str, Any], now: float) -> None:
+        """Retained state and the systemd STATUS line (the line only when it changed)."""
+        if self.bridge is not None:
+            self.bridge.publish_state(state)
+        connected = None if self.bridge is None else self.bridge.connected.is_set()
+        status = status_line(state, connected)
+        if status != self._last_status:
+            self.notifier.status(status)
+            self._last_status = status
+        self.last_state_s = now
+
+    def telemetry(self, schedule: TelemetrySchedule, cache: TelemetryCache, now: float) -> None:
+        """Each telemetry kind at its configured rate (0 = off); kinds due together go out
+        together, as one batch for the bridge."""
+        if self.bridge is None:
+            return
+        for kind in schedule.due(now):
+            doc = cache.document(kind)
+            if doc is not None:
+                self.bridge.publish_telemetry(kind, doc)
