@@ -186,6 +186,9 @@ def _handover_command(
 ) -> bool:
     if eng.vehicle.target is None:
         return eng.out.refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
+    if Do.JOIN_HANDOVER in rule.does:
+        eng.handover.join(cmd.command_id)
+        return True
     chain = ESCALATION[_MODE_CHAINS[cmd.kind] or eng.settings.release_mode.value]
     cancelled = eng.engage.take_id()
     eng.out.reply_fail(cancelled, Reason.CANCELLED, f"cancelled by {cmd.kind.value}")

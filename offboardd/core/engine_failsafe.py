@@ -33,8 +33,8 @@ def fail_pending(eng: OffboardEngine, reason: Reason, message: str) -> None:
     """Answer every operator command still waiting for the FC: it will not happen."""
     eng.out.reply_fail(eng.engage.take_id(), reason, message)
     handover = eng.handover.take()
-    if handover is not None:
-        eng.out.reply_fail(handover.command_id, reason, message)
+    for waiting in [] if handover is None else handover.command_ids:
+        eng.out.reply_fail(waiting, reason, message)
     pending = eng.arms.take()
     if pending is not None:
         eng.out.reply_fail(pending.command_id, reason, message)
@@ -136,10 +136,8 @@ def start_handover(
     """Ask the FC for chain[0] (escalating on refusal); streaming goes on, if it was on,
     until the FC reports the mode, so PX4 never sees an offboard loss meanwhile."""
     previous = eng.handover.current
-    if previous is not None and previous.command_id is not None:
-        eng.out.reply_fail(
-            previous.command_id, Reason.SUPERSEDED, "superseded by a newer command"
-        )
+    for waiting in [] if previous is None else previous.command_ids:
+        eng.out.reply_fail(waiting, Reason.SUPERSEDED, "superseded by a newer command")
     eng.lease.end()
     reason = rule.reason_for(None)
     assert reason is not None  # every HAND_OVER row names its reason
@@ -164,8 +162,8 @@ def handover_progress(eng: OffboardEngine, now: float) -> None:
             f" (after escalating from {h.chain[0].label})" if h.index else ""
         )
         eng.move(rule, message, h.reason)
-        if h.command_id is not None:
-            eng.out.reply_ok(h.command_id, message, h.reason)
+        for waiting in h.command_ids:
+            eng.out.reply_ok(waiting, message, h.reason)
         return
     if seen is Step.TAKEN:
         rule = eng.rule(Trigger.FC_MODE_TAKEN, now)  # a takeover only if we fly it
@@ -198,7 +196,8 @@ def _handover_exhausted(eng: OffboardEngine, now: float) -> None:
     if rule.to is Phase.IDLE:  # a plain mode request (the vehicle was not ours): no failsafe
         message = f"FC did not take {refused.label}: {eng.diagnosis(now)}"
         eng.move(rule, message, reason)
-        eng.out.reply_fail(h.command_id, reason, message)
+        for waiting in h.command_ids:
+            eng.out.reply_fail(waiting, reason, message)
         return
     message = (
         f"FC refused {refused.label} and every fallback; stopped streaming, PX4's "
@@ -207,4 +206,5 @@ def _handover_exhausted(eng: OffboardEngine, now: float) -> None:
     eng.stop_stream()
     eng.move(rule, message)
     eng.out.notice(NoticeKind.FAILSAFE, message, Reason.ESCALATED)
-    eng.out.reply_fail(h.command_id, reason, message)
+    for waiting in h.command_ids:
+        eng.out.reply_fail(waiting, reason, message)

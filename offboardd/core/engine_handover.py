@@ -13,7 +13,7 @@ Owns: the hand-over in progress (at most one). Must not: stream, reply or move p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 from offboardd.core.modes import Px4Mode
@@ -35,6 +35,12 @@ class Handover:
     command_id: str | None
     start_custom_mode: int | None  # the mode when we started: not a takeover if it stays
     index: int = 0
+    joined: list[str] = field(default_factory=list)  # repeats, answered with this one
+
+    @property
+    def command_ids(self) -> list[str]:
+        """Every command waiting for this hand-over's outcome."""
+        return ([] if self.command_id is None else [self.command_id]) + self.joined
 
     @property
     def target_mode(self) -> Px4Mode:
@@ -77,6 +83,11 @@ class Handovers:
         self.current = Handover(
             chain, retrier, streaming, reason, failsafe, command_id, start_custom_mode
         )
+
+    def join(self, command_id: str) -> None:
+        """A repeat of the pending request: answered with it; nothing new to the FC."""
+        assert self.current is not None
+        self.current.joined.append(command_id)
 
     def _retrier(self) -> Retrier:
         s = self._settings

@@ -97,6 +97,7 @@ class Fact(StrEnum):
     FC_IN_OFFBOARD = "FC in OFFBOARD"  # PX4 may enter it by itself once setpoints flow (§3)
     ARM_WANTED = "arm wanted"  # the engage asked to arm and the FC reports disarmed
     FAILSAFE_HANDOVER = "failsafe hand-over"  # asked by the loss action or a fence breach
+    SAME_ASK_PENDING = "same mode pending"  # a command's hand-over to this mode is under way
 
 
 class Cond(NamedTuple):
@@ -128,6 +129,7 @@ class Do(StrEnum):
     RETRY_LATER = "ask again after the back-off"
     HOLD_HERE = "stream a hold where the vehicle is"
     HAND_OVER = "ask the FC for another mode, streaming on until it reports it"
+    JOIN_HANDOVER = "answer with the pending request; nothing new to the FC"
     ESCALATE = "ask for the next mode of the chain"
     STOP_STREAM = "stop streaming, end the lease"
     ARM_DISARM = "send arm / disarm"

@@ -75,7 +75,11 @@ for _trigger, _reason in ((T.HOLD, R.COMMANDED_HOLD), (T.LAND, R.COMMANDED_LAND)
         row(HANDING_BACK, _trigger, P.RELEASING, _reason, D.HAND_OVER,
             why="a hand-over with escalation; a waiting engage is cancelled"),
         row(P.RELEASING, _trigger, P.RELEASING, _reason, D.HAND_OVER,
-            why="supersedes the hand-over in progress"),
+            when=(no(Fact.SAME_ASK_PENDING),), why="supersedes the hand-over in progress"),
+        row(P.RELEASING, _trigger, STAY, None, D.JOIN_HANDOVER,
+            when=(yes(Fact.SAME_ASK_PENDING),),
+            why="a repeat: answered with the pending one (a flood of holds sent 1,200 "
+                "DO_SET_MODEs before)"),
         row(NOT_ENGAGED, _trigger, P.RELEASING, _reason, D.HAND_OVER,
             why="a plain mode request: the vehicle is not ours, no escalation"),
     ]

@@ -45,7 +45,7 @@ from offboardd.core.machine_table import MACHINE
 from offboardd.core.modes import mode_name
 from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
 from offboardd.core.retry import Retrier
-from offboardd.core.settings import EngineSettings, LossAction
+from offboardd.core.settings import ESCALATION, EngineSettings, LossAction
 from offboardd.core.snapshot import EngineSnapshot
 from offboardd.core.stream import StreamClock
 from offboardd.core.vehicle import VehicleState
@@ -59,6 +59,9 @@ def _armed_in(trigger: Trigger) -> frozenset[Phase]:
     return frozenset(p for p in Phase if MACHINE.listed(p, trigger))
 
 
+# The mode a hand-over command asks for first (a repeat of a pending one is joined to it).
+_FIRST_MODE = {Trigger.HOLD: ESCALATION["hold"][0], Trigger.LAND: ESCALATION["land"][0],
+               Trigger.RTL: ESCALATION["rtl"][0]}
 _LEASE_PHASES = _armed_in(Trigger.LEASE_LAPSED)
 _WARMUP_PHASES = _armed_in(Trigger.WARMUP_DONE)
 _OFFBOARD_RETRY_PHASES = _armed_in(Trigger.OFFBOARD_RETRIES_EXHAUSTED)
@@ -202,9 +205,13 @@ class OffboardEngine:
 
     def rule(self, trigger: Trigger, now: float) -> Rule:
         """The table's rule for `trigger` in the current phase."""
-        return MACHINE.rule(self.phase, trigger, lambda fact: self._fact(fact, now))
+        return MACHINE.rule(self.phase, trigger, lambda fact: self._fact(fact, now, trigger))
 
-    def _fact(self, fact: Fact, now: float) -> bool:
+    def _fact(self, fact: Fact, now: float, trigger: Trigger) -> bool:
+        if fact is Fact.SAME_ASK_PENDING:
+            h, asked = self.handover.current, _FIRST_MODE.get(trigger)
+            return (h is not None and not h.failsafe and h.command_id is not None
+                    and asked is not None and h.chain[0] is asked)
         if fact is Fact.STREAMING:
             return self.feed.running
         if fact is Fact.HOLD_POSSIBLE:

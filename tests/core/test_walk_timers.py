@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from offboardd.core.commands import Disarm, Hold
+from offboardd.core.commands import Disarm, Hold, Land, Rtl
 from offboardd.core.envelope_settings import BreachAction, EnvelopeSettings
 from offboardd.core.events import (
     MAV_CMD_DO_SET_MODE,
@@ -135,6 +135,24 @@ def _no_estimate_active(b: Bench) -> None:
 F = Fact
 S = EngineSettings
 FENCED = S(envelope=EnvelopeSettings(max_distance_m=50.0, breach_action=BreachAction.LAND))
+# hold / land / rtl during a hand-over: a repeat joins it, another mode supersedes it
+COMMANDS: dict[Trigger, type[Hold | Land | Rtl]] = {
+    Trigger.HOLD: Hold, Trigger.LAND: Land, Trigger.RTL: Rtl}
+
+
+def _releasing_for(b: Bench, trigger: Trigger) -> None:
+    b.engage(UP)
+    b.feed(COMMANDS[trigger](f"first-{trigger.value}"))
+
+
+def _ask(trigger: Trigger) -> Callable[[Bench], object]:
+    return lambda b: b.feed(COMMANDS[trigger](f"again-{trigger.value}"))
+
+
+def _pending(trigger: Trigger) -> Callable[[Bench], None]:
+    return lambda b: _releasing_for(b, trigger)
+
+
 CASES = [
     Case("warmup done", S(), walk._warmup, lambda b: b.step(1.05), Trigger.WARMUP_DONE,
          {F.FC_IN_OFFBOARD: False}),
@@ -187,6 +205,9 @@ CASES = [
     Case("commanded mode taken", S(), walk._releasing,
          lambda b: b.set_mode(Px4Mode.AUTO_LOITER), Trigger.FC_MODE_HANDED_OVER,
          {F.FAILSAFE_HANDOVER: False}),
+    *[Case(f"{asked.value} while {pending.value} is pending", S(),
+           _pending(pending), _ask(asked), asked, {F.SAME_ASK_PENDING: asked is pending})
+      for pending, asked in itertools.product(COMMANDS, COMMANDS)],
     Case("loss action's mode taken", S(hold_s=1.0), _holding_loss_releasing,
          lambda b: b.set_mode(Px4Mode.AUTO_LOITER), Trigger.FC_MODE_HANDED_OVER,
          {F.FAILSAFE_HANDOVER: True}),
