@@ -65,7 +65,7 @@ class EngineSettings:
     companion_component_id: int = DEFAULT_COMPANION_COMPONENT_ID
     param_retry_s: float = 1.0
     param_retries: int = 5
-    current_mode_interval_s: float = 0.5
+    current_mode_interval_s: float = 0.05
     # the safety envelope (config file section [envelope], not [engine])
     envelope: EnvelopeSettings = field(default_factory=EnvelopeSettings)
 
