@@ -111,7 +111,7 @@ V1_18 = Px4Version(
 
 VERSIONS: dict[str, Px4Version] = {v.name: v for v in (V1_16, V1_17, V1_18)}
 VERSION_NAMES = tuple(VERSIONS)
-DEFAULT_VERSION = V1_16.name  # until the tests that assert v1.16.2 facts pin it
+DEFAULT_VERSION = V1_18.name  # the newest
 
 
 def version_by_name(name: str) -> Px4Version:

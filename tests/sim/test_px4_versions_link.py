@@ -15,10 +15,11 @@ import pytest
 from offboardd.mavlink.params import decode_param_value, param_id_str
 from offboardd.sim import cli
 from offboardd.sim.params import param_specs
-from offboardd.sim.px4_versions import DEFAULT_VERSION, V1_18
+from offboardd.sim.px4_versions import V1_18
 from tests.sim.client import (
     LOITER,
     OFFBOARD,
+    POSCTL,
     RTL,
     Peer,
     d,
@@ -45,6 +46,21 @@ async def test_v1_18_do_set_mode_answers_one_ack() -> None:
 async def test_v1_16_do_set_mode_answers_two_acks_first_accepted() -> None:
     async with running_sim(px4_version="1.16") as (_sim, peer):
         assert await _set_mode_acks(peer, LOITER) == [0, 0]
+
+
+async def test_v1_18_do_set_mode_refusal_is_the_one_ack() -> None:
+    """Armed, no RC: Position cannot run; v1.18's single ACK is the refusal itself (v1.16.2
+    sent ACCEPTED first)."""
+    async with running_sim(px4_version="1.18") as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-1.0)
+        before = len(peer.of_type("COMMAND_ACK"))
+        peer.set_mode(POSCTL)
+        await peer.wait_for(lambda m: m.get_type() == "COMMAND_ACK" and m.command == SET_MODE
+                            and len(peer.of_type("COMMAND_ACK")) > before)  # fmt: skip
+        await asyncio.sleep(0.2)
+        acks = [m.result for _, m in peer.of_type("COMMAND_ACK")[before:]]
+        assert acks == [d.MAV_RESULT_TEMPORARILY_REJECTED]
+        assert sim.vehicle.mode_name == "OFFBOARD"
 
 
 @pytest.mark.parametrize(("version", "double_ack", "count"), [("1.18", True, 2),
@@ -176,7 +192,7 @@ def test_cli_px4_version_and_ack_switches() -> None:
     parser = argparse.ArgumentParser()
     cli.add_arguments(parser)
     config = cli.config_from_args(parser.parse_args([]))
-    assert config.px4_version == DEFAULT_VERSION and config.double_ack is None
+    assert config.px4_version == "1.18" and config.double_ack is None
     config = cli.config_from_args(parser.parse_args(["--px4-version", "1.16", "--single-ack"]))
     assert config.px4_version == "1.16" and config.double_ack is False
     assert cli.config_from_args(parser.parse_args(["--double-ack"])).double_ack is True
