@@ -132,7 +132,8 @@ async def _serve(config: SimConfig) -> None:
                  _udp_text("gcs udp", config.gcs_bind, sim.gcs_port, config.gcs_remote),
                  f"tcp 127.0.0.1:{sim.tcp_port}" if sim.tcp_port else "",
                  f"pty {sim.pty_path}" if sim.pty_path else ""]  # fmt: skip
-        print("offboardd sim: serving " + ", ".join(w for w in where if w), flush=True)
+        print(f"offboardd sim (PX4 {config.px4_version}): serving "
+              + ", ".join(w for w in where if w), flush=True)  # fmt: skip
         await stop.wait()
 
 
