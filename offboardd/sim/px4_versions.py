@@ -12,6 +12,7 @@ import them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from offboardd.mavlink.codec import dialect as d
 
@@ -49,7 +50,7 @@ class Px4Version:
     # The pilot's stick override: "COM_RC_OVERRIDE" (bit 0 auto modes, bit 1 offboard,
     # threshold COM_RC_STICK_OV) or, from v1.18 (#27041), "MAN_OVERRIDE_SPD" (any mode,
     # off when negative).
-    rc_override_param: str
+    rc_override_param: Literal["COM_RC_OVERRIDE", "MAN_OVERRIDE_SPD"]
     # CURRENT_MODE only on a vehicle_status publication, never faster than the requested
     # interval ([SITL main], current_mode_stream.py); False: v1.16's periodic stream
     # plus an immediate one on every change (streams.py).

@@ -236,9 +236,10 @@ class Vehicle:
         if status_changed:  # PX4 sends CURRENT_MODE at once when vehicle_status changes
             out.insert(0, Outgoing(current_mode(self, now_s), TO_CURRENT_MODE))
             if self.px4.current_mode_on_status and first_old_mode:
-                # v1.17+: a mode change publishes vehicle_status twice, the intent first,
-                # the mode it leads to right after; with the interval cap this fits the
-                # measured latencies ([SITL main]: ~one interval at 0.02-0.1 s).
+                # v1.17+: a mode change publishes vehicle_status twice, first with the
+                # old mode (and the new intent, if a user asked), then with the new mode;
+                # with the interval cap this reproduces the measured latencies ([SITL
+                # main]: about one interval at 0.02-0.1 s). A fit, not read in PX4 source.
                 old = modes.mode_by_name(first_old_mode)
                 out.insert(0, Outgoing(current_mode(self, now_s, old), TO_CURRENT_MODE))
         return out
