@@ -47,8 +47,9 @@ async def test_doctor_against_the_sim_and_a_broker_is_all_ok(
     config = _config(tmp_path, f"udpin://127.0.0.1:{port}", mosquitto.port)
     # Parameter values a careful integrator sets (the defaults give warn/note lines).
     params = {"COM_OBL_RC_ACT": 5, "COM_RC_OVERRIDE": 3}
+    # PX4 v1.16.2: the doctor reads COM_RC_OVERRIDE, which v1.18 removed (#27041)
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light", params=params)
+                           gcs_bind=None, profile="light", params=params, px4_version="1.16")
     async with SimServer(sim_config):
         code, lines = await _doctor("--config", str(config), "--user", "root")
     checks, summary = lines[:-1], lines[-1]

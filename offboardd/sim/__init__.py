@@ -1,9 +1,18 @@
 """A PX4-faithful simulated vehicle (`offboardd sim`), for tests, demos and users.
 
-It follows ../shared/px4-offboard.md: a pure model of PX4 v1.16's commander rules
+It follows ../shared/px4-offboard.md: a pure model of PX4's commander rules
 (`vehicle.py`, `commander.py`, `setpoints.py`, `flight.py`, `dynamics.py`) inside an
 asyncio MAVLink server (`server.py`) laid out like PX4 SITL. It never imports
 `offboardd.core`: it judges raw MAVLink fields itself so it can catch the daemon's mistakes.
+
+It plays one PX4 release, `px4_version` "1.16" (v1.16.2, measured), "1.17" or "1.18"
+(the default; measured on PX4 main of August 2026). What differs is in
+`px4_versions.py`: the offboard-loss action without RC (1.17+: NAV_RCL_ACT's, Return by
+default, instead of Position), one DO_SET_MODE ACK instead of two (1.17+), CURRENT_MODE
+on status changes capped by the requested interval (1.17+), COM_RC_OVERRIDE and
+COM_RC_STICK_OV replaced by MAN_OVERRIDE_SPD, PARAM_ERROR for unknown parameters and the
+old request commands (AUTOPILOT_CAPABILITIES, GET_HOME_POSITION...) UNSUPPORTED (1.18),
+and AUTOPILOT_VERSION's flight_sw_version.
 
 In-process API (tests):
 
@@ -25,7 +34,8 @@ In-process API (tests):
         await sim.wait_until(lambda: sim.vehicle.armed, timeout_s=5)
         # faults
         sim.pilot_mode_switch("AUTO.LOITER")   # a GCS/pilot mode change: ends the intent
-        sim.rc_takeover()                      # POSCTL only if COM_RC_OVERRIDE & 2
+        sim.rc_takeover()                      # POSCTL if COM_RC_OVERRIDE & 2 (1.16,
+                                               # 1.17) or MAN_OVERRIDE_SPD >= 0 (1.18)
         sim.set_estimator_valid(False)         # stops LOCAL_POSITION_NED, flips flags
         sim.pause_link(2.0)                    # or pause_link(2.0, "udp"); drop_link();
         sim.restore_link()
@@ -39,8 +49,9 @@ daemon_port)`, the daemon listening with udpin, as with PX4 SITL) or point the d
 `SimConfig` fields: system_id/component_id (1/1), udp_bind/udp_remote (companion link,
 default 127.0.0.1:14580 -> :14540), gcs_bind/gcs_remote (:18570 -> :14550; None
 disables), tcp_port, pty/pty_symlink (read `sim.pty_path`), profile "px4" | "light" |
-"heavy", double_ack (True = PX4 v1.16.2's two DO_SET_MODE ACKs), params (initial
-overrides), home_lat_deg/home_lon_deg/home_alt_m, boot_mode ("AUTO.LOITER"), faults
+"heavy", px4_version ("1.18"), double_ack (None = as the release does; True = v1.16.2's
+two DO_SET_MODE ACKs, False = one), params (initial overrides, names as the release has
+them), home_lat_deg/home_lon_deg/home_alt_m, boot_mode ("AUTO.LOITER"), faults
 (scheduled FaultSpec, see faults.py), tick_hz, reboot_gap_s, signing_key (32 bytes: sign
 everything, like PX4 v1.17 with a key) and require_signing (refuse unsigned and wrongly
 signed frames; counted in `sim.link(name).codec.stats`), see signing.py.

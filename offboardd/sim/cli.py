@@ -18,6 +18,7 @@ from offboardd.mavlink.signing import load_key
 from offboardd.sim.config import PROFILE_NAMES, Endpoint, FaultSpec, SimConfig
 from offboardd.sim.faults import FAULT_NAMES, parse_fault
 from offboardd.sim.params import ParamTable
+from offboardd.sim.px4_versions import VERSION_NAMES, version_by_name
 
 
 def _endpoint(text: str) -> Endpoint | None:
@@ -74,8 +75,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="telemetry load: px4 (~400 msg/s), light, heavy (~2000 msg/s)")
     parser.add_argument("--sysid", type=int, default=d.system_id, help="system id (1)")
     parser.add_argument("--compid", type=int, default=d.component_id, help="component id (1)")
-    parser.add_argument("--single-ack", action="store_true",
-                        help="answer DO_SET_MODE once (PX4 v1.16.2 answers twice)")
+    parser.add_argument("--px4-version", choices=VERSION_NAMES, default=d.px4_version,
+                        help="the PX4 release to behave like (default: the newest, "
+                        f"{d.px4_version}); see offboardd/sim/px4_versions.py")  # fmt: skip
+    acks = parser.add_mutually_exclusive_group()
+    acks.add_argument("--single-ack", action="store_const", const=False, dest="double_ack",
+                      help="answer DO_SET_MODE once, whatever the release (v1.17+ do)")
+    acks.add_argument("--double-ack", action="store_const", const=True, dest="double_ack",
+                      help="answer DO_SET_MODE twice, whatever the release (v1.16.2 does)")
     parser.add_argument("--param", type=_param, action="append", default=[],
                         metavar="NAME=VALUE", help="initial parameter value (repeatable)")
     parser.add_argument("--home", type=float, nargs=3, metavar=("LAT", "LON", "ALT"),
@@ -97,7 +104,8 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         system_id=args.sysid, component_id=args.compid, udp_bind=args.bind,
         udp_remote=args.remote, gcs_bind=args.gcs_bind, gcs_remote=args.gcs_remote,
         tcp_port=args.tcp, pty=args.pty is not None, pty_symlink=args.pty or None,
-        profile=args.profile, double_ack=not args.single_ack, params=dict(args.param),
+        profile=args.profile, px4_version=args.px4_version, double_ack=args.double_ack,
+        params=dict(args.param),
         home_lat_deg=args.home[0], home_lon_deg=args.home[1], home_alt_m=args.home[2],
         faults=tuple(args.fault), signing_key=args.signing_key,
         require_signing=args.signing_key is not None and not args.signing_optional,
@@ -124,14 +132,16 @@ async def _serve(config: SimConfig) -> None:
                  _udp_text("gcs udp", config.gcs_bind, sim.gcs_port, config.gcs_remote),
                  f"tcp 127.0.0.1:{sim.tcp_port}" if sim.tcp_port else "",
                  f"pty {sim.pty_path}" if sim.pty_path else ""]  # fmt: skip
-        print("offboardd sim: serving " + ", ".join(w for w in where if w), flush=True)
+        print(f"offboardd sim (PX4 {config.px4_version}): serving "
+              + ", ".join(w for w in where if w), flush=True)  # fmt: skip
         await stop.wait()
 
 
 def main(args: argparse.Namespace) -> int:
     try:
         config = config_from_args(args)
-        ParamTable(config.params)  # unknown parameter names fail here, not mid-run
+        # unknown parameter names (for this release) fail here, not mid-run
+        ParamTable(config.params, version_by_name(config.px4_version))
     except ValueError as exc:
         print(f"offboardd sim: {exc}", file=sys.stderr)
         return 2

@@ -2,7 +2,9 @@
 
 Models px4-offboard.md §3 and §4: the user's intended mode versus the mode PX4 runs
 (`nav_state`); offboard availability checked every ~100 ms and at once when a sample
-arrives; fallback to the COM_OBL_RC_ACT mode at about COM_OF_LOSS_T + 0.03 s; automatic
+arrives; fallback to the COM_OBL_RC_ACT mode at about COM_OF_LOSS_T + 0.03 s (from v1.17
+NAV_RCL_ACT's when that mode is a manual one and there is no RC, PX4-Autopilot#26391;
+the release is a `Px4Version`); automatic
 return to OFFBOARD 20-40 ms after valid setpoints resume while the intent is still
 OFFBOARD; failsafe only while armed; auto-disarm after landing and the "mode after
 disarming" restore. Pure: time comes in as `now_s`; it must not build MAVLink messages,
@@ -17,10 +19,15 @@ from dataclasses import dataclass
 from offboardd.sim import modes
 from offboardd.sim.modes import FlightMode
 from offboardd.sim.params import ParamTable
+from offboardd.sim.px4_versions import Px4Version
 
 CHECK_PERIOD_S = 0.1  # commander's offboard check cadence (10 Hz)
 LOSS_MARGIN_S = 0.03  # [SITL] threshold ~1.03 s at COM_OF_LOSS_T = 1.0
 RESUME_DELAY_S = 0.03  # [SITL] back in OFFBOARD 20-40 ms after the first valid setpoint
+# NAV_RCL_ACT 0 (Disabled) or a value the release does not know, when v1.17+ asks for it
+# on an offboard loss without RC: unmeasured. PX4 has no action then and cannot run
+# OFFBOARD nor a manual mode; the sim lands, as v1.16's unflyable Position did in effect.
+RC_LOSS_ACTION_UNKNOWN = modes.LAND
 
 
 @dataclass(frozen=True)
@@ -37,8 +44,10 @@ class Notice:
 
 
 class Commander:
-    def __init__(self, params: ParamTable, boot_mode: FlightMode, now_s: float) -> None:
+    def __init__(self, params: ParamTable, boot_mode: FlightMode, now_s: float,
+                 px4: Px4Version) -> None:  # fmt: skip
         self._params = params
+        self._px4 = px4
         self.boot_mode = boot_mode
         self.notices: list[Notice] = []
         self.reset(now_s)
@@ -181,12 +190,22 @@ class Commander:
         if self.intent is modes.OFFBOARD:
             action = self._params.get_int("COM_OBL_RC_ACT")
             fallback = modes.OFFBOARD_LOSS_ACTIONS.get(action, modes.POSCTL)
+            if (fallback is not None and fallback.needs_manual_control and not self.rc_present
+                    and self._px4.manual_loss_action_needs_rc):  # fmt: skip
+                fallback = self._rc_loss_action()
         if fallback is None:
             return None
         # Without a position estimate PX4 cannot Hold or Return: it descends (AUTO.LAND).
         if fallback.needs_position and not self.estimator_valid:
             return modes.LAND
         return fallback
+
+    def _rc_loss_action(self) -> FlightMode | None:
+        """NAV_RCL_ACT as a mode: None for Terminate / Disarm (#26391, v1.17+)."""
+        name = dict(self._px4.rc_loss_actions).get(self._params.get_int("NAV_RCL_ACT"))
+        if name is None:
+            return RC_LOSS_ACTION_UNKNOWN
+        return modes.mode_by_name(name) if name else None
 
     def change_mode(self, mode: FlightMode, now_s: float, cause: str) -> None:
         if mode is not self.mode:

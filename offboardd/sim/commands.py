@@ -1,10 +1,12 @@
 """Commands, parameters and small protocol replies, with PX4's ACK semantics (§4).
 
 COMMAND_LONG / COMMAND_INT must target our sysid exactly (0 is ignored silently, as in
-PX4 v1.14+) and our compid or 0. DO_SET_MODE is ACKed twice by default (v1.16.2: the
-first always ACCEPTED, the real result a few ms later); the reason for a refusal goes
-out as STATUSTEXT only to GCS links. PARAM_* per the MAVLink parameter protocol with
-byte-wise integers. Pure: returns messages; the vehicle owns the state it changes.
+PX4 v1.14+) and our compid or 0. DO_SET_MODE is ACKed twice on v1.16 (v1.16.2: the
+first always ACCEPTED, the real result a few ms later), once on v1.17+; the reason for a
+refusal goes out as STATUSTEXT only to GCS links. The request commands v1.18 removed
+are UNSUPPORTED there. PARAM_* per the MAVLink parameter protocol with byte-wise
+integers; an unknown name gets PARAM_ERROR where the release sends it
+(`Px4Version`). Pure: returns messages; the vehicle owns the state it changes.
 """
 
 from __future__ import annotations
@@ -95,6 +97,8 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
              out: list[Outgoing]) -> tuple[int, str]:  # fmt: skip
     """(MAV_RESULT, refusal text for GCS links) for one command; side effects on `v`."""
     c = v.commander
+    if cmd in v.px4.removed_commands:  # v1.18 (#27251, #27252): MAV_CMD_REQUEST_MESSAGE
+        return UNSUPPORTED, ""
     if cmd == d.MAV_CMD_DO_SET_MODE:
         mode = modes.mode_from_main_sub(int(p[1]), int(p[2])) if int(p[0]) & 1 else None
         if mode is None:
@@ -159,16 +163,29 @@ def _param(v: Vehicle, kind: str, msg: Message, now_s: float, link_id: int) -> l
         name = table.name_at(msg.param_index) if msg.param_index >= 0 else None
         name = name or param_id_str(msg.param_id)
         if name not in table:
-            return []
+            return [Outgoing(_param_error(msg), link_id)] if v.px4.param_error else []
         return [Outgoing(table.param_value_msg(name), link_id)]
     name = param_id_str(msg.param_id)
     if name not in table:
+        if v.px4.param_error:
+            return [Outgoing(_param_error(msg), link_id)]
         return v.statustext(d.MAV_SEVERITY_ERROR, f"[pm] unknown param: {name}", now_s, link_id)
     value = decode_param_value(msg.param_value, table.param_type(name))
     if isinstance(value, float) and not math.isfinite(value):
         return []
     table.set(name, value)
     return [Outgoing(table.param_value_msg(name), TO_ALL)]  # PX4 broadcasts the change
+
+
+def _param_error(msg: Message) -> Message:
+    """PARAM_ERROR DOES_NOT_EXIST (PX4-Autopilot#25699), to the requester, naming the
+    parameter as asked: its id, and the index it was asked by (-1 for a read by name,
+    always for a PARAM_SET, which has no index)."""
+    index = int(msg.param_index) if msg.get_type() == "PARAM_REQUEST_READ" else -1
+    return d.MAVLink_param_error_message(
+        msg.get_srcSystem(), msg.get_srcComponent(), param_id_str(msg.param_id).encode(),
+        index, d.MAV_PARAM_ERROR_DOES_NOT_EXIST,
+    )  # fmt: skip
 
 
 def _mission_reply(kind: str, msg: Message) -> Message:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from offboardd.mavlink.params import ParamValue
+from offboardd.sim.px4_versions import DEFAULT_VERSION, VERSION_NAMES
 
 Endpoint = tuple[str, int]
 PROFILE_NAMES = ("px4", "light", "heavy")
@@ -44,7 +45,11 @@ class SimConfig:
     pty: bool = False  # serve one end of a pseudo-terminal pair (a serial link)
     pty_symlink: str | None = None  # also expose the pty's slave under this path
     profile: str = "px4"  # telemetry on the companion, TCP and pty links
-    double_ack: bool = True  # PX4 v1.16.2 answers DO_SET_MODE twice (first always ACCEPTED)
+    # The PX4 release to play, "1.16" | "1.17" | "1.18" (px4_versions.py).
+    px4_version: str = DEFAULT_VERSION
+    # DO_SET_MODE answered twice, the first always ACCEPTED (PX4 v1.16.2) or once (v1.17+);
+    # None: as px4_version does. True/False overrides the release.
+    double_ack: bool | None = None
     params: Mapping[str, ParamValue] = field(default_factory=dict)
     home_lat_deg: float = 47.397742  # PX4 SITL's default home (Zurich)
     home_lon_deg: float = 8.545594
@@ -59,6 +64,10 @@ class SimConfig:
     require_signing: bool = False
 
     def __post_init__(self) -> None:
+        if self.px4_version not in VERSION_NAMES:
+            raise ValueError(
+                f"px4_version must be one of {VERSION_NAMES}, not {self.px4_version!r}"
+            )
         if self.profile not in PROFILE_NAMES:
             raise ValueError(f"profile must be one of {PROFILE_NAMES}, not {self.profile!r}")
         for name, value in (("system_id", self.system_id), ("component_id", self.component_id)):

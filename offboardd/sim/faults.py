@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 FAULT_NAMES = {
     "mode": "GCS/pilot mode switch to ARG (e.g. mode:AUTO.LOITER); ends the offboard intent",
-    "rc_takeover": "pilot moves the sticks: POSCTL if COM_RC_OVERRIDE allows it",
+    "rc_takeover": "pilot moves the sticks: POSCTL if COM_RC_OVERRIDE (1.16, 1.17) or "
+                   "MAN_OVERRIDE_SPD (1.18) allows it",
     "estimator_invalid": "position estimate lost (for ARG seconds, else until estimator_valid)",
     "estimator_valid": "position estimate back",
     "link_pause": "stop sending and receiving for ARG seconds (default 3)",

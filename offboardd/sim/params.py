@@ -1,8 +1,10 @@
 """The sim's PX4 parameter table: names, types, PX4 defaults, PARAM_VALUE building.
 
 Integer parameters travel byte-wise (px4-offboard.md §5) through
-`offboardd.mavlink.params`. This module owns the values; it must not decide what a
-parameter does (the commander reads them) nor touch links.
+`offboardd.mavlink.params`. The set of names follows the PX4 release played
+(`param_specs`: v1.16.2's table with what a later release removed or added). This module
+owns the values; it must not decide what a parameter does (the commander reads them)
+nor touch links.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 from offboardd.mavlink.codec import Message, dialect
 from offboardd.mavlink.params import ParamValue, encode_param_value
+from offboardd.sim.px4_versions import Px4Version
 
 _INT = dialect.MAV_PARAM_TYPE_INT32
 _FLOAT = dialect.MAV_PARAM_TYPE_REAL32
@@ -25,7 +28,7 @@ class ParamSpec:
 
 
 # PX4 v1.16 defaults (src/modules/commander/commander_params.c, mavlink_params.c,
-# mc_pos_control params, navigator params).
+# mc_pos_control params, navigator params); later releases: px4_versions.py.
 PARAM_SPECS: tuple[ParamSpec, ...] = (
     ParamSpec("COM_DISARM_LAND", _FLOAT, 2.0),
     ParamSpec("COM_DISARM_PRFLT", _FLOAT, 10.0),
@@ -50,16 +53,25 @@ PARAM_SPECS: tuple[ParamSpec, ...] = (
 )
 
 
+def param_specs(version: Px4Version) -> tuple[ParamSpec, ...]:
+    """The parameters `version` has, in PX4's alphabetical index order."""
+    kept = [s for s in PARAM_SPECS if s.name not in version.removed_params]
+    added = [ParamSpec(name, ptype, default) for name, ptype, default in version.added_params]
+    return tuple(sorted(kept + added, key=lambda s: s.name))
+
+
 class ParamTable:
     """Current values, in PX4's alphabetical index order; kept across a reboot."""
 
-    def __init__(self, overrides: Mapping[str, ParamValue] | None = None) -> None:
-        self._specs = {s.name: s for s in PARAM_SPECS}
-        self._names = [s.name for s in PARAM_SPECS]
-        self._values: dict[str, ParamValue] = {s.name: s.default for s in PARAM_SPECS}
+    def __init__(self, overrides: Mapping[str, ParamValue] | None, version: Px4Version
+                 ) -> None:  # fmt: skip
+        specs = param_specs(version)
+        self._specs = {s.name: s for s in specs}
+        self._names = [s.name for s in specs]
+        self._values: dict[str, ParamValue] = {s.name: s.default for s in specs}
         for name, value in (overrides or {}).items():
             if not self.set(name, value):
-                raise ValueError(f"unknown sim parameter {name!r}")
+                raise ValueError(f"unknown parameter {name!r} on PX4 v{version.name}")
 
     def __len__(self) -> int:
         return len(self._names)

@@ -21,6 +21,7 @@ from offboardd.mavlink.codec import Message
 from offboardd.sim import faults
 from offboardd.sim.commands import is_gcs_heartbeat
 from offboardd.sim.config import SimConfig
+from offboardd.sim.current_mode_stream import CurrentModeStream
 from offboardd.sim.outbox import TO_ALL, TO_CURRENT_MODE, TO_GCS, Outgoing
 from offboardd.sim.record import SimRecord
 from offboardd.sim.signing import link_codec
@@ -150,7 +151,12 @@ class SimServer:
     def _after_input(self, now: float) -> None:
         v = self.vehicle
         for req in v.link_requests:
-            self.links[req.link_id].streams.set_interval(req.msg_name, req.interval_us, now)
+            link = self.links[req.link_id]
+            if req.msg_name == "CURRENT_MODE" and v.px4.current_mode_on_status:
+                link.current_mode = (None if req.interval_us < 0
+                                     else CurrentModeStream(req.interval_us))  # fmt: skip
+            else:
+                link.streams.set_interval(req.msg_name, req.interval_us, now)
         v.link_requests.clear()
         self._flush(now)
         if v.reboot_requested:
@@ -160,8 +166,11 @@ class SimServer:
     def _dispatch(self, outgoing: list[Outgoing], now: float) -> None:
         for out in outgoing:
             for link in self._targets(out.dest):
-                if not link.paused(now):
-                    link.pending.append(link.codec.encode(out.msg))
+                msg: Message | None = out.msg
+                if out.dest == TO_CURRENT_MODE and link.current_mode is not None:
+                    msg = link.current_mode.publish(out.msg, now)  # v1.17+: capped
+                if msg is not None and not link.paused(now):
+                    link.pending.append(link.codec.encode(msg))
 
     def _targets(self, dest: int | str) -> list[SimLink]:
         if dest == TO_ALL:
@@ -169,7 +178,7 @@ class SimServer:
         if dest == TO_GCS:
             return [lnk for lnk in self.links if lnk.is_gcs]
         if dest == TO_CURRENT_MODE:
-            return [lnk for lnk in self.links if lnk.streams.enabled("CURRENT_MODE")]
+            return [lnk for lnk in self.links if lnk.wants_current_mode()]
         return [self.links[int(dest)]]
 
     def _flush(self, now: float) -> None:
@@ -217,6 +226,9 @@ class SimServer:
                 msg = cache[name]
                 if msg is not None:
                     link.pending.append(link.codec.encode(msg))
+            held = link.current_mode.due(now) if link.current_mode is not None else None
+            if held is not None:
+                link.pending.append(link.codec.encode(held))
             if link.filler is not None and link.prebuilt is not None:
                 for name in link.filler.due(now):
                     link.pending.append(link.prebuilt.take(name, link.codec))
@@ -271,6 +283,7 @@ class SimServer:
         for link in self.links:  # a rebooted PX4 starts its sequence numbers afresh
             link.codec = link_codec(cfg, link.link_id, link.codec)
             link.streams = StreamScheduler(PROFILES[link.profile], now)
+            link.current_mode = None
             link.pending.clear()
 
     async def wait_until(self, predicate: Callable[[], bool], timeout_s: float,

@@ -5,7 +5,9 @@ SET_ATTITUDE_TARGET (#82): `valid` (proof of life, flown), `dropped` (mavlink_re
 discards it, sometimes with a CRITICAL STATUSTEXT: no proof of life) or
 `controller_failsafe` (accepted as proof of life, but the multicopter position
 controller refuses it and flies its own failsafe setpoint). Reads raw MAVLink fields
-only; it must not import the daemon's core, keep state or read a clock.
+only; it must not import the daemon's core, keep state or read a clock. The same rules
+serve every release the sim plays (px4_versions.py): no change is known up to v1.18
+([SITL main]: invalid setpoints and unsupported frames still count as loss).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 "px4" copies what PX4 v1.16 SITL sends on its onboard link :14580 -> :14540
 (px4-offboard.md §5: ~400 msg/s, ATTITUDE 100/s, ATTITUDE_QUATERNION,
 GLOBAL_POSITION_INT and HIGHRES_IMU 50/s, LOCAL_POSITION_NED and ODOMETRY 30/s, ~10/s
-of the rest); "gcs" is PX4's normal-mode GCS link; "light" suits a slow serial link;
+of the rest; used for every release the sim plays, later ones were not measured); "gcs" is PX4's normal-mode GCS link; "light" suits a slow serial link;
 "heavy" adds ~1,600 msg/s of filler sent from pre-encoded frames so a benchmark load
 costs almost nothing to generate. SET_MESSAGE_INTERVAL changes one link's rates.
 `SimLink` holds one link's codec, streams and pending frames. No I/O, no clock: `now_s`
@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from offboardd.mavlink.codec import MavlinkCodec, Message, dialect
+from offboardd.sim.current_mode_stream import CurrentModeStream
 from offboardd.sim.transports import FrameSender
 
 PROFILES: dict[str, dict[str, float]] = {
@@ -48,7 +49,9 @@ PROFILES["heavy"] = dict(PROFILES["px4"])
 HEAVY_FILLER_HZ: dict[str, float] = {
     "SCALED_IMU": 400.0, "SCALED_IMU2": 400.0, "RAW_IMU": 400.0, "SCALED_PRESSURE": 400.0,
 }  # fmt: skip
-CURRENT_MODE_MIN_PERIOD_S = 0.55  # [SITL] ~1.5-2 Hz at rest, plus one per mode change
+# PX4 v1.16 [SITL]: ~1.5-2 Hz at rest, plus one per mode change (v1.17+:
+# current_mode_stream.py)
+CURRENT_MODE_MIN_PERIOD_S = 0.55
 _MAX_LATE_S = 0.25  # further behind than this (a pause, a stall): restart, do not flood
 
 
@@ -156,6 +159,7 @@ class SimLink:
     prebuilt: PrebuiltFrames | None = None
     filler: StreamScheduler | None = None
     is_gcs: bool = False  # a GCS heartbeat was seen on it
+    current_mode: CurrentModeStream | None = None  # v1.17+ CURRENT_MODE, once requested
     paused_until_s: float = -math.inf  # link pause / drop fault (inf = dropped)
     loss_fraction: float = 0.0  # packet loss fault: this share of frames lost each way
     rng: random.Random = field(default_factory=lambda: random.Random(4))  # reproducible
@@ -164,3 +168,6 @@ class SimLink:
 
     def paused(self, now_s: float) -> bool:
         return now_s < self.paused_until_s
+
+    def wants_current_mode(self) -> bool:
+        return self.current_mode is not None or self.streams.enabled("CURRENT_MODE")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from offboardd.mavlink.codec import Message, dialect
 from offboardd.sim.dynamics import GRAVITY_M_S2, euler_to_quaternion
+from offboardd.sim.modes import FlightMode
 from offboardd.sim.setpoints import AttitudeTarget, KinematicTarget
 
 if TYPE_CHECKING:
@@ -23,8 +24,6 @@ if TYPE_CHECKING:
 d = dialect
 _EARTH_RADIUS_M = 6_371_000.0
 _NAN = float("nan")
-# PX4 v1.16.2 release: major.minor.patch.type, type 255 = FIRMWARE_VERSION_TYPE_OFFICIAL
-FLIGHT_SW_VERSION = (1 << 24) | (16 << 16) | (2 << 8) | 255
 CAPABILITIES = (
     d.MAV_PROTOCOL_CAPABILITY_MISSION_FLOAT
     | d.MAV_PROTOCOL_CAPABILITY_PARAM_FLOAT
@@ -98,10 +97,12 @@ def heartbeat(v: Vehicle, now_s: float) -> Message:
     )  # fmt: skip
 
 
-def current_mode(v: Vehicle, now_s: float) -> Message:
+def current_mode(v: Vehicle, now_s: float, mode: FlightMode | None = None) -> Message:
+    """CURRENT_MODE: the mode PX4 runs (or `mode`, a moment ago) and the user's intent."""
     c = v.commander
+    shown = mode or c.mode
     return d.MAVLink_current_mode_message(
-        c.mode.standard_mode, c.mode.custom_mode, c.intent.custom_mode
+        shown.standard_mode, shown.custom_mode, c.intent.custom_mode
     )
 
 
@@ -268,7 +269,7 @@ def current_event_sequence(v: Vehicle, now_s: float) -> Message:
 def autopilot_version(v: Vehicle, now_s: float) -> Message:
     git_hash = [0x1D, 0x6A, 0x00, 0x5E, 0xC1, 0x0B, 0x8F, 0x2A]
     return d.MAVLink_autopilot_version_message(
-        CAPABILITIES, FLIGHT_SW_VERSION, 0, 0, 0, git_hash, [0] * 8, [0] * 8,
+        CAPABILITIES, v.px4.flight_sw_version, 0, 0, 0, git_hash, [0] * 8, [0] * 8,
         0x26AC, 0x0011, 0x0001_0000_0000_0000 | v.system_id, [0] * 18,
     )  # fmt: skip
 

@@ -17,6 +17,7 @@ from offboardd.sim.dynamics import BodyState, Dynamics
 from offboardd.sim.flight import FlightTasks
 from offboardd.sim.outbox import TO_ALL, TO_CURRENT_MODE, Dest, LinkRequest, Outgoing
 from offboardd.sim.params import ParamTable
+from offboardd.sim.px4_versions import version_by_name
 from offboardd.sim.record import ModeChange, SetpointEvent, SimRecord, TextEvent
 from offboardd.sim.setpoints import (
     JudgeContext,
@@ -29,6 +30,9 @@ from offboardd.sim.setpoints import (
 from offboardd.sim.telemetry import current_mode
 
 _MAX_SUBSTEP_S = 0.01
+# [SITL main] CURRENT_MODE at ~2.4/s at rest with a short interval: vehicle_status is
+# published that often (v1.17+ sends CURRENT_MODE only then, current_mode_stream.py).
+STATUS_PUBLISH_PERIOD_S = 1 / 2.44
 _STATUSTEXT_CHUNK = 50  # PX4 splits longer texts into chunks sharing an id
 
 
@@ -46,11 +50,14 @@ class Vehicle:
         self.home_lat_deg = config.home_lat_deg
         self.home_lon_deg = config.home_lon_deg
         self.home_alt_m = config.home_alt_m
-        self.double_ack = config.double_ack
-        self.params = ParamTable(config.params)
+        self.px4 = version_by_name(config.px4_version)
+        self.double_ack = (self.px4.double_set_mode_ack if config.double_ack is None
+                           else config.double_ack)  # fmt: skip
+        self.params = ParamTable(config.params, self.px4)
         self.params.set("MAV_SYS_ID", config.system_id)
         self.record = SimRecord()
-        self.commander = Commander(self.params, modes.mode_by_name(config.boot_mode), now_s)
+        self.commander = Commander(self.params, modes.mode_by_name(config.boot_mode), now_s,
+                                   self.px4)  # fmt: skip
         self.dynamics = Dynamics()
         self.tasks = FlightTasks()
         self.link_requests: list[LinkRequest] = []
@@ -62,6 +69,7 @@ class Vehicle:
     def _boot(self, now_s: float) -> None:
         self.boot_s = now_s
         self._last_step_s = now_s
+        self._next_status_s = now_s  # the next periodic vehicle_status publication
         self.offboard_target: Target | None = None
         self.offboard_failsafe = False
         self.flown_target: Target | None = None
@@ -185,6 +193,9 @@ class Vehicle:
             self._physics(dt, t)
         self.commander.step(now_s)
         out = self.drain(now_s)
+        if self.px4.current_mode_on_status and now_s >= self._next_status_s:
+            self._next_status_s = max(self._next_status_s + STATUS_PUBLISH_PERIOD_S, now_s)
+            out.append(Outgoing(current_mode(self, now_s), TO_CURRENT_MODE))
         due = [item for item in self.later if item[0] <= now_s]
         if due:
             self.later = [item for item in self.later if item[0] > now_s]
@@ -208,11 +219,13 @@ class Vehicle:
     def drain(self, now_s: float) -> list[Outgoing]:
         out: list[Outgoing] = []
         status_changed = False
+        first_old_mode = ""
         for n in self.commander.notices:
             if n.kind == "mode":
                 self.record.mode_changes.append(ModeChange(n.time_s, n.old_mode, n.new_mode,
                                                            n.cause))  # fmt: skip
                 status_changed = True
+                first_old_mode = first_old_mode or n.old_mode
             elif n.kind == "intent":
                 status_changed = True
             elif n.kind == "text":
@@ -222,6 +235,13 @@ class Vehicle:
         self.commander.notices.clear()
         if status_changed:  # PX4 sends CURRENT_MODE at once when vehicle_status changes
             out.insert(0, Outgoing(current_mode(self, now_s), TO_CURRENT_MODE))
+            if self.px4.current_mode_on_status and first_old_mode:
+                # v1.17+: a mode change publishes vehicle_status twice, first with the
+                # old mode (and the new intent, if a user asked), then with the new mode;
+                # with the interval cap this reproduces the measured latencies ([SITL
+                # main]: about one interval at 0.02-0.1 s). A fit, not read in PX4 source.
+                old = modes.mode_by_name(first_old_mode)
+                out.insert(0, Outgoing(current_mode(self, now_s, old), TO_CURRENT_MODE))
         return out
 
     # ---- faults -------------------------------------------------------------
@@ -233,13 +253,16 @@ class Vehicle:
         return self.drain(now_s)
 
     def rc_takeover(self, now_s: float) -> list[Outgoing]:
-        """Sticks moved past COM_RC_STICK_OV: POSCTL if COM_RC_OVERRIDE allows it here."""
+        """Sticks moved: POSCTL if the release's override parameter allows it here."""
         c = self.commander
         c.rc_present = True
-        bit = 2 if c.mode is modes.OFFBOARD else 1  # bit 1: offboard, bit 0: auto modes
-        if c.armed and (c.mode is modes.OFFBOARD or c.mode.is_auto) and (
-            self.params.get_int("COM_RC_OVERRIDE") & bit
-        ):
+        if self.px4.rc_override_param == "MAN_OVERRIDE_SPD":
+            # v1.18 (#27041): one rule for auto and offboard modes; negative disables.
+            allowed = self.params.get_float("MAN_OVERRIDE_SPD") >= 0
+        else:  # COM_RC_OVERRIDE bit 1: offboard, bit 0: auto modes (past COM_RC_STICK_OV)
+            bit = 2 if c.mode is modes.OFFBOARD else 1
+            allowed = bool(self.params.get_int("COM_RC_OVERRIDE") & bit)
+        if c.armed and (c.mode is modes.OFFBOARD or c.mode.is_auto) and allowed:
             c.request_mode(modes.POSCTL, now_s, "rc override")
         return self.drain(now_s)
 

@@ -84,6 +84,7 @@ def test_connect_requests_version_current_mode_and_params_with_bounded_retries()
     b.step(10.0)  # the FC never answers
     assert len(b.actions(RequestParams)) == 3 and len(b.actions(RequestMessage)) == 3
     (interval,) = [a for _, a in b.actions(SetMessageInterval)]
+    # 50 ms: from v1.17 PX4 holds a CURRENT_MODE change back until the interval is over
     assert interval.message_id == 436 and interval.interval_us == 50_000
     warnings = [n.message for n in b.notices(NoticeKind.WARNING)]
     assert any("COM_OF_LOSS_T could not be read" in w for w in warnings)

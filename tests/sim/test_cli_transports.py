@@ -24,6 +24,7 @@ def test_cli_help_lists_the_options() -> None:
     out = subprocess.run([*CLI, "--help"], check=False, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0
     for option in ("--bind", "--gcs-bind", "--tcp", "--pty", "--profile", "--single-ack",
+                   "--double-ack", "--px4-version",
                    "--fault", "--param"):  # fmt: skip
         assert option in out.stdout
 

@@ -37,7 +37,8 @@ async def test_fault_gcs_mode_switch_to_any_mode_ends_the_offboard_intent() -> N
 
 
 async def test_fault_rc_takeover_ignored_in_offboard_by_default() -> None:
-    async with running_sim() as (sim, peer):
+    """v1.16.2's COM_RC_OVERRIDE (gone in v1.18, where MAN_OVERRIDE_SPD decides)."""
+    async with running_sim(px4_version="1.16") as (sim, peer):
         await offboard_and_arm(sim, peer, down=-1.0)
         sim.rc_takeover()  # COM_RC_OVERRIDE = 1: auto modes only
         await asyncio.sleep(0.2)
@@ -81,7 +82,8 @@ async def test_fault_link_pause_silences_both_ways_and_a_long_pause_is_an_offboa
         assert len(sim.record.setpoints) == n_setpoints  # nothing heard either
         await asyncio.sleep(0.5)
         assert peer.of_type("ATTITUDE", t0 + 1.5)
-        assert sim.record.changes_to("POSCTL")  # 1.5 s without setpoints: loss...
+        # 1.5 s without setpoints: loss (Return without RC since v1.17)...
+        assert sim.record.changes_to("AUTO.RTL")
         assert await sim.wait_until(lambda: sim.vehicle.mode_name == "OFFBOARD", 1)  # ...back
 
 

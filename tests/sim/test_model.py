@@ -69,7 +69,7 @@ def test_loss_threshold_sweep_matches_sitl() -> None:
             h.run(h.last_sent_s + gap_s - h.t - TICK_S / 2)
             h.stream = lambda: position_sp(down=-1.0)
             h.run(0.2)  # the next tick sends: exactly gap_s after the last one
-            fell = bool(h.v.record.changes_to("POSCTL"))
+            fell = bool(h.v.record.changes_to("AUTO.RTL"))  # v1.17+ without RC: Return
             assert fell == falls, (phase, gap_s)
             assert h.v.mode_name == "OFFBOARD"  # and always back by itself
 
@@ -216,9 +216,9 @@ def test_current_mode_intended_mode_and_standard_mode() -> None:
     h.run(1.3)
     from offboardd.sim.telemetry import current_mode  # noqa: PLC0415
 
-    msg = current_mode(h.v, h.t)
-    assert msg.custom_mode == 3 << 16 and msg.intended_custom_mode == 6 << 16
-    assert msg.standard_mode == d.MAV_STANDARD_MODE_POSITION_HOLD
+    msg = current_mode(h.v, h.t)  # the loss action without RC: Return (v1.17+)
+    assert msg.custom_mode == (4 << 16) | (5 << 24) and msg.intended_custom_mode == 6 << 16
+    assert msg.standard_mode == d.MAV_STANDARD_MODE_SAFE_RECOVERY  # Return
 
 
 def test_nan_fields_count_as_absent_and_never_poison_the_state() -> None:
@@ -259,7 +259,7 @@ def test_no_reentry_when_someone_changed_the_mode_during_the_fallback() -> None:
     h.run(3.0)
     stream, h.stream = h.stream, None
     h.run(1.3)
-    assert h.v.mode_name == "POSCTL" and h.v.intended_mode_name == "OFFBOARD"
+    assert h.v.mode_name == "AUTO.RTL" and h.v.intended_mode_name == "OFFBOARD"
     h.v.pilot_mode_switch("AUTO.LOITER", h.t)
     h.stream = stream
     h.run(1.0)

@@ -19,11 +19,12 @@ EXPECTED = {
 
 
 async def test_param_list_has_px4_defaults_with_byte_wise_integers() -> None:
-    async with running_sim() as (_sim, peer):
+    """v1.16.2's table (1.18's: test_px4_versions_link.py)."""
+    async with running_sim(px4_version="1.16") as (_sim, peer):
         peer.send(d.MAVLink_param_request_list_message(1, 1))
         await asyncio.sleep(0.3)
         values = {param_id_str(m.param_id): m for _, m in peer.of_type("PARAM_VALUE")}
-        assert len(values) == len(PARAM_SPECS)
+        assert len(values) == len(PARAM_SPECS)  # v1.16's own table
         assert {m.param_count for m in values.values()} == {len(PARAM_SPECS)}
         assert sorted(m.param_index for m in values.values()) == list(range(len(PARAM_SPECS)))
         for name, (ptype, default) in EXPECTED.items():
@@ -35,7 +36,8 @@ async def test_param_list_has_px4_defaults_with_byte_wise_integers() -> None:
 
 
 async def test_param_read_by_name_and_by_index_and_set_echoes_to_all() -> None:
-    async with running_sim() as (sim, peer):
+    """v1.16.2: COM_RC_OVERRIDE exists; an unknown name set gets a STATUSTEXT."""
+    async with running_sim(px4_version="1.16") as (sim, peer):
         peer.send(d.MAVLink_param_request_read_message(1, 1, b"", 3))
         by_index = await peer.wait_for(lambda m: m.get_type() == "PARAM_VALUE")
         assert by_index.param_index == 3

@@ -28,5 +28,6 @@ async def test_plain_pymavlink_script_flies_stream_offboard_arm_climb_loss_reent
         assert rec.offboard_requests and rec.first_valid_setpoint_s is not None
         assert rec.offboard_requests[0] - rec.first_valid_setpoint_s >= 0.9  # its warm-up
         causes = [(m.new_mode, m.cause) for m in rec.mode_changes]
-        assert ("POSCTL", "failsafe") in causes and ("OFFBOARD", "offboard resumed") in causes
+        # the sim plays PX4 1.18: without RC the loss action is Return (#26391)
+        assert ("AUTO.RTL", "failsafe") in causes and ("OFFBOARD", "offboard resumed") in causes
         assert [s.source_component for s in rec.setpoints[:1]] == [191]

@@ -1,0 +1,122 @@
+"""What differs between the PX4 releases the sim can play (`SimConfig.px4_version`).
+
+One frozen `Px4Version` per release, each field a behaviour the rest of the sim asks
+about instead of hard-coding one release; every value cites the PX4 pull request or the
+measurement it comes from (px4-offboard.md §7). "[SITL main]" is PX4 main of August
+2026 ("v1.19.0-dev", SIH), which 1.18 is taken to behave like; 1.17 follows the PR
+list, its own behaviour is unmeasured unless said. This module holds data only: the
+commander, the commands, the parameter table and the links read it; it must not
+import them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from offboardd.mavlink.codec import dialect as d
+
+# (name, MAV_PARAM_TYPE, PX4 default) for parameters a release adds.
+ParamDef = tuple[str, int, int | float]
+
+
+def flight_sw_version(major: int, minor: int, patch: int, kind: int = 255) -> int:
+    """AUTOPILOT_VERSION.flight_sw_version; kind 255 = FIRMWARE_VERSION_TYPE_OFFICIAL."""
+    return (major << 24) | (minor << 16) | (patch << 8) | kind
+
+
+@dataclass(frozen=True)
+class Px4Version:
+    name: str  # "1.16": what --px4-version takes
+    flight_sw_version: int
+    # DO_SET_MODE answered twice, the first ACK always ACCEPTED ([SITL] v1.16.2);
+    # [SITL main] once.
+    double_set_mode_ack: bool
+    # PX4-Autopilot#26391 (backport of #26289, v1.17): an offboard loss action that is a
+    # manual mode (COM_OBL_RC_ACT 0 Position, 1 Altitude, 2 Stabilized) without manual
+    # control becomes NAV_RCL_ACT's action. [SITL main] 0 -> AUTO.RTL after 1.09-1.13 s.
+    manual_loss_action_needs_rc: bool
+    # NAV_RCL_ACT values this release knows, as offboard-loss fallbacks: a mode name, or
+    # "" for Terminate / Disarm (the motors stop). v1.18 adds 7 "Hold mode (no
+    # failsafe)" (#27792); for the loss it is a Hold like 1.
+    rc_loss_actions: tuple[tuple[int, str], ...]
+    # Parameters: removed in this release, and added (not in v1.16.2's table).
+    removed_params: frozenset[str]
+    added_params: tuple[ParamDef, ...]
+    # PARAM_ERROR (#345) for a read or set of an unknown parameter (PX4-Autopilot#25699,
+    # merged to main after the v1.17 branch cut: mavlink/mavlink#2591). Older: no answer
+    # to a read, STATUSTEXT "[pm] unknown param" to a set.
+    param_error: bool
+    # The pilot's stick override: "COM_RC_OVERRIDE" (bit 0 auto modes, bit 1 offboard,
+    # threshold COM_RC_STICK_OV) or, from v1.18 (#27041), "MAN_OVERRIDE_SPD" (any mode,
+    # off when negative).
+    rc_override_param: Literal["COM_RC_OVERRIDE", "MAN_OVERRIDE_SPD"]
+    # CURRENT_MODE only on a vehicle_status publication, never faster than the requested
+    # interval ([SITL main], current_mode_stream.py); False: v1.16's periodic stream
+    # plus an immediate one on every change (streams.py).
+    current_mode_on_status: bool
+    # MAV_CMD_* answered UNSUPPORTED because the release removed them (#27251, #27252):
+    # use MAV_CMD_REQUEST_MESSAGE.
+    removed_commands: frozenset[int]
+
+
+_RC_LOSS_ACTIONS_V1_16 = ((1, "AUTO.LOITER"), (2, "AUTO.RTL"), (3, "AUTO.LAND"), (5, ""), (6, ""))
+_REQUEST_COMMANDS_REMOVED_V1_18 = frozenset({
+    d.MAV_CMD_REQUEST_AUTOPILOT_CAPABILITIES,  # 520
+    d.MAV_CMD_REQUEST_PROTOCOL_VERSION,  # 519
+    d.MAV_CMD_GET_HOME_POSITION,  # 410
+    d.MAV_CMD_REQUEST_FLIGHT_INFORMATION,  # 528
+    d.MAV_CMD_REQUEST_STORAGE_INFORMATION,  # 525
+})  # fmt: skip
+
+V1_16 = Px4Version(
+    name="1.16",
+    flight_sw_version=flight_sw_version(1, 16, 2),  # [SITL] v1.16.2
+    double_set_mode_ack=True,
+    manual_loss_action_needs_rc=False,  # [SITL] POSCTL without RC: descends and lands
+    rc_loss_actions=_RC_LOSS_ACTIONS_V1_16,
+    removed_params=frozenset(),
+    added_params=(),
+    param_error=False,
+    rc_override_param="COM_RC_OVERRIDE",
+    current_mode_on_status=False,
+    removed_commands=frozenset(),
+)
+V1_17 = Px4Version(
+    name="1.17",
+    flight_sw_version=flight_sw_version(1, 17, 0),
+    double_set_mode_ack=False,  # unmeasured on v1.17: taken from main
+    manual_loss_action_needs_rc=True,  # #26391 was a backport to the v1.17 branch
+    rc_loss_actions=_RC_LOSS_ACTIONS_V1_16,
+    removed_params=frozenset(),
+    added_params=(),
+    param_error=False,  # #25699 missed the v1.17 branch cut
+    rc_override_param="COM_RC_OVERRIDE",
+    current_mode_on_status=True,  # unmeasured on v1.17: taken from main
+    removed_commands=frozenset(),
+)
+V1_18 = Px4Version(
+    name="1.18",
+    flight_sw_version=flight_sw_version(1, 18, 0),
+    double_set_mode_ack=False,  # [SITL main] one COMMAND_ACK
+    manual_loss_action_needs_rc=True,  # [SITL main] COM_OBL_RC_ACT=0 -> AUTO.RTL
+    rc_loss_actions=(*_RC_LOSS_ACTIONS_V1_16, (7, "AUTO.LOITER")),  # #27792
+    removed_params=frozenset({"COM_RC_OVERRIDE", "COM_RC_STICK_OV"}),  # #27041
+    # [SITL main] PARAM_VALUE MAN_OVERRIDE_SPD: type 9 (REAL32), 1.0
+    added_params=(("MAN_OVERRIDE_SPD", d.MAV_PARAM_TYPE_REAL32, 1.0),),
+    param_error=True,  # [SITL main] COM_RC_OVERRIDE read -> PARAM_ERROR, error 1
+    rc_override_param="MAN_OVERRIDE_SPD",
+    current_mode_on_status=True,
+    removed_commands=_REQUEST_COMMANDS_REMOVED_V1_18,
+)
+
+VERSIONS: dict[str, Px4Version] = {v.name: v for v in (V1_16, V1_17, V1_18)}
+VERSION_NAMES = tuple(VERSIONS)
+DEFAULT_VERSION = V1_18.name  # the newest
+
+
+def version_by_name(name: str) -> Px4Version:
+    try:
+        return VERSIONS[name]
+    except KeyError:
+        raise ValueError(f"px4_version must be one of {VERSION_NAMES}, not {name!r}") from None
