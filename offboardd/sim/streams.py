@@ -3,7 +3,8 @@
 "px4" copies what PX4 v1.16 SITL sends on its onboard link :14580 -> :14540
 (px4-offboard.md §5: ~400 msg/s, ATTITUDE 100/s, ATTITUDE_QUATERNION,
 GLOBAL_POSITION_INT and HIGHRES_IMU 50/s, LOCAL_POSITION_NED and ODOMETRY 30/s, ~10/s
-of the rest; used for every release the sim plays, later ones were not measured); "gcs" is PX4's normal-mode GCS link; "light" suits a slow serial link;
+of the rest; used for every release the sim plays: measured on PX4 main, the same 32
+types at ~400/s); "gcs" is PX4's normal-mode GCS link; "light" suits a slow serial link;
 "heavy" adds ~1,600 msg/s of filler sent from pre-encoded frames so a benchmark load
 costs almost nothing to generate. SET_MESSAGE_INTERVAL changes one link's rates.
 `SimLink` holds one link's codec, streams and pending frames. No I/O, no clock: `now_s`
