@@ -5,11 +5,17 @@ sends each tick what the envelope lets through for it (EnvelopeGuard.shape), rep
 the first shaping per commanded setpoint, not every tick. The engine starts, replaces
 and stops it; the stream never decides when, and never touches the lease or the phase.
 
+A new setpoint goes out at once, but at most one such extra send per stream period: the
+next tick carries the newest anyway, and a flood of setpoint commands (thousands a
+second) must not become a flood of frames on a 57,600-baud link (issue 15).
+
 Owns: the setpoint, the StreamClock. Must not: judge commands, move phases, or send
 without a target (no FC heard: nothing goes out).
 """
 
 from __future__ import annotations
+
+import math
 
 from offboardd.core.actions import SendSetpoint, Target
 from offboardd.core.engine_fence import EnvelopeGuard
@@ -28,6 +34,7 @@ class SetpointStream:
         self._guard = guard
         self._vehicle = vehicle
         self._out = out
+        self._last_extra_s = -math.inf  # the last send_now that went out
 
     @property
     def running(self) -> bool:
@@ -41,12 +48,15 @@ class SetpointStream:
         self._out.emit(SendSetpoint(target, self._shaped(setpoint, now)))
 
     def send_now(self, setpoint: Setpoint, target: Target | None, now: float) -> None:
-        """Replace the setpoint and send it at once; the schedule carries on unchanged."""
+        """Replace the setpoint and send it at once (unless an extra send already went out
+        this period: then the next tick carries it); the schedule carries on unchanged."""
         self.setpoint = setpoint
         self._guard.new_setpoint()
-        if target is not None and self.clock.running:
+        if (target is not None and self.clock.running
+                and now - self._last_extra_s >= self.clock.period_s):
             self._out.emit(SendSetpoint(target, self._shaped(setpoint, now)))
             self.clock.record_send(now)
+            self._last_extra_s = now
 
     def tick(self, target: Target | None, now: float) -> None:
         """The scheduled send, if one is due (one send however late: no burst)."""

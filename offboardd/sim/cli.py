@@ -71,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also serve MAVLink on tcp 127.0.0.1:PORT")
     parser.add_argument("--pty", nargs="?", const="", default=None, metavar="SYMLINK",
                         help="also serve a serial pty; print its path (optionally symlinked)")
+    parser.add_argument("--pty-baud", type=int, default=None, metavar="BAUD",
+                        help="emulate a UART at BAUD (8N1) on the pty, e.g. 57600 for a "
+                             "telemetry radio (default: as fast as the pty)")
     parser.add_argument("--profile", choices=PROFILE_NAMES, default=d.profile,
                         help="telemetry load: px4 (~400 msg/s), light, heavy (~2000 msg/s)")
     parser.add_argument("--sysid", type=int, default=d.system_id, help="system id (1)")
@@ -104,6 +107,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         system_id=args.sysid, component_id=args.compid, udp_bind=args.bind,
         udp_remote=args.remote, gcs_bind=args.gcs_bind, gcs_remote=args.gcs_remote,
         tcp_port=args.tcp, pty=args.pty is not None, pty_symlink=args.pty or None,
+        pty_baud=args.pty_baud,
         profile=args.profile, px4_version=args.px4_version, double_ack=args.double_ack,
         params=dict(args.param),
         home_lat_deg=args.home[0], home_lon_deg=args.home[1], home_alt_m=args.home[2],

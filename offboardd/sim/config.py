@@ -44,6 +44,7 @@ class SimConfig:
     tcp_port: int | None = None  # serve MAVLink on tcp 127.0.0.1:PORT (0 = kernel-chosen)
     pty: bool = False  # serve one end of a pseudo-terminal pair (a serial link)
     pty_symlink: str | None = None  # also expose the pty's slave under this path
+    pty_baud: int | None = None  # emulate a UART at this rate (8N1) each way; None: as fast
     profile: str = "px4"  # telemetry on the companion, TCP and pty links
     # The PX4 release to play, "1.16" | "1.17" | "1.18" (px4_versions.py).
     px4_version: str = DEFAULT_VERSION
@@ -77,5 +78,7 @@ class SimConfig:
             raise ValueError(f"tick_hz must be 10..1000, not {self.tick_hz}")
         if self.signing_key is not None and len(self.signing_key) != 32:
             raise ValueError(f"signing_key must be 32 bytes, not {len(self.signing_key)}")
+        if self.pty_baud is not None and not 1200 <= self.pty_baud <= 4_000_000:
+            raise ValueError(f"pty_baud must be 1200..4000000, not {self.pty_baud}")
         if self.require_signing and self.signing_key is None:
             raise ValueError("require_signing needs a signing_key")

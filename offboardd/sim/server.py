@@ -75,7 +75,7 @@ class SimServer:
         self.gcs_port = await self._open_udp("gcs", "gcs", cfg.gcs_bind, cfg.gcs_remote)
         if cfg.pty:
             link = self._add_link("pty", cfg.profile)
-            self._pty = PtyEndpoint(self._receiver(link), cfg.pty_symlink)
+            self._pty = PtyEndpoint(self._receiver(link), cfg.pty_symlink, cfg.pty_baud)
             link.sender, self.pty_path = self._pty, self._pty.path
         if cfg.tcp_port is not None:
             from offboardd.mavlink.links import open_link  # noqa: PLC0415 (only when asked)

@@ -83,11 +83,51 @@ class UdpEndpoint(asyncio.DatagramProtocol):
             self.transport.close()
 
 
+_RX_CHUNK = 64  # bytes: resume reading once this much fits on the emulated line
+
+
+class _Allowance:
+    """Bytes a line of `bytes_per_s` may carry now (None: unlimited), at most 0.1 s worth
+    saved up: a UART has a small FIFO, not a reservoir."""
+
+    def __init__(self, bytes_per_s: float | None) -> None:
+        self.bytes_per_s = bytes_per_s
+        self._credit = 0.0
+        self._stamp_s: float | None = None
+
+    def take(self, now: float, wanted: int) -> int:
+        if self.bytes_per_s is None:
+            return wanted
+        if self._stamp_s is not None:
+            self._credit = min(self.bytes_per_s * 0.1,
+                               self._credit + (now - self._stamp_s) * self.bytes_per_s)
+        self._stamp_s = now
+        granted = min(wanted, int(self._credit))
+        self._credit -= granted
+        return granted
+
+    def give_back(self, unused: int) -> None:
+        self._credit += unused
+
+    def wait_s(self, wanted: int) -> float:
+        if self.bytes_per_s is None:
+            return 0.0
+        return max(0.001, (wanted - self._credit) / self.bytes_per_s)
+
+
 class PtyEndpoint:
     """The master end of a pty pair; `path` is the slave the daemon opens."""
 
-    def __init__(self, on_bytes: Callable[[bytes], None], symlink: str | None) -> None:
+    def __init__(self, on_bytes: Callable[[bytes], None], symlink: str | None,
+                 baud: int | None = None) -> None:
         self._on_bytes = on_bytes
+        # A UART at `baud` carries baud/10 bytes a second (8N1) each way: we read no
+        # faster, so a companion writing more backs up in its serial buffer as on a real
+        # radio link, and we write no more (the rest is dropped, as a full UART drops).
+        self._bytes_per_s = None if baud is None else baud / 10.0
+        self._rx = _Allowance(self._bytes_per_s)
+        self._tx = _Allowance(self._bytes_per_s)
+        self._paused = False
         self.master_fd, self._slave_fd = os.openpty()
         tty.setraw(self._slave_fd)  # no echo, no line editing: a plain byte pipe
         os.set_blocking(self.master_fd, False)
@@ -105,17 +145,34 @@ class PtyEndpoint:
         return self.symlink or self.slave_path
 
     def _readable(self) -> None:
+        loop = asyncio.get_running_loop()
+        allowed = self._rx.take(loop.time(), 65536)
+        if allowed == 0:  # over the baud rate: stop reading until the line has room again
+            loop.remove_reader(self.master_fd)
+            self._paused = True
+            loop.call_later(self._rx.wait_s(_RX_CHUNK), self._resume)
+            return
         try:
-            data = os.read(self.master_fd, 65536)
+            data = os.read(self.master_fd, allowed)
         except (BlockingIOError, InterruptedError):
-            return
+            data = b""
         except OSError:  # EIO: no process has the slave open; keep our own slave fd
-            return
+            data = b""
+        self._rx.give_back(allowed - len(data))
         if data:
             self._on_bytes(data)
 
+    def _resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            with contextlib.suppress(OSError, ValueError):
+                asyncio.get_running_loop().add_reader(self.master_fd, self._readable)
+
     def send_frames(self, frames: list[bytes]) -> None:
         data = b"".join(frames)
+        allowed = self._tx.take(asyncio.get_running_loop().time(), len(data))
+        self.dropped_bytes += len(data) - allowed
+        data = data[:allowed]
         try:
             written = os.write(self.master_fd, data)
         except (BlockingIOError, InterruptedError):
