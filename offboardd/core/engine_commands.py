@@ -34,6 +34,7 @@ from offboardd.core.commands import (
 from offboardd.core.engine_failsafe import fail_pending, start_handover
 from offboardd.core.machine import Do, Outcome, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
+from offboardd.core.modes import mode_name
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import Setpoint
 from offboardd.core.settings import ESCALATION
@@ -188,6 +189,9 @@ def _handover_command(
         return eng.out.refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
     if Do.JOIN_HANDOVER in rule.does:
         eng.handover.join(cmd.command_id)
+        return True
+    if rule.to is Outcome.STAY:  # the FC already reports the mode asked for
+        eng.out.reply_ok(cmd.command_id, f"FC already in {mode_name(eng.vehicle.custom_mode)}")
         return True
     chain = ESCALATION[_MODE_CHAINS[cmd.kind] or eng.settings.release_mode.value]
     cancelled = eng.engage.take_id()

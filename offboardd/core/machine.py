@@ -98,6 +98,7 @@ class Fact(StrEnum):
     ARM_WANTED = "arm wanted"  # the engage asked to arm and the FC reports disarmed
     FAILSAFE_HANDOVER = "failsafe hand-over"  # asked by the loss action or a fence breach
     SAME_ASK_PENDING = "same mode pending"  # a command's hand-over to this mode is under way
+    FC_IN_ASKED_MODE = "FC in that mode"  # the FC already reports the mode a command asks for
 
 
 class Cond(NamedTuple):

@@ -81,7 +81,11 @@ for _trigger, _reason in ((T.HOLD, R.COMMANDED_HOLD), (T.LAND, R.COMMANDED_LAND)
             why="a repeat: answered with the pending one (a flood of holds sent 1,200 "
                 "DO_SET_MODEs before)"),
         row(NOT_ENGAGED, _trigger, P.RELEASING, _reason, D.HAND_OVER,
+            when=(no(Fact.FC_IN_ASKED_MODE),),
             why="a plain mode request: the vehicle is not ours, no escalation"),
+        row(NOT_ENGAGED, _trigger, STAY, None, D.REPLY_OK, when=(yes(Fact.FC_IN_ASKED_MODE),),
+            why="already there: answered at once, nothing to the FC (a flood of holds "
+                "asked for AUTO.LOITER again and again)"),
     ]
 COMMANDS += [
     row(NOT_ENGAGED | {P.ACTIVE}, T.ARM, STAY, None, D.ARM_DISARM,

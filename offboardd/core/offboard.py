@@ -208,6 +208,9 @@ class OffboardEngine:
         return MACHINE.rule(self.phase, trigger, lambda fact: self._fact(fact, now, trigger))
 
     def _fact(self, fact: Fact, now: float, trigger: Trigger) -> bool:
+        if fact is Fact.FC_IN_ASKED_MODE:
+            asked = _FIRST_MODE.get(trigger)
+            return asked is not None and self.vehicle.mode is asked
         if fact is Fact.SAME_ASK_PENDING:
             h, asked = self.handover.current, _FIRST_MODE.get(trigger)
             return (h is not None and not h.failsafe and h.command_id is not None

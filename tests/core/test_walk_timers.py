@@ -153,6 +153,19 @@ def _pending(trigger: Trigger) -> Callable[[Bench], None]:
     return lambda b: _releasing_for(b, trigger)
 
 
+FIRST_MODE = {Trigger.HOLD: Px4Mode.AUTO_LOITER, Trigger.LAND: Px4Mode.AUTO_LAND,
+              Trigger.RTL: Px4Mode.AUTO_RTL}
+
+
+def _in_phase_fc_in(phase: Phase, trigger: Trigger) -> Callable[[Bench], None]:
+    def setup(b: Bench) -> None:
+        walk.RECIPES[phase](b)
+        b.set_mode(FIRST_MODE[trigger])
+        b.step(0.1)
+        assert b.phase() is phase
+    return setup
+
+
 CASES = [
     Case("warmup done", S(), walk._warmup, lambda b: b.step(1.05), Trigger.WARMUP_DONE,
          {F.FC_IN_OFFBOARD: False}),
@@ -208,6 +221,9 @@ CASES = [
     *[Case(f"{asked.value} while {pending.value} is pending", S(),
            _pending(pending), _ask(asked), asked, {F.SAME_ASK_PENDING: asked is pending})
       for pending, asked in itertools.product(COMMANDS, COMMANDS)],
+    *[Case(f"{asked.value} in {phase.value}, FC already there", S(),
+           _in_phase_fc_in(phase, asked), _ask(asked), asked, {F.FC_IN_ASKED_MODE: True})
+      for phase in (Phase.IDLE, Phase.FAILSAFE, Phase.PREEMPTED) for asked in COMMANDS],
     Case("loss action's mode taken", S(hold_s=1.0), _holding_loss_releasing,
          lambda b: b.set_mode(Px4Mode.AUTO_LOITER), Trigger.FC_MODE_HANDED_OVER,
          {F.FAILSAFE_HANDOVER: True}),
