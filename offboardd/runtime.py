@@ -33,11 +33,14 @@ from offboardd.core.reasons import STREAMING_PHASES, Phase
 from offboardd.fc_codec import fc_codec
 from offboardd.fc_input import FcInput
 from offboardd.mavlink import translate
+from offboardd.mavlink.budget import FcSendBudget
 from offboardd.mavlink.codec import Message
 from offboardd.mavlink.links import Link, LinkState, open_link
 from offboardd.mavlink.signing import refusal_hint
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
+from offboardd.mqtt.rates import Admit, CommanderRates
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
+from offboardd.mqtt.wire import MqttErrorCode
 from offboardd.outputs import Outputs
 from offboardd.replies import ReplySink
 from offboardd.systemd import SystemdNotifier
@@ -84,6 +87,8 @@ class Runtime:
         self._timer_due_s = 0.0  # the deadline the pending timer stands for
         self._timer_precise = False  # the deadline is the engine's (a stream tick...)
         self._waking = False  # inside _wake, which re-arms once at its end
+        self.fc_budget = FcSendBudget()
+        self.rates = CommanderRates()
         self.outputs = Outputs(self.bridge, self.notifier,
                                lambda: refusal_hint(self.codec.stats))
         self._last_watchdog_s = -1e9
@@ -151,7 +156,15 @@ class Runtime:
         return future
 
     def _on_inbound(self, inbound: InboundCommand) -> None:
-        self._feed_command(inbound.command, inbound.route)
+        route = inbound.route
+        verdict = self.rates.admit((route.topic, route.reply_on_success), self._now())
+        if verdict is Admit.ACCEPT:
+            self._feed_command(inbound.command, route)
+        elif verdict is Admit.REFUSE and self.bridge is not None:
+            self.bridge.reply(route, ok=False, code=MqttErrorCode.RATE_LIMITED.value,
+                              message="more commands than one commander may send "
+                              f"({self.rates.settings.cmd_rate_hz:g}/s on cmd, "
+                              f"{self.rates.settings.setpoint_rate_hz:g}/s on setpoint)")
 
     def _feed_command(self, command: Command, sink: ReplySink) -> None:
         if command.kind.value not in ("setpoint", "heartbeat"):  # high rate: not logged
@@ -201,7 +214,7 @@ class Runtime:
             return
         vehicle = engine.vehicle
         before = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
-        self._dispatch(engine.handle_all(events, now))
+        self._dispatch(engine.handle_all(events, now), now)
         if (vehicle.custom_mode, vehicle.armed, vehicle.landed_state) != before:
             # Subscribers see the FC's mode, arming and landing at once, not a second later.
             self._publish_state(now)
@@ -232,10 +245,11 @@ class Runtime:
             time.sleep(early_s)  # at most 1.5 ms, once per deadline: precision for the stream
         now = self._last_wake_s = self._now()
         engine = self._engine()
-        self._dispatch(engine.poll(now))
+        self._dispatch(engine.poll(now), now)
+        self._send_budgeted(now)
         self.outputs.telemetry(self._telemetry_schedule, self.fc_input.telemetry, now)
         if stale_text := self.fc_input.flush_stale(now):  # chunked STATUSTEXTs never finished
-            self._dispatch(engine.handle_all(stale_text, now))
+            self._dispatch(engine.handle_all(stale_text, now), now)
         period_s = self.notifier.watchdog_period_s
         if period_s is not None and now - self._last_watchdog_s >= period_s / 2:
             self.notifier.watchdog()
@@ -259,7 +273,7 @@ class Runtime:
         # re-arms, and a cap that slid forward with them would never fire.
         cap_s = self.config.mavlink.read_period_s if self.link.polled else _MAX_TIMER_SLEEP_S
         engine_deadline = self._engine().next_deadline()
-        deadline = min(engine_deadline, self._last_wake_s + cap_s)
+        deadline = min(engine_deadline, self._last_wake_s + cap_s, self.fc_budget.next_due_s())
         telemetry_due_s = self._telemetry_schedule.next_due_s()
         if telemetry_due_s is not None and not self.link.polled:
             # (a polled link's cycles come often enough: telemetry rides on them, batched)
@@ -275,7 +289,7 @@ class Runtime:
         self._timer_precise = deadline == engine_deadline
         self._timer = loop.call_at(deadline - _TIMER_EARLY_S, self._wake)
 
-    def _dispatch(self, actions: list[Action]) -> None:
+    def _dispatch(self, actions: list[Action], now: float) -> None:
         transition = False
         for action in actions:
             if isinstance(action, Reply):
@@ -287,9 +301,15 @@ class Runtime:
                 if isinstance(action, SendCompanionHeartbeat):
                     self.codec.mav.srcSystem = action.system_id
                 for msg in translate.messages_for(action):
-                    self.link.send(self.codec.encode(msg))
+                    if self.fc_budget.offer(msg, now):  # else it waits its turn (budget.py)
+                        self.link.send(self.codec.encode(msg))
         if transition:
-            self._publish_state(self._now())
+            self._publish_state(now)
+
+    def _send_budgeted(self, now: float) -> None:
+        """Commands that waited for the FC link's budget, as it allows."""
+        for msg in self.fc_budget.due(now):
+            self.link.send(self.codec.encode(msg))
 
     def _publish_state(self, now: float) -> None:
         """On every transition, and every _STATE_PERIOD_S for the figures that move

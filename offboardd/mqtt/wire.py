@@ -45,6 +45,7 @@ class MqttErrorCode(enum.StrEnum):
     SETPOINT_STALE = "setpoint_stale"  # seq not newer within its session, or a retired session
     RETAINED_REFUSED = "retained_refused"  # a retained command never acts (replay safety)
     INTERNAL_ERROR = "internal_error"  # offboardd failed handling a valid command (a bug)
+    RATE_LIMITED = "rate_limited"  # more commands than a commander may send (mqtt/rates.py)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,71 @@
+"""How many MQTT commands one commander may send: a token bucket per commander, so that a
+careless or hostile client cannot turn a flood of commands into work for the engine and
+traffic on the FC link (issue 15: 20,000 `hold`s in 0.25 s). Over the rate a command is
+refused with `rate_limited`; the refusals are themselves limited (one per `refusal_gap_s`
+per commander), so a flood is not answered by a flood.
+
+A commander is its reply route: MQTT 5 clients name their own response topic; clients
+without one share the default reply topic. The high-rate `setpoint` topic has a bucket of
+its own. Pure: `now` comes in.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+CommanderKey = tuple[str, bool]  # (reply topic, on the cmd topic)
+
+
+class Admit(enum.Enum):
+    ACCEPT = "accept"
+    REFUSE = "refuse"  # over the rate: answer rate_limited
+    DROP = "drop"  # over the rate, and refused too recently to say so again
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    stamp_s: float
+    last_refusal_s: float = -1e18
+
+
+@dataclass(frozen=True)
+class RateSettings:
+    # A commander renews its lease 4 times a second and sends a few commands: 20/s is
+    # plenty; a mission script may stream setpoints at 50 Hz on the setpoint topic.
+    cmd_rate_hz: float = 20.0
+    cmd_burst: int = 40
+    setpoint_rate_hz: float = 100.0
+    setpoint_burst: int = 100
+    refusal_gap_s: float = 0.25
+    max_commanders: int = 256  # buckets kept; the oldest forgotten beyond
+
+
+class CommanderRates:
+    def __init__(self, settings: RateSettings | None = None) -> None:
+        self.settings = settings or RateSettings()
+        self._buckets: dict[CommanderKey, _Bucket] = {}
+        self.refused = 0
+        self.dropped = 0
+
+    def admit(self, key: CommanderKey, now: float) -> Admit:
+        s = self.settings
+        rate, burst = ((s.cmd_rate_hz, s.cmd_burst) if key[1]
+                       else (s.setpoint_rate_hz, s.setpoint_burst))
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            if len(self._buckets) >= s.max_commanders:
+                self._buckets.pop(next(iter(self._buckets)))
+            bucket = self._buckets[key] = _Bucket(float(burst), now)
+        bucket.tokens = min(float(burst), bucket.tokens + (now - bucket.stamp_s) * rate)
+        bucket.stamp_s = now
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return Admit.ACCEPT
+        if now - bucket.last_refusal_s >= s.refusal_gap_s:
+            bucket.last_refusal_s = now
+            self.refused += 1
+            return Admit.REFUSE
+        self.dropped += 1
+        return Admit.DROP

@@ -1,0 +1,61 @@
+"""A commander flooding `cmd` (issue 15): beyond its rate it is refused with `rate_limited`,
+a few times a second, not once per command; others are not affected; the daemon serves on.
+The real runtime with its bridge and a real mosquitto (no FC: heartbeats need none)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+
+import pytest
+
+from offboardd.config import DaemonConfig, MavlinkSettings
+from offboardd.mavlink.links import parse_link_url
+from offboardd.mqtt.rates import Admit, CommanderRates, RateSettings
+from offboardd.mqtt.topics import Topics
+from tests.conftest import Broker, free_port
+from tests.integration.harness import serving
+from tests.mqtt.helpers import dumps, observer, request_properties, settings_for
+
+pytestmark = pytest.mark.integration
+T = Topics.for_vehicle("flood")
+
+
+def test_buckets_per_commander_with_refusals_themselves_limited() -> None:
+    rates = CommanderRates(RateSettings(cmd_rate_hz=10.0, cmd_burst=2, refusal_gap_s=0.25))
+    a, b = ("inbox/a", True), ("inbox/b", True)
+    assert [rates.admit(a, 0.0) for _ in range(4)] == [
+        Admit.ACCEPT, Admit.ACCEPT, Admit.REFUSE, Admit.DROP]
+    assert rates.admit(b, 0.0) is Admit.ACCEPT  # another commander has its own bucket
+    assert rates.admit(a, 0.1) is Admit.ACCEPT  # one token back after 0.1 s at 10/s
+    assert rates.admit(a, 0.1) is Admit.DROP  # refused 0.1 s ago: not said again yet
+    assert rates.admit(a, 0.3) is Admit.ACCEPT
+    assert rates.admit(("inbox/a", False), 0.0) is Admit.ACCEPT  # the setpoint topic's own
+
+
+async def test_a_flooding_commander_is_refused_with_rate_limited(mosquitto: Broker) -> None:
+    config = DaemonConfig(
+        mavlink=MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{free_port()}")),
+        mqtt=dataclasses.replace(settings_for(mosquitto.port), vehicle_id="flood"))
+    async with serving(config, mqtt=True), observer(mosquitto.port) as flooder, \
+            observer(mosquitto.port) as polite:
+        await flooder.subscribe("flooder/inbox", 1)
+        await polite.subscribe("polite/inbox", 1)
+        props = request_properties("flooder/inbox", b"x")
+        for i in range(400):
+            await flooder.publish(T.cmd, dumps({"v": 1, "id": f"f{i}", "cmd": "heartbeat"}),
+                                  qos=0, properties=props)
+        codes: list[str | None] = []
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(2.0):
+                async for message in flooder.messages:
+                    codes.append(json.loads(bytes(message.payload))["code"])
+        ok, limited = codes.count(None), codes.count("rate_limited")
+        assert 40 <= ok < 150 and 1 <= limited <= 20, (ok, limited, len(codes))
+        await polite.publish(T.cmd, dumps({"v": 1, "id": "p1", "cmd": "heartbeat"}), qos=1,
+                             properties=request_properties("polite/inbox", b"y"))
+        async with asyncio.timeout(5.0):
+            async for message in polite.messages:
+                assert json.loads(bytes(message.payload))["ok"] is True
+                break
