@@ -142,13 +142,7 @@ def _engage(eng: OffboardEngine, rule: Rule, cmd: Engage, now: float) -> bool:
                 "engage without a setpoint holds the current position, "
                 "which needs a valid local position estimate",
             )
-    elif not v.estimate_valid(setpoint.estimate, now):
-        return out.refuse(
-            cmd.command_id,
-            Reason.ESTIMATE_MISSING,
-            f"{setpoint.kind.value} needs a valid {setpoint.estimate.value} estimate",
-        )
-    admitted = eng.guard.admit(cmd.command_id, setpoint)
+    admitted = _admit(eng, cmd.command_id, setpoint, now, check_estimate=cmd.setpoint is not None)
     if admitted is None:
         return False
     setpoint, note = admitted
@@ -162,15 +156,21 @@ def _engage(eng: OffboardEngine, rule: Rule, cmd: Engage, now: float) -> bool:
     return True
 
 
+def _admit(
+    eng: OffboardEngine, command_id: str, setpoint: Setpoint, now: float, *,
+    check_estimate: bool = True,
+) -> tuple[Setpoint, str] | None:
+    """The setpoint as the envelope admits it (and a note on what it changed), or None
+    after a coded refusal: no estimate it needs, or outside the envelope."""
+    if check_estimate and not eng.vehicle.estimate_valid(setpoint.estimate, now):
+        eng.out.refuse(command_id, Reason.ESTIMATE_MISSING,
+                       f"{setpoint.kind.value} needs a valid {setpoint.estimate.value} estimate")
+        return None
+    return eng.guard.admit(command_id, setpoint)
+
+
 def _setpoint(eng: OffboardEngine, rule: Rule, cmd: SetSetpoint, now: float) -> bool:
-    sp = cmd.setpoint
-    if not eng.vehicle.estimate_valid(sp.estimate, now):
-        return eng.out.refuse(
-            cmd.command_id,
-            Reason.ESTIMATE_MISSING,
-            f"{sp.kind.value} needs a valid {sp.estimate.value} estimate",
-        )
-    admitted = eng.guard.admit(cmd.command_id, sp)
+    admitted = _admit(eng, cmd.command_id, cmd.setpoint, now)
     if admitted is None:
         return False
     sp, note = admitted

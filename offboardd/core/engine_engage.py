@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from offboardd.core.actions import ArmDisarm, NoticeKind, RequestMode
+from offboardd.core.actions import ArmDisarm, FcAction, NoticeKind, RequestMode
 from offboardd.core.machine import Rule, Trigger
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
@@ -153,32 +153,33 @@ def fail_engage(
 
 
 def step_offboard_request(eng: OffboardEngine, now: float) -> None:
-    seq = eng.engage
-    step = seq.mode_try.poll(now)
     target = eng.vehicle.target
-    if step is RetryStep.SEND and target is not None:
-        eng.out.emit(RequestMode(target, Px4Mode.OFFBOARD))
-    elif step is RetryStep.EXHAUSTED:
-        refused = seq.mode_try.last_refused
-        fail_engage(
-            eng, Trigger.OFFBOARD_RETRIES_EXHAUSTED, now,
-            f"OFFBOARD not confirmed after {seq.mode_try.attempts} attempts: "
-            + eng.diagnosis(now),
-            Reason.MODE_REFUSED if refused else Reason.MODE_TIMEOUT,
-        )
+    _step_request(eng, eng.engage.mode_try, now,
+                  None if target is None else RequestMode(target, Px4Mode.OFFBOARD),
+                  exhausted=Trigger.OFFBOARD_RETRIES_EXHAUSTED, what="OFFBOARD",
+                  reasons=(Reason.MODE_REFUSED, Reason.MODE_TIMEOUT))
 
 
 def step_arm_request(eng: OffboardEngine, now: float) -> None:
-    seq = eng.engage
-    step = seq.arm_try.poll(now)
     target = eng.vehicle.target
-    if step is RetryStep.SEND and target is not None:
-        eng.out.emit(ArmDisarm(target, arm=True))
+    _step_request(eng, eng.engage.arm_try, now,
+                  None if target is None else ArmDisarm(target, arm=True),
+                  exhausted=Trigger.ARM_RETRIES_EXHAUSTED, what="arming",
+                  reasons=(Reason.ARM_REFUSED, Reason.ARM_TIMEOUT))
+
+
+def _step_request(
+    eng: OffboardEngine, retrier: Retrier, now: float, request: FcAction | None, *,
+    exhausted: Trigger, what: str, reasons: tuple[Reason, Reason],
+) -> None:
+    """One engage request's turn: (re)send it, or fail the engage once its attempts are
+    spent (`reasons`: refused by an ACK, or never confirmed)."""
+    step = retrier.poll(now)
+    if step is RetryStep.SEND and request is not None:
+        eng.out.emit(request)
     elif step is RetryStep.EXHAUSTED:
-        refused = seq.arm_try.last_refused
         fail_engage(
-            eng, Trigger.ARM_RETRIES_EXHAUSTED, now,
-            f"arming not confirmed after {seq.arm_try.attempts} attempts: "
-            + eng.diagnosis(now),
-            Reason.ARM_REFUSED if refused else Reason.ARM_TIMEOUT,
+            eng, exhausted, now,
+            f"{what} not confirmed after {retrier.attempts} attempts: " + eng.diagnosis(now),
+            reasons[0] if retrier.last_refused else reasons[1],
         )
