@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from offboardd.client import OffboardClient
+from offboardd.core.setpoints import PositionNed
 from tests.conftest import Broker, free_port
 from tests.px4.px4_process import Px4Sitl
 from tests.px4.tee import OFFBOARD, GcsPeer, Px4Tee, Record
@@ -114,6 +115,14 @@ class Stack:
     async def at_altitude(self, up_m: float, timeout_s: float = 20.0, tol_m: float = 0.4) -> float:
         return await self.until(lambda r: abs(-r.position_ned_m[2] - up_m) < tol_m,
                                 timeout_s, f"altitude {up_m} m")
+
+    async def take_off(self, up_m: float, commander: OffboardClient | None = None) -> None:
+        """Offboard take-off through MQTT: engage a position `up_m` above the origin with
+        arming, and wait until PX4 reports the vehicle there."""
+        await self.fc_ready()
+        client = commander or self.client
+        assert (await client.engage(PositionNed(0.0, 0.0, -up_m), arm=True)).ok
+        await self.at_altitude(up_m)
 
     async def in_offboard(self, timeout_s: float = 10.0) -> float:
         return await self.until(lambda r: r.mode == OFFBOARD, timeout_s, "PX4 in OFFBOARD")

@@ -22,10 +22,8 @@ async def test_geofence_stops_a_velocity_leg_and_refuses_a_point_outside(
     envelope = {"max_distance_m": FENCE_M, "stop_margin_m": 1.0}
     async with flying_stack(px4, mosquitto, tmp_path, {"envelope": envelope}) as s:
         await s.client.wait_for_state(lambda st: st["home_known"], 20)
-        await s.fc_ready()
         c, r = s.client, s.record
-        assert (await c.engage(PositionNed(0, 0, -ALT_M), arm=True)).ok
-        await s.at_altitude(ALT_M)
+        await s.take_off(ALT_M)
         refused = None
         try:
             await c.setpoint_confirmed(PositionNed(FENCE_M + 4.0, 0, -ALT_M))

@@ -27,9 +27,7 @@ async def test_gcs_mode_change_preempts_and_the_daemon_never_retakes(
     px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
 ) -> None:
     async with flying_stack(px4, mosquitto, tmp_path) as s:
-        await s.fc_ready()
-        assert (await s.client.engage(PositionNed(0, 0, -ALT_M), arm=True)).ok
-        await s.at_altitude(ALT_M)
+        await s.take_off(ALT_M)
         s.gcs.set_mode(4, 3)  # AUTO.LOITER, from QGroundControl's link
         loiter_t = await s.until(lambda r: r.mode == AUTO_LOITER, 5, "AUTO.LOITER")
         state = await s.client.wait_for_state(lambda st: st["phase"] == "preempted", 5)
@@ -49,10 +47,8 @@ async def test_release_hold_rtl_land_hand_over_to_px4_modes(
     px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
 ) -> None:
     async with flying_stack(px4, mosquitto, tmp_path) as s:
-        await s.fc_ready()
         c, r = s.client, s.record
-        assert (await c.engage(PositionNed(0, 0, -ALT_M), arm=True)).ok
-        await s.at_altitude(ALT_M)
+        await s.take_off(ALT_M)
         seen: dict[str, float] = {}
         for name, stop, mode in (("release", c.release, AUTO_LOITER),
                                  ("hold", c.hold, AUTO_LOITER),

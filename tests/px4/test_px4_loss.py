@@ -14,23 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from offboardd.client import OffboardClient
 from offboardd.core.setpoints import PositionNed
 from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
-from tests.px4.stack import Stack, flying_stack
+from tests.px4.stack import flying_stack
 from tests.px4.tee import OFFBOARD
 
 AUTO_LOITER = 50593792
 AUTO_RTL = 84148224
 ALT_M = 5.0
-
-
-async def take_off(s: Stack, commander: OffboardClient | None = None) -> None:
-    await s.fc_ready()
-    client = s.client if commander is None else commander
-    assert (await client.engage(PositionNed(0, 0, -ALT_M), arm=True)).ok
-    await s.at_altitude(ALT_M)
 
 
 async def test_lease_lapse_holds_then_asks_for_the_loss_action(
@@ -40,7 +32,7 @@ async def test_lease_lapse_holds_then_asks_for_the_loss_action(
     async with flying_stack(px4, mosquitto, tmp_path, {"engine": engine}) as s:
         await s.fc_ready()
         async with s.new_client() as commander:
-            await take_off(s, commander)
+            await s.take_off(ALT_M, commander)
             await commander.setpoint_confirmed(PositionNed(2.0, 0.0, -ALT_M))
             await asyncio.sleep(0.5)
         lapsed_t = s.record.setpoints[-1].t  # the commander is gone (its heartbeat stopped)
@@ -65,7 +57,7 @@ async def test_daemon_sigkilled_in_flight_px4_falls_back_and_a_new_daemon_never_
 ) -> None:
     px4.param_set("COM_OBL_RC_ACT", com_obl_rc_act)
     async with flying_stack(px4, mosquitto, tmp_path) as s:
-        await take_off(s)
+        await s.take_off(ALT_M)
         state = s.client.state
         assert state is not None
         measured["loss_action_reported"] = state["com_obl_rc_act"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from offboardd.core.setpoints import PositionNed
 from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
 from tests.px4.stack import flying_stack
@@ -18,10 +17,8 @@ async def test_fc_reboot_is_noticed_relearnt_and_never_reengaged_by_itself(
     px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
 ) -> None:
     async with flying_stack(px4, mosquitto, tmp_path) as s:
-        await s.fc_ready()
         c, r = s.client, s.record
-        assert (await c.engage(PositionNed(0, 0, -ALT_M), arm=True)).ok
-        await s.at_altitude(ALT_M)
+        await s.take_off(ALT_M)
         px4.stop()  # PX4 gone in flight (a reboot, a brown-out)
         lost = await c.wait_for_state(lambda st: st["fc_link"] == "lost", 10)
         assert not lost["in_control"]
@@ -32,8 +29,7 @@ async def test_fc_reboot_is_noticed_relearnt_and_never_reengaged_by_itself(
         assert back["phase"] in ("idle", "preempted", "failsafe"), back["phase"]
         await asyncio.sleep(2.0)
         assert all(sp.t <= stopped_t for sp in r.setpoints), "streamed after the reboot unasked"
-        assert (await c.engage(PositionNed(0, 0, -ALT_M), arm=True)).ok  # a new explicit engage
-        await s.at_altitude(ALT_M)
+        await s.take_off(ALT_M)  # a new explicit engage
         assert r.mode == OFFBOARD
         measured.update(phase_after_reboot=back["phase"], reason=back["reason"],
                         px4_boot_s=round(boot_s, 1))

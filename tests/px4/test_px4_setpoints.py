@@ -50,9 +50,7 @@ async def test_every_setpoint_kind_flies_on_real_px4(
     px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
 ) -> None:
     async with flying_stack(px4, mosquitto, tmp_path) as s:
-        await s.fc_ready()
-        assert (await s.client.engage(PositionNed(0, 0, -ALT_M), arm=True)).ok
-        await s.at_altitude(ALT_M)
+        await s.take_off(ALT_M)
         start_t = s.record.modes[-1][0]
         r = s.record
 
