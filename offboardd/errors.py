@@ -22,6 +22,7 @@ class ErrorCode(StrEnum):
     SETPOINT_INVALID = "setpoint_invalid"
     COMMAND_INVALID = "command_invalid"
     COMMAND_NOT_ALLOWED = "command_not_allowed"
+    NOT_IN_CONTROL = "not_in_control"  # a heartbeat or setpoint from a commander with no lease
     # flight controller
     FC_NOT_PX4 = "fc_not_px4"
     FC_REFUSED = "fc_refused"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,9 @@ from offboardd.systemd import SystemdNotifier, status_line
 
 log = structlog.get_logger("offboardd")
 
+NOT_IN_CONTROL_GAP_S = 0.25  # at most 4 not_in_control replies a second per reply topic
+_MAX_ROUTES_REMEMBERED = 256
+
 
 class Outputs:
     def __init__(self, bridge: MqttBridge | None, notifier: SystemdNotifier,
@@ -35,12 +39,22 @@ class Outputs:
         self.last_state_s = -1e9
         self._last_status = ""
         self._link_hint = link_hint  # why the FC may be silent (e.g. refused signatures)
+        self._told_not_in_control: dict[str, float] = {}  # reply topic -> when
 
-    def reply(self, reply: Reply) -> None:
+    def reply(self, reply: Reply, now: float) -> None:
         resolved = self.replies.resolve(reply)
         if resolved is None:
             return
         reply, sink = resolved
+        if reply.reason is Reason.NOT_IN_CONTROL and not isinstance(sink, asyncio.Future):
+            # A 20 Hz stream from a commander that lost control is told a few times a
+            # second, not 20 (issue 15); the rest are resolved unanswered.
+            last_s = self._told_not_in_control.get(sink.topic, -math.inf)
+            if now - last_s < NOT_IN_CONTROL_GAP_S:
+                return
+            if len(self._told_not_in_control) >= _MAX_ROUTES_REMEMBERED:
+                self._told_not_in_control.clear()
+            self._told_not_in_control[sink.topic] = now
         if reply.reason is Reason.FC_UNKNOWN and (hint := self._link_hint()):
             reply = dataclasses.replace(reply, message=f"{reply.message}; {hint}")
         if not reply.ok:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import signal
 import time
 from collections.abc import Sequence
@@ -87,6 +88,7 @@ class Runtime:
         self._timer_due_s = 0.0  # the deadline the pending timer stands for
         self._timer_precise = False  # the deadline is the engine's (a stream tick...)
         self._waking = False  # inside _wake, which re-arms once at its end
+        self.run_id = secrets.token_hex(6)  # this run of the daemon, in every `state`
         self.fc_budget = FcSendBudget()
         self.rates = CommanderRates()
         self.outputs = Outputs(self.bridge, self.notifier,
@@ -293,7 +295,7 @@ class Runtime:
         transition = False
         for action in actions:
             if isinstance(action, Reply):
-                self.outputs.reply(action)
+                self.outputs.reply(action, now)
             elif isinstance(action, Notice):
                 transition |= action.kind is NoticeKind.TRANSITION
                 self.outputs.notice(action)
@@ -314,7 +316,9 @@ class Runtime:
     def _publish_state(self, now: float) -> None:
         """On every transition, and every _STATE_PERIOD_S for the figures that move
         continuously (lease, stream rate...)."""
-        self.outputs.state(self._engine().snapshot(now).as_dict(), now)
+        state = self._engine().snapshot(now).as_dict()
+        state["run_id"] = self.run_id  # a new one after a restart: control did not survive it
+        self.outputs.state(state, now)
 
 
 def _signal_event(loop: asyncio.AbstractEventLoop) -> asyncio.Event:

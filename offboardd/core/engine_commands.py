@@ -93,6 +93,12 @@ class ArmRequests:
 def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
     rule = eng.rule(_TRIGGERS[cmd.kind], now)
     if rule.to is Outcome.REFUSE:
+        if rule.reasons == (Reason.NOT_IN_CONTROL,):
+            ended = "never engaged" if eng.reason is None else eng.reason.value
+            eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
+                           f"{cmd.kind.value} refused: not in control (phase "
+                           f"{eng.phase.value}: {ended}); engage to fly")
+            return
         eng.out.refuse(
             cmd.command_id,
             Reason.PHASE_NOT_ALLOWED,
@@ -112,8 +118,7 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
         accepted = _emergency_stop(eng, rule, cmd, now)
     else:
         assert isinstance(cmd, CommanderHeartbeat)
-        held = eng.lease.held
-        eng.out.reply_ok(cmd.command_id, "lease renewed" if held else "no lease held")
+        eng.out.reply_ok(cmd.command_id, "lease renewed")
         accepted = True
     if accepted:
         eng.lease.renew(now)

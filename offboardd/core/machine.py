@@ -223,4 +223,5 @@ class Machine:
     def allowed(self, kind: CommandKind) -> frozenset[Phase]:
         """The phases that accept a command (ALLOWED in engine_commands, now derived)."""
         trigger = Trigger.of_command(kind)
-        return frozenset(p for p in Phase if (p, trigger) in self._index)
+        return frozenset(p for p in Phase if any(
+            r.to is not Outcome.REFUSE for r in self._index.get((p, trigger), ())))

@@ -24,6 +24,7 @@ P, T, R = Phase, Trigger, Reason
 STAY, IGNORE, REFUSE = Outcome.STAY, Outcome.IGNORE, Outcome.REFUSE
 ALL = frozenset(Phase)
 NOT_ENGAGED = frozenset({P.IDLE, P.FAILSAFE, P.PREEMPTED})  # nothing of ours in control
+LEASED = frozenset({P.WARMUP, P.ENGAGING, P.ARMING, P.ACTIVE})  # a commander holds the lease
 ENGAGE_STEPS = frozenset({P.WARMUP, P.ENGAGING})  # streaming, OFFBOARD not reported yet
 IN_OFFBOARD = frozenset({P.ARMING, P.ACTIVE, P.HOLDING})  # OFFBOARD reported, streaming
 STREAMING = STREAMING_PHASES  # ENGAGE_STEPS | IN_OFFBOARD
@@ -97,8 +98,13 @@ COMMANDS += [
     row(NOT_ENGAGED, T.EMERGENCY_STOP, STAY, R.EMERGENCY_STOP, D.REPLY_FAIL, D.FORCE_DISARM,
         D.NOTICE,
         why="needs confirm=true; not ours in flight, so the phase stays"),
-    row(ALL, T.HEARTBEAT, STAY, None, D.RENEW_LEASE, D.REPLY_OK,
-        why="keeps the commander's lease; never resumes from HOLDING"),
+    row(LEASED, T.HEARTBEAT, STAY, None, D.RENEW_LEASE, D.REPLY_OK,
+        why="keeps the commander's lease"),
+    row(ALL - LEASED, T.HEARTBEAT, REFUSE, R.NOT_IN_CONTROL,
+        why="tells a commander it lost control (or never had it), with phase and reason; "
+            "never resumes from HOLDING"),
+    row(ALL - STREAMING, T.SETPOINT, REFUSE, R.NOT_IN_CONTROL,
+        why="a setpoint while nobody flies it: the commander lost control (engage first)"),
 ]
 
 FC_EVENTS = [

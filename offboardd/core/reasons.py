@@ -40,6 +40,7 @@ class Reason(StrEnum):
     RESUMED = "resumed"
     # commands refused up front
     PHASE_NOT_ALLOWED = "phase_not_allowed"
+    NOT_IN_CONTROL = "not_in_control"  # no lease held: the commander is not flying it
     FC_UNKNOWN = "fc_unknown"
     FC_NOT_PX4 = "fc_not_px4"
     FC_PARAMS_UNKNOWN = "fc_params_unknown"
@@ -84,6 +85,7 @@ class Reason(StrEnum):
 
 _ERROR_CODES: dict[Reason, ErrorCode] = {
     Reason.PHASE_NOT_ALLOWED: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.NOT_IN_CONTROL: ErrorCode.NOT_IN_CONTROL,
     Reason.FC_UNKNOWN: ErrorCode.FC_TIMEOUT,
     Reason.FC_NOT_PX4: ErrorCode.FC_NOT_PX4,
     Reason.FC_PARAMS_UNKNOWN: ErrorCode.COMMAND_NOT_ALLOWED,

@@ -56,7 +56,8 @@ def test_heartbeat_only_during_holding_does_not_resume() -> None:
     lapse(b)
     assert b.phase() is Phase.HOLDING
     b.feed(CommanderHeartbeat("hb-late"))
-    assert b.reply("hb-late").ok
+    late = b.reply("hb-late")  # told it is not in control (issue 15); only a setpoint resumes
+    assert not late.ok and late.reason is Reason.NOT_IN_CONTROL and "holding" in late.message
     b.step(1.0)
     assert b.phase() is Phase.HOLDING
     assert isinstance(last_setpoint(b), PositionVelocityNed)  # never the old velocity
@@ -173,7 +174,7 @@ def test_preemption_by_a_pilot_stops_streaming_and_stays_stopped() -> None:
     t = b.now
     b.step(5.0)  # the commander keeps sending heartbeats and even setpoints
     b.feed(SetSetpoint("sp", UP))
-    assert b.reply("sp").code is ErrorCode.COMMAND_NOT_ALLOWED
+    assert b.reply("sp").code is ErrorCode.NOT_IN_CONTROL  # issue 15: says it lost control
     assert b.setpoint_times(since=t + 1e-9) == [] and b.mode_requests(since=t) == []
     b.feed(Engage("again", UP))  # a new explicit engage is the only way back
     assert b.phase() is Phase.WARMUP

@@ -124,9 +124,10 @@ def test_companion_heartbeat_at_1_hz_with_the_vehicle_sysid() -> None:
 def test_commands_refused_by_phase_name_phase_and_command() -> None:
     b = Bench()
     b.connect()
-    for cmd in (SetSetpoint("s", UP), Release("r")):
+    for cmd, reason in ((SetSetpoint("s", UP), Reason.NOT_IN_CONTROL),
+                        (Release("r"), Reason.PHASE_NOT_ALLOWED)):
         reply = b.reply(cmd.command_id) if b.feed(cmd) else None
-        assert reply is not None and reply.reason is Reason.PHASE_NOT_ALLOWED
+        assert reply is not None and reply.reason is reason
         assert cmd.kind.value in reply.message and "idle" in reply.message
     # arm in IDLE is allowed (its reply waits for the heartbeat); hold in IDLE is a
     # plain mode request, answered once the FC reports the mode

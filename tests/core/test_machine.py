@@ -52,7 +52,8 @@ FORMER_ALLOWED: dict[CommandKind, frozenset[Phase]] = {
     CommandKind.ARM: _NOT_ENGAGED | {Phase.ACTIVE},
     CommandKind.DISARM: _NOT_ENGAGED | {Phase.ACTIVE},
     CommandKind.EMERGENCY_STOP: _ALL,
-    CommandKind.HEARTBEAT: _ALL,
+    # issue 15: a heartbeat without a lease is refused (not_in_control), no longer "ok"
+    CommandKind.HEARTBEAT: frozenset({Phase.WARMUP, Phase.ENGAGING, Phase.ARMING, Phase.ACTIVE}),
 }
 
 

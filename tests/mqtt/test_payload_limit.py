@@ -14,6 +14,7 @@ import aiomqtt
 import pytest
 
 from offboardd.client import OffboardClient
+from offboardd.core.commands import Hold
 from offboardd.mqtt.connection import max_packet_bytes
 from offboardd.mqtt.topics import Topics
 from tests.conftest import Broker, free_port
@@ -46,7 +47,7 @@ async def test_a_10_mb_command_is_dropped_by_the_broker_not_read_by_the_daemon(
     try:
         async with OffboardClient("127.0.0.1", mosquitto.port, "big") as c:
             await c.wait_for_state(lambda s: s.get("phase") == "idle", 15)
-            assert (await c.heartbeat()).ok  # the daemon answers
+            assert (await c.send(Hold(c.new_command_id()), check=False)).code  # it answers
             await asyncio.sleep(1.0)
             before_kb = rss_kb(daemon.pid)
             async with aiomqtt.Client("127.0.0.1", mosquitto.port,
@@ -62,7 +63,7 @@ async def test_a_10_mb_command_is_dropped_by_the_broker_not_read_by_the_daemon(
                         async for message in attacker.messages:
                             replies.append(json.loads(bytes(message.payload)))
                 assert not [r for r in replies if r.get("code") == "payload_too_large"], replies
-            assert (await c.heartbeat()).ok  # still serving
+            assert (await c.send(Hold(c.new_command_id()), check=False)).code  # still serving
             after_kb = rss_kb(daemon.pid)
             assert after_kb - before_kb < 2048, (before_kb, after_kb)
     finally:
