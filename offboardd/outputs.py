@@ -46,9 +46,11 @@ class Outputs:
         if resolved is None:
             return
         reply, sink = resolved
-        if reply.reason is Reason.NOT_IN_CONTROL and not isinstance(sink, asyncio.Future):
-            # A 20 Hz stream from a commander that lost control is told a few times a
-            # second, not 20 (issue 15); the rest are resolved unanswered.
+        if (reply.reason is Reason.NOT_IN_CONTROL and not isinstance(sink, asyncio.Future)
+                and not sink.reply_on_success):
+            # A stream (setpoints on their topic, heartbeats with ack false) from a
+            # commander that lost control is told a few times a second, not 20 (issue 15);
+            # the rest are resolved unanswered. A command that asked for its reply gets it.
             last_s = self._told_not_in_control.get(sink.topic, -math.inf)
             if now - last_s < NOT_IN_CONTROL_GAP_S:
                 return

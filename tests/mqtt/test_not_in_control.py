@@ -61,3 +61,22 @@ async def test_state_names_the_run_and_a_restart_changes_it(mosquitto: Broker) -
             runs.append(state["run_id"])
             assert state["in_control"] is False
     assert len(set(runs)) == 2
+
+
+async def test_a_command_that_waits_for_its_reply_gets_it_amid_throttled_refusals(
+    mosquitto: Broker
+) -> None:
+    async with serving(config_for(mosquitto), mqtt=True), observer(mosquitto.port) as c:
+        await c.subscribe(T.reply, 1)
+        for i in range(5):  # a lease loop the daemon refuses (throttled)...
+            await c.publish(T.cmd, dumps({"v": 1, "id": f"hb{i}", "cmd": "heartbeat",
+                                          "ack": False}))
+        # ... and a setpoint sent as a command, which asked for its reply
+        await c.publish(T.cmd, dumps({"v": 1, "id": "want", "cmd": "setpoint", "setpoint": {
+            "kind": "position_ned", "north_m": 0, "east_m": 0, "down_m": -3}}), qos=1)
+        async with asyncio.timeout(5.0):
+            async for message in c.messages:
+                reply = json.loads(bytes(message.payload))
+                if reply["id"] == "want":
+                    assert reply["code"] == "not_in_control"
+                    break
