@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-test
 PYTEST_ARGS ?=
 
-.PHONY: test test-px4 demo lint bench deps system-tools mosquitto clean
+.PHONY: test test-px4 demo lint bench soak deps system-tools mosquitto clean
 
 # One install per extra: $(VENV)/.installed-test installs '.[test]', and so on.
 $(VENV)/.installed-%: pyproject.toml
@@ -79,6 +79,13 @@ BENCH_ARGS ?=
 
 bench: $(BENCH_STAMP) mosquitto
 	$(PY) -m bench $(BENCH_ARGS)
+
+# The soak run (issue 15): the daemon flown for SOAK_SECONDS through broker restarts, FC
+# link drops, reboots, GCS takeovers and lease lapses, its RSS / fds / threads sampled;
+# writes bench/soak-results.{md,json}. `make soak SOAK_SECONDS=3600` for the hour.
+SOAK_SECONDS ?= 300
+soak: $(STAMP) mosquitto
+	$(PY) -m bench.soak --seconds $(SOAK_SECONDS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo-out
