@@ -38,7 +38,7 @@ class MavlinkSettings:
     url: LinkUrl = field(default_factory=lambda: parse_link_url("udpin://0.0.0.0:14540"))
     # 0: fly the first PX4 autopilot heard on the link; else only this MAVLink system id.
     fc_system_id: int = 0
-    # MAVLink 2 signing (README "MAVLink signing"): "" = off; else a 32-byte key file
+    # MAVLink 2 signing (docs/security.md): "" = off; else a 32-byte key file
     # (64 hex digits or base64, chmod 600, owned by the daemon's user or root).
     signing_key_file: str = ""
     signing_timestamp_file: str = "/var/lib/offboardd/signing-timestamp"  # "" = not kept

@@ -1,7 +1,7 @@
 """Hypothesis strategies for MQTT payloads: valid commands and setpoints, their mutations,
 arbitrary JSON, and byte-level damage.
 
-Valid documents follow the README's schema v1 (commands on `cmd`, flat setpoints on
+Valid documents follow docs/mqtt-api.md's schema v1 (commands on `cmd`, flat setpoints on
 `setpoint`); values are drawn where bugs live: wire-limit edges, subnormals, -0.0,
 huge numbers, near-unit quaternions. Mutations then break one or a few things at a time
 (a wrong type, NaN/Infinity, a missing or extra field, deep nesting, a huge string), and
