@@ -232,7 +232,12 @@ class Envelope:
                 holding = True
                 for i in range(3):  # onto the line: forward when short of it, back if past
                     target[i] += normal[i] * beyond_m
-        if not holding:
+        if not holding or self.fence is None:
+            return None
+        # Stepping onto several faces at once (a concave corner, a vehicle already outside)
+        # can land outside another: then no hold, the shaped velocity stands (found by fuzzing).
+        nearest = self.fence.nearest(target[0], target[1], target[2])
+        if nearest is not None and nearest.distance_m < 0.0:
             return None
         yaw_rate = getattr(sp, "yaw_rate_rad_s", None)
         yaw = getattr(sp, "yaw_rad", None)

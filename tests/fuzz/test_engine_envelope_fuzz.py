@@ -125,6 +125,10 @@ def _commanded_position(sp: Setpoint) -> Any:
 @example(fence="concave_polygon", steps=[  # found in CI: a hold where a command had pointed
     ("setpoint", PositionNed(0.0, 0.0, 0.0)), ("setpoint", PositionNed(0.0, 12.0, 0.0)),
     ("position", (0.0, 12.0, 0.0, 0.0, 0.0, 0.0))])
+@example(fence="concave_polygon", steps=[  # found in CI: a fence-line hold outside a corner
+    ("setpoint", PositionNed(0.0, 0.0, 0.0)), ("setpoint", VelocityNed(0.0, 1.0, 0.0)),
+    ("position", (0.0, 0.0, -math.inf, 0.0, 0.0, 0.0)),
+    ("position", (0.0, 48.0, 0.0, 0.0, 0.0, 0.0))])
 def test_engine_streams_only_valid_in_envelope_setpoints_whatever_the_telemetry(
     fence: str, steps: list[tuple[str, Any]], cases: Cases
 ) -> None:
