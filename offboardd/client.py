@@ -10,7 +10,12 @@ Every command waits for its reply (matched by id; MQTT 5 clients get it on their
 response topic with correlation data) and raises `CommandRefused` on `ok: false`. While the
 script holds control a background task sends `heartbeat` every `heartbeat_period_s`
 (0.25 s against the daemon's default 1 s lease), so a script that hangs or dies loses the
-lease and the daemon holds, then applies its loss action.
+lease and the daemon holds, then applies its loss action. When control ends any other way
+(a pilot, a GCS, a failsafe, a daemon restart), the next call raises `ControlLost` with
+the reason, and `await c.control_lost()` completes: race it against the mission.
+
+What the client reads (replies, state, availability, watch) lives in
+`offboardd.mqtt.client_inbox`; this module sends.
 
 This is the client side: it may import aiomqtt. It does not reconnect: if the broker goes
 away the script's next call fails and the daemon's lease rules take over. A broker that
@@ -24,9 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import secrets
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
@@ -49,6 +53,7 @@ from offboardd.core.commands import (
     SetSetpoint,
 )
 from offboardd.core.setpoints import Setpoint
+from offboardd.mqtt.client_inbox import ClientInbox, StatePredicate
 from offboardd.mqtt.client_types import (
     ClientError,
     CommandRefused,
@@ -58,14 +63,14 @@ from offboardd.mqtt.client_types import (
     Watched,
 )
 from offboardd.mqtt.connection import PahoErrors, client_options, explain
+from offboardd.mqtt.control_watch import ControlLost
 from offboardd.mqtt.schema import encode_command, encode_stream_setpoint
 from offboardd.mqtt.tls import TlsSettings
 from offboardd.mqtt.topics import Topics
 from offboardd.mqtt.wire import encode_document
 
-StatePredicate = Callable[[dict[str, Any]], bool]
-__all__ = ["ClientError", "CommandRefused", "ConnectFailed", "OffboardClient", "Reply",
-           "ReplyTimeout", "TlsSettings", "Watched"]
+__all__ = ["ClientError", "CommandRefused", "ConnectFailed", "ControlLost", "OffboardClient",
+           "Reply", "ReplyTimeout", "TlsSettings", "Watched"]
 
 
 class OffboardClient:
@@ -102,19 +107,34 @@ class OffboardClient:
         self.engage_timeout_s = engage_timeout_s
         self.heartbeat_period_s = heartbeat_period_s
         self._follow_state = follow_state
-        self.state: dict[str, Any] | None = None  # latest retained state document
-        self.last_stream_error: Reply | None = None  # a refused setpoint-topic message
-        self.heartbeat_failures = 0
-        self.last_heartbeat_error: Reply | None = None
+        # what we read: replies, state, availability, watch, control-loss signals
+        self.inbox = ClientInbox(self.topics, self._inbox, self.session, self.client_id)
+        self.control = self.inbox.control  # whether we still fly it (issue 15)
         self._seq = 0
         self._ids = 0
-        self._pending: dict[str, asyncio.Future[Reply]] = {}
-        self._state_changed = asyncio.Condition()
         self._holding_lease = False
         self._tasks: list[asyncio.Task[None]] = []
-        self._watch_queue: asyncio.Queue[Watched | None] | None = None
-        self._lost: ClientError | None = None
-        self.watch_dropped = 0
+
+    # what the inbox read, under the names scripts use
+    @property
+    def state(self) -> dict[str, Any] | None:
+        return self.inbox.state
+
+    @property
+    def last_stream_error(self) -> Reply | None:
+        return self.inbox.last_stream_error
+
+    @property
+    def heartbeat_failures(self) -> int:
+        return self.inbox.heartbeat_failures
+
+    @property
+    def last_heartbeat_error(self) -> Reply | None:
+        return self.inbox.last_heartbeat_error
+
+    @property
+    def watch_dropped(self) -> int:
+        return self.inbox.watch_dropped
 
     # -- life cycle ---------------------------------------------------------------------
     async def __aenter__(self) -> OffboardClient:
@@ -127,11 +147,12 @@ class OffboardClient:
             await self._mqtt.subscribe(self._inbox, 1)
             if self._follow_state:  # off for `watch`, which subscribes to what it shows
                 await self._mqtt.subscribe(self.topics.state, 1)
+                await self._mqtt.subscribe(self.topics.availability, 1)
             raise_if_cancelling()  # connect or subscribe may have swallowed it
         except BaseException:
             await self._mqtt.__aexit__(None, None, None)
             raise
-        self._tasks = [asyncio.create_task(self._read_loop()),
+        self._tasks = [asyncio.create_task(self.inbox.read(self._mqtt)),
                        asyncio.create_task(self._heartbeat_loop())]
         return self
 
@@ -143,9 +164,9 @@ class OffboardClient:
                 task.cancel()
             await asyncio.wait(pending, timeout=1.0)
         await asyncio.gather(*self._tasks, return_exceptions=True)  # collect what they raised
-        for future in self._pending.values():
+        for future in self.inbox.pending.values():
             future.cancel()
-        if self._lost is None:
+        if self.inbox.lost is None:
             await self._mqtt.__aexit__(exc_type, exc, tb)
         else:  # already gone: closing must not raise over the error the script is handling
             with contextlib.suppress(aiomqtt.MqttError):
@@ -156,17 +177,22 @@ class OffboardClient:
         """Engage with a first setpoint (None: hold where the vehicle is); arm if asked.
 
         The heartbeat starts as the engage is sent: the lease runs through the warm-up."""
+        self.control.take()  # an engage takes control afresh: an old loss is behind us
         self._holding_lease = True
         try:
             command = Engage(self.new_command_id(), setpoint=setpoint, arm=arm)
-            return await self.send(command, timeout_s=self.engage_timeout_s)
+            reply = await self.send(command, timeout_s=self.engage_timeout_s)
         except BaseException:
             self._holding_lease = False
             raise
+        self.control.engaged()
+        return reply
 
     async def setpoint(self, setpoint: Setpoint) -> None:
         """Publish a setpoint on the high-rate topic (QoS 0; refusals land in
         `last_stream_error`). It also renews the lease, as every accepted command does."""
+        if lost := self.control.take():
+            raise lost
         self._seq += 1
         doc = encode_stream_setpoint(setpoint, session=self.session, seq=self._seq)
         await self._publish(self.topics.setpoint, encode_document(doc), qos=0,
@@ -196,6 +222,11 @@ class OffboardClient:
 
     async def emergency_stop(self, *, confirm: bool) -> Reply:
         return await self._stop(EmergencyStop(self.new_command_id(), confirm=confirm))
+
+    async def control_lost(self) -> ControlLost:
+        """Completes when this commander loses control (pilot, GCS, failsafe, lease lapse,
+        daemon restart or offline, broker lost): race it against a mission."""
+        return await self.control.wait()
 
     async def heartbeat(self) -> Reply:
         """A heartbeat that waits for its reply (a liveness check of the daemon)."""
@@ -228,33 +259,23 @@ class OffboardClient:
 
         Bounded: when the consumer is slower than the broker, the newest messages are
         dropped (and counted in `watch_dropped`) rather than memory growing."""
-        self._watch_queue = asyncio.Queue(maxsize=1000)
+        queue = self.inbox.start_watch()
         for topic_filter in filters or [self.topics.everything]:
             await self._mqtt.subscribe(topic_filter, 0)
             raise_if_cancelling()  # the subscribe may have swallowed it (offboardd.aio)
         while True:
-            item = await self._watch_queue.get()
+            item = await queue.get()
             if item is None:
-                raise self._lost or ClientError("connection to the broker lost")
+                raise self.inbox.lost or ClientError("connection to the broker lost")
             yield item
 
     async def wait_for_state(self, predicate: StatePredicate, timeout_s: float) -> dict[str, Any]:
         """Wait until the published state satisfies `predicate`; return that state."""
-        async def satisfied() -> dict[str, Any]:
-            async with self._state_changed:
-                await self._state_changed.wait_for(
-                    lambda: self.state is not None and predicate(self.state))
-                assert self.state is not None
-                return self.state
-        try:
-            async with asyncio.timeout(timeout_s):
-                return await satisfied()
-        except TimeoutError:
-            raise ReplyTimeout(f"state did not match within {timeout_s} s; "
-                               f"last state: {self.state}") from None
+        return await self.inbox.wait_for_state(predicate, timeout_s)
 
     # -- internals -------------------------------------------------------------------------
     async def _stop(self, command: Command) -> Reply:
+        self.control.handing_back()  # what follows is ours, not a loss of control
         reply = await self.send(command)
         self._holding_lease = False  # control handed back: stop renewing the lease
         return reply
@@ -287,10 +308,12 @@ class OffboardClient:
 
     async def _request(self, doc: dict[str, Any], command_id: str,
                        timeout_s: float | None) -> Reply:
-        if self._lost is not None:
-            raise self._lost
+        if self.inbox.lost is not None:
+            raise self.inbox.lost
+        if lost := self.control.take():
+            raise lost
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
-        self._pending[command_id] = future
+        self.inbox.pending[command_id] = future
         try:
             await self._publish(self.topics.cmd, encode_document(doc), qos=1,
                                      properties=self._request_properties(command_id))
@@ -302,58 +325,12 @@ class OffboardClient:
                 raise ReplyTimeout(f"no reply to {doc.get('cmd')} {command_id} within "
                                    f"{wait_s} s (is offboardd running?)") from None
         finally:
-            self._pending.pop(command_id, None)
-
-    async def _read_loop(self) -> None:
-        try:
-            await self._read_messages()
-        except aiomqtt.MqttError as exc:
-            # No reconnect (see the module docstring): fail what waits, at once.
-            self._lost = ClientError(f"connection to the broker lost: {exc}")
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(self._lost)
-            if self._watch_queue is not None:
-                with contextlib.suppress(asyncio.QueueFull):
-                    self._watch_queue.put_nowait(None)
-
-    async def _read_messages(self) -> None:
-        async for message in self._mqtt.messages:
-            if self._watch_queue is not None and isinstance(message.payload, bytes):
-                topic = message.topic.value
-                relative = topic.removeprefix(self.topics.prefix)
-                try:
-                    self._watch_queue.put_nowait(
-                        Watched(topic, relative, message.payload, message.retain))
-                except asyncio.QueueFull:
-                    self.watch_dropped += 1
-            try:
-                doc = json.loads(message.payload) if isinstance(message.payload, bytes) else None
-            except ValueError:
-                continue
-            if not isinstance(doc, dict):
-                continue
-            if message.topic.matches(self.topics.state):
-                async with self._state_changed:
-                    self.state = doc
-                    self._state_changed.notify_all()
-            elif message.topic.matches(self._inbox):
-                self._on_reply(Reply.from_document(doc))
-
-    def _on_reply(self, reply: Reply) -> None:
-        future = self._pending.get(reply.id or "")
-        if future is not None and not future.done():
-            future.set_result(reply)
-        elif not reply.ok and reply.id and reply.id.startswith(f"{self.session}:"):
-            self.last_stream_error = reply
-        elif not reply.ok and reply.id and reply.id.startswith(f"{self.client_id}-"):
-            self.heartbeat_failures += 1  # a heartbeat refused (e.g. the lease had lapsed)
-            self.last_heartbeat_error = reply
+            self.inbox.pending.pop(command_id, None)
 
     async def _heartbeat_loop(self) -> None:
         while True:  # renew_lease() re-raises a cancellation aiomqtt swallowed: this ends
             await asyncio.sleep(self.heartbeat_period_s)
-            if not self._holding_lease:
-                continue
+            if not self._holding_lease or self.control.ended:
+                continue  # not ours (any more): a refused heartbeat has told us so
             with contextlib.suppress(aiomqtt.MqttError):
                 await self.renew_lease()

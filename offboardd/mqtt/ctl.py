@@ -13,7 +13,9 @@
 
 Replies are printed as one JSON line on stdout. Exit status: 0 ok, 1 refused,
 2 bad usage, 3 no reply in time, 4 broker unreachable, 5 broker refused us (credentials,
-TLS). Built on `offboardd.client`; it keeps no state of its own.
+TLS), 6 control lost while `engage --keep-lease` held it (a pilot, a GCS, a failsafe, a
+daemon restart: the reason goes to stderr and --then is not sent). Built on
+`offboardd.client`; it keeps no state of its own.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from offboardd.mqtt.wire import Rejection
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_TIMEOUT, EXIT_UNREACHABLE = 0, 1, 2, 3, 4
 EXIT_BROKER_REFUSED = 5
+EXIT_CONTROL_LOST = 6  # --keep-lease: a pilot, a GCS, a failsafe or a restart took control
 _SIMPLE: dict[str, type[Release | Hold | Land | Rtl | Arm | CommanderHeartbeat]] = {
     "release": Release, "hold": Hold, "land": Land, "rtl": Rtl, "arm": Arm,
            "heartbeat": CommanderHeartbeat}
@@ -206,9 +209,18 @@ async def _engage(c: OffboardClient, args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(args.duration_s):
-            await stop.wait()
+    stopping = asyncio.ensure_future(stop.wait())
+    losing = asyncio.ensure_future(c.control_lost())
+    try:
+        await asyncio.wait((stopping, losing), timeout=args.duration_s,
+                           return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        losing.cancel()
+    if losing.done() and not losing.cancelled():
+        # Not ours any more: say why at once, and send nothing (--then is for our own end).
+        print(f"offboardd ctl: {losing.result()}", file=sys.stderr, flush=True)
+        return EXIT_CONTROL_LOST
     then = {"release": c.release, "hold": c.hold, "land": c.land, "rtl": c.rtl}[args.then]
     try:
         return _print_reply(await then())

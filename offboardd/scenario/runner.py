@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from offboardd.client import ClientError, CommandRefused, OffboardClient
+from offboardd.client import ClientError, CommandRefused, ControlLost, OffboardClient
 from offboardd.core.setpoints import PositionNed, VelocityNed
 from offboardd.scenario import geometry as geo
 from offboardd.scenario.feed import PositionFeed, not_ready
@@ -89,6 +89,8 @@ class ScenarioRunner:
                     previous = await self._fly_leg(leg, previous)
             except (ScenarioError, ClientError) as exc:
                 self._failure = str(exc)
+                if isinstance(exc, ControlLost):
+                    self._in_control = False  # not ours any more: never land over a pilot
                 await self._abort()
             except asyncio.CancelledError:
                 self._failure = "cancelled"

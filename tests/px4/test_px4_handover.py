@@ -11,6 +11,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
+from offboardd.client import ControlLost
 from offboardd.core.setpoints import PositionNed
 from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
@@ -37,9 +40,13 @@ async def test_gcs_mode_change_preempts_and_the_daemon_never_retakes(
         await asyncio.sleep(5.0)  # the commander keeps its lease all along
         assert r.setpoints[-1].t == last_setpoint_t, "the daemon kept streaming"
         assert [m for t, m in r.modes if t > loiter_t] == [], "control was taken back"
+        lost = await asyncio.wait_for(s.client.control_lost(), 1.0)  # told at once
+        assert "preempted" in lost.reason
+        with pytest.raises(ControlLost):  # the next call says so too
+            await s.client.setpoint(PositionNed(0, 0, -ALT_M))
         reply = await s.client.send_document({"v": 1, "cmd": "setpoint", "setpoint": {
             "kind": "position_ned", "north_m": 0, "east_m": 0, "down_m": -ALT_M}})
-        assert not reply.ok  # a new explicit engage is needed
+        assert reply.code == "not_in_control"  # a new explicit engage is needed
         measured.update(gcs_mode_change_to_stream_stop_s=round(last_setpoint_t - loiter_t, 3))
 
 

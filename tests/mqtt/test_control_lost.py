@@ -1,0 +1,128 @@
+"""A commander always knows where it stands (issue 15): every way of losing control ends
+in `ControlLost` with the reason, from `control_lost()` and from the next call, within a
+few seconds; `ctl --keep-lease` exits at once, non-zero, without sending its --then.
+End to end: the real runtime with its bridge, a real mosquitto, the built-in sim."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from offboardd.client import ControlLost, OffboardClient
+from offboardd.config import DaemonConfig, MavlinkSettings
+from offboardd.core.setpoints import PositionNed
+from offboardd.mavlink.links import parse_link_url
+from offboardd.sim import SimConfig, SimServer
+from tests.conftest import Broker, free_port
+from tests.integration.harness import serving
+from tests.mqtt.helpers import settings_for
+from tests.mqtt.test_e2e_sim import VEHICLE, Stack, fc_ready, stack
+
+pytestmark = pytest.mark.integration
+UP = PositionNed(0.0, 0.0, -3.0)
+MAV_CMD_DO_SET_MODE = 176
+
+
+async def flying(s: Stack, c: OffboardClient) -> None:
+    await fc_ready(c)
+    await c.engage(UP, arm=True)
+    await c.wait_for_state(lambda st: st["phase"] == "active" and st["in_control"], 15)
+
+
+async def _pilot(s: Stack, c: OffboardClient) -> None:
+    s.sim.pilot_mode_switch("POSCTL")
+
+
+async def _gcs(s: Stack, c: OffboardClient) -> None:
+    s.sim.pilot_mode_switch("AUTO.LOITER")
+
+
+async def _lease_lapse(s: Stack, c: OffboardClient) -> None:
+    c._holding_lease = False  # the mission script hangs: its lease loop stops
+
+
+async def _failsafe(s: Stack, c: OffboardClient) -> None:
+    s.sim.drop_link()  # the FC link is gone: the daemon stops and reports a failsafe
+
+
+async def _fc_reboot(s: Stack, c: OffboardClient) -> None:
+    s.sim.reboot()
+
+
+async def _emergency_stop(s: Stack, c: OffboardClient) -> None:
+    async with s.client() as other:  # another operator hits the big red button
+        await other.emergency_stop(confirm=True)
+
+
+async def _broker_restart(s: Stack, c: OffboardClient) -> None:
+    await asyncio.to_thread(s.broker.start)  # stop and start again on the same port
+
+
+# the way, and words one of which the reason must contain
+WAYS: dict[str, tuple[Callable[[Stack, OffboardClient], Awaitable[None]], tuple[str, ...]]] = {
+    "pilot takeover": (_pilot, ("preempted",)),
+    "GCS mode change": (_gcs, ("preempted",)),
+    "lease lapse": (_lease_lapse, ("lease_lapsed",)),
+    "failsafe": (_failsafe, ("fc_link_lost",)),
+    "FC reboot": (_fc_reboot, ("fc_",)),
+    "emergency stop": (_emergency_stop, ("emergency_stop",)),
+    # the daemon's last will (`offline`) may reach us before our own connection breaks
+    "broker restart": (_broker_restart, ("broker", "offline")),
+}
+
+
+@pytest.mark.parametrize("way", list(WAYS))
+async def test_each_way_of_losing_control_reaches_the_commander(
+    mosquitto: Broker, way: str
+) -> None:
+    trigger, words = WAYS[way]
+    async with stack(mosquitto) as s, s.client() as c:
+        await flying(s, c)
+        await trigger(s, c)
+        lost = await asyncio.wait_for(c.control_lost(), 8)
+        assert any(w in lost.reason for w in words), lost.reason
+        if way != "broker restart":  # (with the broker gone every call fails anyway)
+            with pytest.raises(ControlLost, match="control lost"):
+                await c.setpoint(UP)
+
+
+async def test_a_daemon_restart_is_a_loss_of_control(mosquitto: Broker) -> None:
+    port = free_port()
+    sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
+                           gcs_bind=None, profile="light")
+    config = DaemonConfig(mavlink=MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{port}")),
+                          mqtt=dataclasses.replace(settings_for(mosquitto.port),
+                                                   vehicle_id=VEHICLE))
+    async with SimServer(sim_config), OffboardClient("127.0.0.1", mosquitto.port, VEHICLE) as c:
+        async with serving(config, mqtt=True):
+            await fc_ready(c)
+            await c.engage(UP, arm=True)
+            await c.wait_for_state(lambda st: st["phase"] == "active", 15)
+        # SIGTERM-like stop (it hands the vehicle back), then a new daemon run
+        async with serving(config, mqtt=True):
+            lost = await asyncio.wait_for(c.control_lost(), 8)
+    assert "offline" in lost.reason or "restarted" in lost.reason or "phase" in lost.reason
+
+
+async def test_ctl_keep_lease_exits_at_once_when_control_is_lost(mosquitto: Broker) -> None:
+    async with stack(mosquitto) as s, s.client() as watcher:
+        await fc_ready(watcher)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "offboardd", "ctl", "--port", str(mosquitto.port),
+            "--vehicle", VEHICLE, "engage", "--arm", "--keep-lease", "--duration", "40",
+            "--then", "land", "--setpoint",
+            '{"kind":"position_ned","north_m":0,"east_m":0,"down_m":-3}',
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        await watcher.wait_for_state(lambda st: st["phase"] == "active", 20)
+        s.sim.pilot_mode_switch("AUTO.LOITER")
+        t0 = asyncio.get_running_loop().time()
+        _, err = await asyncio.wait_for(proc.communicate(), 10)
+        took_s = asyncio.get_running_loop().time() - t0
+        assert proc.returncode == 6, err.decode()
+        assert "control lost" in err.decode() and took_s < 3.0, (err.decode(), took_s)
+        assert s.sim.vehicle.mode_name == "AUTO.LOITER"  # no land was sent after the takeover
+        assert not s.sim.record.changes_to("AUTO.LAND")
