@@ -2,8 +2,9 @@
 
 Owns the connection life cycle (connect with a retained `offline` last will, announce
 `online`, subscribe with a clean session so no backlog is ever replayed, reconnect forever
-with exponential backoff and jitter, saying why an attempt failed), the inbound gate (size,
-retain flag, JSON, schema, replay) in front of `on_command`, and the publisher that drains
+with exponential backoff and jitter, saying why an attempt failed), feeding what arrives
+to the inbound gate (inbound_gate.py: size, retain flag, JSON, schema, replay) in front of
+`on_command`, and the publisher that drains
 the `Outbox`; telemetry and relayed MAVLink (QoS 0) go straight to paho through the
 `StreamPublisher`. How to open a connection and explain a failure is in connection.py.
 
@@ -15,12 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import aiomqtt
 import structlog
@@ -29,10 +28,10 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.subscribeoptions import SubscribeOptions
 
 from offboardd.aio import raise_if_cancelling
-from offboardd.core.commands import Command, CommanderHeartbeat
 from offboardd.errors import OffboarddError
 from offboardd.mqtt import connection
 from offboardd.mqtt.connection import ConnectFailure, FailureKind
+from offboardd.mqtt.inbound_gate import Channel, InboundCommand, InboundDecoder, InboundGate
 from offboardd.mqtt.outbox import Outbound, Outbox
 from offboardd.mqtt.schema import CommandDecoder
 from offboardd.mqtt.settings import DEFAULT_TELEMETRY_RATES_HZ, MqttSettings, backoff_s
@@ -41,39 +40,19 @@ from offboardd.mqtt.topics import (
     AVAILABILITY_OFFLINE,
     AVAILABILITY_ONLINE,
     Topics,
-    valid_publish_topic,
 )
 from offboardd.mqtt.wire import (
-    MqttErrorCode,
-    Rejection,
     ReplyRoute,
     encode_document,
-    peek_id_bytes,
     reply_document,
 )
 
 log = structlog.get_logger("offboardd.mqtt")
 _MAX_BATCH = 64  # messages published concurrently at most (one outbox drain)
 
-Channel = Literal["cmd", "setpoint"]
 # MqttSettings lives in settings.py; it is re-exported here, next to the bridge it configures.
 __all__ = ["DEFAULT_TELEMETRY_RATES_HZ", "InboundCommand", "InboundDecoder", "MqttBridge",
            "MqttSettings", "backoff_s"]
-
-
-class InboundDecoder(Protocol):
-    """Turns a loaded JSON document into an engine command, or refuses it (schema.py)."""
-
-    def decode_bytes(self, channel: str, payload: bytes, *, max_bytes: int
-                     ) -> Command | Rejection: ...
-
-
-@dataclass(frozen=True)
-class InboundCommand:
-    """A valid command for the engine and where its reply goes (`bridge.reply(route, ...)`)."""
-
-    command: Command
-    route: ReplyRoute
 
 
 class MqttBridge:
@@ -87,8 +66,8 @@ class MqttBridge:
     ) -> None:
         self.settings = settings
         self.topics = Topics.for_vehicle(settings.vehicle_id, settings.topic_root)
-        self._on_command = on_command
-        self._decoder: InboundDecoder = decoder if decoder is not None else CommandDecoder()
+        self.gate = InboundGate(settings, self.topics, decoder or CommandDecoder(), on_command,
+                                self.reply)
         self._clock = clock
         self._v5 = settings.protocol == "5"
         self._outbox = Outbox(
@@ -99,7 +78,6 @@ class MqttBridge:
         self._wake = asyncio.Event()
         self.connected = asyncio.Event()
         self.connect_count = 0
-        self.refused_count = 0
         self.failed_attempts = 0  # connection attempts that failed (all time)
         self.last_failure: ConnectFailure | None = None  # why we are not connected, if known
 
@@ -284,48 +262,8 @@ class MqttBridge:
 
     def handle_inbound(self, channel: Channel, payload: bytes, *, retain: bool,
                        properties: Properties | None = None) -> None:
-        max_bytes = self.settings.max_payload_bytes
-        route = self._route(channel, properties, command_id=None)
-        if retain and not payload:
-            return  # someone clearing a stray retained command: nothing to act on or refuse
-        if retain:
-            command_id = peek_id_bytes(payload, max_bytes=max_bytes)
-            self._refuse(channel, route, Rejection(
-                MqttErrorCode.RETAINED_REFUSED,
-                "retained messages are never acted on; publish commands with retain=false "
-                "(and clear this one with an empty retained publish)", command_id))
-            return
-        decoded = self._decoder.decode_bytes(channel, payload, max_bytes=max_bytes)
-        if isinstance(decoded, Rejection):
-            self._refuse(channel, route, decoded)
-            return
-        route = self._route(channel, properties, command_id=decoded.command_id)
-        if isinstance(decoded, CommanderHeartbeat) and not decoded.ack:
-            route = dataclasses.replace(route, reply_on_success=False)
-        try:
-            self._on_command(InboundCommand(decoded, route))
-        except Exception as exc:  # a bug behind on_command must not take MQTT down with it
-            log.exception("mqtt_on_command_failed", id=decoded.command_id)
-            self.reply(route, ok=False, code=MqttErrorCode.INTERNAL_ERROR,
-                       message=f"offboardd failed to handle the command: {exc!r}")
+        self.gate.handle(channel, payload, retain=retain, properties=properties)
 
-    def _route(self, channel: Channel, properties: Properties | None,
-               command_id: str | None) -> ReplyRoute:
-        topic = self.topics.reply
-        correlation: bytes | None = None
-        if self._v5 and properties is not None:
-            response_topic = getattr(properties, "ResponseTopic", None)
-            if isinstance(response_topic, str) and valid_publish_topic(response_topic):
-                topic = response_topic
-            data = getattr(properties, "CorrelationData", None)
-            if isinstance(data, bytes | bytearray):
-                correlation = bytes(data)
-        return ReplyRoute(topic, command_id, correlation, reply_on_success=channel == "cmd")
-
-    def _refuse(self, channel: Channel, route: ReplyRoute, rejection: Rejection) -> None:
-        self.refused_count += 1
-        log.warning("mqtt_refused", channel=channel, code=str(rejection.code),
-                    message=rejection.message, id=rejection.command_id)
-        route = ReplyRoute(route.topic, rejection.command_id, route.correlation_data,
-                           route.reply_on_success)
-        self.reply(route, ok=False, code=rejection.code, message=rejection.message)
+    @property
+    def refused_count(self) -> int:
+        return self.gate.refused_count

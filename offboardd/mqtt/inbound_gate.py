@@ -1,0 +1,105 @@
+"""The inbound gate: what stands between an MQTT message and the engine.
+
+A message on `cmd` or `setpoint` passes only as a valid command: not retained (a retained
+engage must never fly after a restart), within `max_payload_bytes`, well-formed JSON of
+the schema, not replayed (schema.py's CommandDecoder). Everything else is answered with a
+coded refusal on the sender's reply route, and nothing of it reaches `on_command`. Split
+from bridge.py, which owns the connection and only hands the gate what arrives.
+
+Must not: interpret commands (the engine does), publish itself (it replies through the
+bridge's non-blocking `reply`), or raise into the bridge's receive loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import structlog
+from paho.mqtt.properties import Properties
+
+from offboardd.core.commands import Command, CommanderHeartbeat
+from offboardd.mqtt.settings import MqttSettings
+from offboardd.mqtt.topics import Topics, valid_publish_topic
+from offboardd.mqtt.wire import MqttErrorCode, Rejection, ReplyRoute, peek_id_bytes
+
+log = structlog.get_logger("offboardd.mqtt")
+Channel = Literal["cmd", "setpoint"]
+
+
+class InboundDecoder(Protocol):
+    """Turns a loaded JSON document into an engine command, or refuses it (schema.py)."""
+
+    def decode_bytes(self, channel: str, payload: bytes, *, max_bytes: int
+                     ) -> Command | Rejection: ...
+
+
+@dataclass(frozen=True)
+class InboundCommand:
+    """A valid command for the engine and where its reply goes (`bridge.reply(route, ...)`)."""
+
+    command: Command
+    route: ReplyRoute
+
+
+class InboundGate:
+    def __init__(self, settings: MqttSettings, topics: Topics, decoder: InboundDecoder,
+                 on_command: Callable[[InboundCommand], None],
+                 reply: Callable[..., None]) -> None:
+        self.settings = settings
+        self.topics = topics
+        self._decoder = decoder
+        self._on_command = on_command
+        self._reply = reply  # the bridge's: queues, never blocks
+        self._v5 = settings.protocol == "5"
+        self.refused_count = 0
+
+    def handle(self, channel: Channel, payload: bytes, *, retain: bool,
+                       properties: Properties | None = None) -> None:
+        max_bytes = self.settings.max_payload_bytes
+        route = self._route(channel, properties, command_id=None)
+        if retain and not payload:
+            return  # someone clearing a stray retained command: nothing to act on or refuse
+        if retain:
+            command_id = peek_id_bytes(payload, max_bytes=max_bytes)
+            self._refuse(channel, route, Rejection(
+                MqttErrorCode.RETAINED_REFUSED,
+                "retained messages are never acted on; publish commands with retain=false "
+                "(and clear this one with an empty retained publish)", command_id))
+            return
+        decoded = self._decoder.decode_bytes(channel, payload, max_bytes=max_bytes)
+        if isinstance(decoded, Rejection):
+            self._refuse(channel, route, decoded)
+            return
+        route = self._route(channel, properties, command_id=decoded.command_id)
+        if isinstance(decoded, CommanderHeartbeat) and not decoded.ack:
+            route = dataclasses.replace(route, reply_on_success=False)
+        try:
+            self._on_command(InboundCommand(decoded, route))
+        except Exception as exc:  # a bug behind on_command must not take MQTT down with it
+            log.exception("mqtt_on_command_failed", id=decoded.command_id)
+            self._reply(route, ok=False, code=MqttErrorCode.INTERNAL_ERROR,
+                       message=f"offboardd failed to handle the command: {exc!r}")
+
+    def _route(self, channel: Channel, properties: Properties | None,
+               command_id: str | None) -> ReplyRoute:
+        topic = self.topics.reply
+        correlation: bytes | None = None
+        if self._v5 and properties is not None:
+            response_topic = getattr(properties, "ResponseTopic", None)
+            if isinstance(response_topic, str) and valid_publish_topic(response_topic):
+                topic = response_topic
+            data = getattr(properties, "CorrelationData", None)
+            if isinstance(data, bytes | bytearray):
+                correlation = bytes(data)
+        return ReplyRoute(topic, command_id, correlation, reply_on_success=channel == "cmd")
+
+    def _refuse(self, channel: Channel, route: ReplyRoute, rejection: Rejection) -> None:
+        self.refused_count += 1
+        log.warning("mqtt_refused", channel=channel, code=str(rejection.code),
+                    message=rejection.message, id=rejection.command_id)
+        route = ReplyRoute(route.topic, rejection.command_id, route.correlation_data,
+                           route.reply_on_success)
+        self._reply(route, ok=False, code=rejection.code, message=rejection.message)
