@@ -13,19 +13,20 @@ import math
 from collections import deque
 from typing import Any
 
+from offboardd.mavlink.translate_out import FORCE_DISARM_MAGIC
+
 # Always at once: the stream (PX4's proof of life, px4-offboard.md §1) and the companion
 # heartbeat; a force-disarm (an emergency stop) never waits behind anything.
 _PRIORITY = frozenset({"SET_POSITION_TARGET_LOCAL_NED", "SET_POSITION_TARGET_GLOBAL_INT",
                        "SET_ATTITUDE_TARGET", "HEARTBEAT"})  # fmt: skip
 _MAV_CMD_COMPONENT_ARM_DISARM = 400
-_FORCE_DISARM_MAGIC = 21196  # param2 of MAV_CMD_COMPONENT_ARM_DISARM (px4-offboard.md §4)
 
 
 def _urgent(msg: Any) -> bool:
     if msg.get_type() in _PRIORITY:
         return True
     return bool(msg.get_type() == "COMMAND_LONG" and msg.command == _MAV_CMD_COMPONENT_ARM_DISARM
-                and msg.param1 == 0 and msg.param2 == _FORCE_DISARM_MAGIC)
+                and msg.param1 == 0 and msg.param2 == FORCE_DISARM_MAGIC)
 
 
 def _key(msg: Any) -> bytes:

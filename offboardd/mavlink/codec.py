@@ -24,6 +24,16 @@ from typing import Any, TypeAlias
 
 from pymavlink.dialects.v20 import development as dialect
 
+from offboardd.mavlink.frame_layout import (
+    CRC_LEN,
+    HEADER_LEN_V2,
+    IFLAG_SIGNED,
+    MAGIC_V1,
+    MAGIC_V2,
+    SIGNATURE_LEN,
+    frame_shape,
+    next_magic,
+)
 from offboardd.mavlink.lean import LeanDecoder
 from offboardd.mavlink.signing import SignatureChecker
 
@@ -33,16 +43,9 @@ __all__ = ["CodecStats", "MavlinkCodec", "Message", "dialect", "message_id"]
 # decoded message is `Any` to mypy; translate.py turns them into typed core events.
 Message: TypeAlias = Any
 
-_MAGIC_V1 = 0xFE
-_MAGIC_V2 = 0xFD
-_HEADER_LEN_V1 = 6
-_HEADER_LEN_V2 = 10
-_CRC_LEN = 2
-_SIGNATURE_LEN = 13  # MAVLink 2 signature block: link id, 6-byte timestamp, 6-byte signature
-_IFLAG_SIGNED = 0x01
 _KNOWN_IDS = frozenset(dialect.mavlink_map)
 # Bytes we keep while waiting for the rest of a frame; the largest MAVLink 2 frame is 280.
-_MAX_FRAME_LEN = _HEADER_LEN_V2 + 255 + _CRC_LEN + _SIGNATURE_LEN
+_MAX_FRAME_LEN = HEADER_LEN_V2 + 255 + CRC_LEN + SIGNATURE_LEN
 
 
 @dataclass
@@ -171,7 +174,7 @@ class MavlinkCodec:
         # Datagrams hold whole frames: frame them in place and keep only an unfinished
         # tail. This loop runs for every frame PX4 sends (~600 a second under the px4
         # load, most skipped), so it keeps its state in locals and parses MAVLink 2
-        # headers inline (_frame_shape is the same rule, for MAVLink 1 and short data).
+        # headers inline (frame_shape is the same rule, for MAVLink 1 and short data).
         buf: bytes | bytearray = data if not self._buf else self._buf + data
         rules, filtering, last = self._rules, self._wanted is not None, self._last_decoded_s
         thinning = now_s is not None
@@ -182,14 +185,14 @@ class MavlinkCodec:
         end = len(buf)
         while pos < end:
             magic = buf[pos]
-            if magic == _MAGIC_V2 and end - pos >= _HEADER_LEN_V2:
-                frame_len = (_HEADER_LEN_V2 + buf[pos + 1] + _CRC_LEN
-                             + (_SIGNATURE_LEN if buf[pos + 2] & _IFLAG_SIGNED else 0))
+            if magic == MAGIC_V2 and end - pos >= HEADER_LEN_V2:
+                frame_len = (HEADER_LEN_V2 + buf[pos + 1] + CRC_LEN
+                             + (SIGNATURE_LEN if buf[pos + 2] & IFLAG_SIGNED else 0))
                 msg_id = buf[pos + 7] | (buf[pos + 8] << 8) | (buf[pos + 9] << 16)
-            elif magic in (_MAGIC_V2, _MAGIC_V1):
-                frame_len, msg_id = _frame_shape(buf, pos, end)
+            elif magic in (MAGIC_V2, MAGIC_V1):
+                frame_len, msg_id = frame_shape(buf, pos, end)
             else:
-                nxt = _next_magic(buf, pos + 1)
+                nxt = next_magic(buf, pos + 1)
                 stats.garbage_bytes += (nxt if nxt >= 0 else end) - pos
                 pos = nxt if nxt >= 0 else end
                 continue
@@ -203,7 +206,7 @@ class MavlinkCodec:
             # A frame we do not CRC-check (unwanted, thinned, or an id our dialect lacks)
             # is trusted only if another frame or the end of the data follows it;
             # otherwise it is probably garbage holding a magic byte: resynchronise.
-            plausible = after == end or buf[after] == _MAGIC_V2 or buf[after] == _MAGIC_V1
+            plausible = after == end or buf[after] == MAGIC_V2 or buf[after] == MAGIC_V1
             gap_s = rules.get(msg_id) if filtering else rules.get(msg_id, 0.0)
             if gap_s is None:  # not wanted
                 if plausible:
@@ -248,7 +251,7 @@ class MavlinkCodec:
 
     def _signature_allows(self, buf: bytes | bytearray, pos: int, after: int, msg: Message) -> bool:
         assert self._checker is not None
-        if buf[pos] == _MAGIC_V2 and buf[pos + 2] & _IFLAG_SIGNED:
+        if buf[pos] == MAGIC_V2 and buf[pos + 2] & IFLAG_SIGNED:
             verdict, timestamp = self._checker.check(buf[pos:after], self.signing_timestamp)
             if verdict == "ok":  # the spec: our next timestamp is at least what we accepted
                 self.signing_timestamp = max(self.signing_timestamp, timestamp)
@@ -269,9 +272,9 @@ class MavlinkCodec:
         bytes holds back every frame behind it until that many bytes have come (found by
         fuzzing: over ten seconds on a heartbeat-only link). A false proof needs a 16-bit
         CRC collision; only a MAVLink frame tunnelled inside another could fool it."""
-        nxt = _next_magic(buf, pos + 1)
+        nxt = next_magic(buf, pos + 1)
         while nxt >= 0:
-            frame_len, msg_id = _frame_shape(buf, nxt, end)
+            frame_len, msg_id = frame_shape(buf, nxt, end)
             # only an id our dialect knows has a CRC_EXTRA, so only such a frame proves it
             if frame_len > 0 and nxt + frame_len <= end and msg_id in _KNOWN_IDS:
                 try:
@@ -280,7 +283,7 @@ class MavlinkCodec:
                     pass
                 else:
                     return True
-            nxt = _next_magic(buf, nxt + 1)
+            nxt = next_magic(buf, nxt + 1)
         return False
 
     def _decode_frame(self, frame: bytes | bytearray, msg_id: int) -> Message | None:
@@ -305,30 +308,3 @@ def message_id(name: str) -> int | None:
     """The id of the dialect's message `name` (e.g. "ATTITUDE" -> 30), or None if unknown."""
     msg_id = getattr(dialect, f"MAVLINK_MSG_ID_{name.upper()}", None)
     return msg_id if isinstance(msg_id, int) else None
-
-
-def _next_magic(buf: bytes | bytearray, start: int) -> int:
-    v2 = buf.find(_MAGIC_V2, start)
-    v1 = buf.find(_MAGIC_V1, start)
-    if v2 < 0:
-        return v1
-    if v1 < 0:
-        return v2
-    return min(v1, v2)
-
-
-def _frame_shape(buf: bytes | bytearray, pos: int, end: int) -> tuple[int, int]:
-    """(total frame length, message id) of the frame at `pos`, or (-1, -1) if incomplete."""
-    if buf[pos] == _MAGIC_V2:
-        if end - pos < _HEADER_LEN_V2:
-            return -1, -1
-        payload_len = buf[pos + 1]
-        signed = buf[pos + 2] & _IFLAG_SIGNED
-        msg_id = buf[pos + 7] | (buf[pos + 8] << 8) | (buf[pos + 9] << 16)
-        return (
-            _HEADER_LEN_V2 + payload_len + _CRC_LEN + (_SIGNATURE_LEN if signed else 0),
-            msg_id,
-        )
-    if end - pos < _HEADER_LEN_V1:
-        return -1, -1
-    return _HEADER_LEN_V1 + buf[pos + 1] + _CRC_LEN, buf[pos + 5]

@@ -24,8 +24,9 @@ from typing import Any
 
 from pymavlink.dialects.v20 import development as dialect
 
+from offboardd.mavlink.frame_layout import MAGIC_V2
+
 _HEADER_LEN_V2 = 10
-_MAGIC_V2 = 0xFD
 _IFLAG_SIGNED = 0x01
 _SIGNATURE_LEN = 13
 _CRC = struct.Struct("<H")
@@ -100,7 +101,7 @@ class LeanDecoder:
         return frozenset(self._layouts)
 
     def handles(self, frame: bytes | bytearray, msg_id: int) -> bool:
-        return frame[0] == _MAGIC_V2 and msg_id in self._layouts
+        return frame[0] == MAGIC_V2 and msg_id in self._layouts
 
     def decode(self, frame: bytes | bytearray, msg_id: int) -> Any:
         """The message in a whole MAVLink 2 frame of `msg_id` (see `handles`), or None when
