@@ -177,7 +177,7 @@ class OffboardClient:
         """Engage with a first setpoint (None: hold where the vehicle is); arm if asked.
 
         The heartbeat starts as the engage is sent: the lease runs through the warm-up."""
-        self.control.take()  # an engage takes control afresh: an old loss is behind us
+        self.control.engaging()  # control is taken afresh: an old loss is behind us
         self._holding_lease = True
         try:
             command = Engage(self.new_command_id(), setpoint=setpoint, arm=arm)

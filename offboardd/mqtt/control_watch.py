@@ -42,6 +42,13 @@ class ControlWatch:
         self._event = asyncio.Event()
         self._reported: ControlLost | None = None  # what `wait()` returns
 
+    def engaging(self) -> None:
+        """An engage is sent: control is taken afresh, an earlier loss is behind us (and the
+        lease loop must run through the warm-up)."""
+        self.watching = False
+        self.lost = self._reported = None
+        self._event.clear()
+
     def engaged(self) -> None:
         """An engage succeeded: control is ours until we hand it back."""
         self.watching, self._confirmed, self._run_id = True, False, None

@@ -126,3 +126,16 @@ async def test_ctl_keep_lease_exits_at_once_when_control_is_lost(mosquitto: Brok
         assert "control lost" in err.decode() and took_s < 3.0, (err.decode(), took_s)
         assert s.sim.vehicle.mode_name == "AUTO.LOITER"  # no land was sent after the takeover
         assert not s.sim.record.changes_to("AUTO.LAND")
+
+
+async def test_after_losing_control_a_new_engage_keeps_its_lease_through_the_warmup(
+    mosquitto: Broker
+) -> None:
+    async with stack(mosquitto) as s, s.client() as c:
+        await flying(s, c)
+        s.sim.pilot_mode_switch("AUTO.LOITER")
+        await asyncio.wait_for(c.control_lost(), 8)
+        await c.engage(UP)  # found on real PX4: the lease loop stayed off and this lapsed
+        await c.wait_for_state(lambda st: st["phase"] == "active", 15)
+        await asyncio.sleep(2.0)
+        assert c.state is not None and c.state["phase"] == "active"
