@@ -150,6 +150,17 @@ class Peer(asyncio.DatagramProtocol):
             self._stream = None
         return self.sent_setpoints[-1] if self.sent_setpoints else None
 
+    async def fallback_after_stop(self, custom_mode: int, timeout_s: float = 3.0
+                                  ) -> tuple[float, Message]:
+        """Stop streaming and wait for CURRENT_MODE to report `custom_mode` (PX4's offboard
+        loss fallback): (seconds from the last setpoint to that report, the message)."""
+        last = self.stop_stream()
+        assert last is not None, "nothing was streamed"
+        msg = await self.wait_for(
+            lambda m: m.get_type() == "CURRENT_MODE" and m.custom_mode == custom_mode, timeout_s)
+        seen = next(t for t, m in reversed(self.received) if m is msg)
+        return seen - last, msg
+
     def close(self) -> None:
         self.stop_stream()
         if self.transport is not None:

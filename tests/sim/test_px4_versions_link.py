@@ -178,13 +178,8 @@ async def test_v1_18_offboard_loss_over_udp_reports_rtl_with_the_offboard_intent
         peer.command(d.MAV_CMD_SET_MESSAGE_INTERVAL, d.MAVLINK_MSG_ID_CURRENT_MODE, 50_000)
         await offboard_and_arm(_sim, peer, down=-1.0)
         await asyncio.sleep(0.5)
-        last = peer.stop_stream()
-        assert last is not None
-        msg = await peer.wait_for(
-            lambda m: m.get_type() == "CURRENT_MODE" and m.custom_mode == RTL, 3
-        )
-        seen = next(t for t, m in reversed(peer.received) if m is msg)
-        assert 1.0 <= seen - last <= 1.4, seen - last
+        gap_s, msg = await peer.fallback_after_stop(RTL)
+        assert 1.0 <= gap_s <= 1.4, gap_s
         assert msg.intended_custom_mode == OFFBOARD
 
 
