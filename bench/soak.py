@@ -6,8 +6,10 @@ commander (OffboardClient) in this process. A cycle: engage + arm, a few seconds
 setpoints, then one disturbance in turn (hold and land; a broker restart; an FC link
 drop of 4 s; a GCS mode change; the commander going silent so the lease lapses; an FC
 reboot), and back to flying. Every few seconds the daemon's VmRSS, open fds and threads
-are sampled. Verdicts: RSS within 2 MB of its level after the warm-up (the first fifth of
-the run), fds and threads flat, the daemon alive at the end. Writes
+are sampled, and its asyncio tasks as its `state` reports them; the stream's missed ticks
+are summed over the flying parts. Verdicts: RSS within 2 MB of its level after the warm-up
+(the first fifth of the run), fds, threads and tasks flat, missed ticks no more than the
+host's CPU steal explains (<= max(1 %, 2 x steal)), the daemon alive at the end. Writes
 `bench/soak-results.md` (and .json) unless told otherwise.
 
     python -m bench.soak --seconds 3600          # the one-hour figures in bench/
@@ -46,6 +48,7 @@ class Sample:
     rss_kb: int
     fds: int
     threads: int
+    tasks: int | None = None  # the daemon's asyncio tasks, from its retained state
 
 
 @dataclass
@@ -57,6 +60,8 @@ class SoakResult:
     samples: list[Sample] = field(default_factory=list)
     daemon_alive: bool = False
     steal: float = 0.0
+    missed_ticks: int = 0  # stream ticks missed while flying, summed over the cycles
+    ticks: int = 0  # setpoints sent while flying, summed
 
     def after_warmup(self) -> list[Sample]:
         cut = self.seconds / 5
@@ -69,7 +74,14 @@ class SoakResult:
         rss = [s.rss_kb for s in tail]
         fds = [s.fds for s in tail]
         threads = [s.threads for s in tail]
+        tasks = [s.tasks for s in tail if s.tasks is not None]
+        missed = self.missed_ticks / max(1, self.ticks + self.missed_ticks)
         return {
+            "tasks flat": (not tasks or max(tasks) - tasks[0] <= 2,
+                           f"{tasks[0]} -> max {max(tasks)}" if tasks else "not reported"),
+            "missed ticks": (missed <= max(0.01, 2 * self.steal),
+                             f"{self.missed_ticks} of {self.ticks + self.missed_ticks} "
+                             f"({missed:.2%}; CPU steal {self.steal:.1%})"),
             "rss flat": (max(rss) - rss[0] <= RSS_BUDGET_KB,
                          f"{rss[0]} -> max {max(rss)} kB after warm-up (budget +{RSS_BUDGET_KB})"),
             "fds flat": (max(fds) - fds[0] <= 2, f"{fds[0]} -> max {max(fds)}"),
@@ -90,6 +102,7 @@ class Soak:
     def __init__(self, sim: SimServer, broker_restart: Callable[[], None],
                  result: SoakResult) -> None:
         self.sim, self.restart_broker, self.result = sim, broker_restart, result
+        self.last_tasks: int | None = None  # the daemon's asyncio tasks, last seen in `state`
 
     async def _client_call(self, call: Callable[[OffboardClient], Awaitable[object]],
                            port: int) -> bool:
@@ -107,9 +120,16 @@ class Soak:
                                    and s.get("estimates", {}).get("local_position")
                                    and s.get("phase") in ("idle", "failsafe", "preempted"), 30)
             await c.engage(PositionNed(0.0, 0.0, -3.0), arm=True)
+            before = c.state or {}
             for i in range(40):  # 4 s of a mission script's setpoints at 10 Hz
                 await c.setpoint(PositionNed(0.5 * (i % 4), 0.0, -3.0))
                 await asyncio.sleep(0.1)
+            after = c.state or {}
+            self.result.missed_ticks += max(0, after.get("missed_ticks", 0)
+                                            - before.get("missed_ticks", 0))
+            self.result.ticks += max(0, after.get("setpoints_sent", 0)
+                                     - before.get("setpoints_sent", 0))
+            self.last_tasks = after.get("asyncio_tasks")
             await self._disturb(c, disturbance)
 
         await self._client_call(mission, port)
@@ -172,13 +192,16 @@ async def soak(seconds: float, workdir: Path) -> SoakResult:
             t0 = time.monotonic()
             steal_before = machine_cpu_ticks()
 
+            runner = Soak(sim, restart_broker, result)
+
             async def sampler() -> None:
                 while True:
-                    result.samples.append(_proc_sample(daemon.pid, time.monotonic() - t0))
+                    sample = _proc_sample(daemon.pid, time.monotonic() - t0)
+                    sample.tasks = runner.last_tasks
+                    result.samples.append(sample)
                     await asyncio.sleep(SAMPLE_PERIOD_S)
 
             sampling = asyncio.create_task(sampler())
-            runner = Soak(sim, restart_broker, result)
             k = 0
             while time.monotonic() - t0 < seconds:
                 await runner.fly_cycle(broker_port, DISTURBANCES[k % len(DISTURBANCES)])

@@ -318,6 +318,7 @@ class Runtime:
         continuously (lease, stream rate...)."""
         state = self._engine().snapshot(now).as_dict()
         state["run_id"] = self.run_id  # a new one after a restart: control did not survive it
+        state["asyncio_tasks"] = len(asyncio.all_tasks())  # the soak run watches it stay flat
         self.outputs.state(state, now)
 
 
