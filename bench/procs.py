@@ -117,6 +117,7 @@ class Children:
 
     def __init__(self) -> None:
         self._procs: list[subprocess.Popen[str]] = []
+        self._argv: dict[int, tuple[list[str], Path | None]] = {}  # pid -> how it started
 
     def __enter__(self) -> Children:
         return self
@@ -134,6 +135,7 @@ class Children:
             stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads here)
         )  # fmt: skip
         self._procs.append(proc)
+        self._argv[proc.pid] = (list(argv), cwd)
         if ready is not None:
             self._wait_line(proc, ready, timeout_s)
         return proc
@@ -162,7 +164,16 @@ class Children:
             proc.stdout.close()
         with contextlib.suppress(ValueError):
             self._procs.remove(proc)
+        self._argv.pop(proc.pid, None)
         return proc.returncode
+
+    def restart(self, proc: subprocess.Popen[str], pause_s: float = 0.0) -> subprocess.Popen[str]:
+        """Stop `proc` and start it again as it was started, after `pause_s` (a broker
+        restart in the soak run)."""
+        argv, cwd = self._argv.pop(proc.pid)
+        self.stop(proc)
+        time.sleep(pause_s)
+        return self.start(argv, cwd=cwd)
 
     def stop_all(self) -> None:
         for proc in reversed(list(self._procs)):

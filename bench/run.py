@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,17 +34,18 @@ def all_workloads() -> list[Workload]:
     return out
 
 
-def _start_broker(children: Children, workdir: Path) -> int:
+def start_broker(children: Children, workdir: Path) -> tuple[int, subprocess.Popen[str]]:
+    """A private mosquitto on a free loopback port: (port, process), once it listens."""
     port = free_tcp_port()
     config = workdir / "mosquitto.conf"
     config.write_text(f"listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"
                       "set_tcp_nodelay true\nlog_type none\n")  # fmt: skip
-    children.start([mosquitto_binary(), "-c", str(config)])
+    proc = children.start([mosquitto_binary(), "-c", str(config)])
     deadline = time.monotonic() + 10.0
     while time.monotonic() < deadline:
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
-                return port
+                return port, proc
         time.sleep(0.05)
     raise RuntimeError("mosquitto did not listen within 10 s")
 
@@ -58,7 +60,7 @@ def run_benchmark(workloads: Sequence[Workload], seconds: float, out_dir: Path,
     with tempfile.TemporaryDirectory(prefix="offboardd-bench-") as tmp, Children() as children:
         workdir = workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        broker_port = _start_broker(children, workdir)
+        broker_port, _ = start_broker(children, workdir)
         for w in workloads:
             if log:
                 print(f"bench: {w.name} ({seconds:g} s)...", flush=True)

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.procs import Children, free_udp_port, machine_cpu_ticks, steal_fraction
-from bench.run import _start_broker
+from bench.run import start_broker
 from offboardd.client import OffboardClient
 from offboardd.core.setpoints import PositionNed
 from offboardd.mqtt.client_types import ClientError
@@ -168,14 +168,12 @@ async def soak(seconds: float, workdir: Path) -> SoakResult:
     result = SoakResult(seconds)
     daemon_port = free_udp_port()
     with Children() as children:
-        broker_port = _start_broker(children, workdir)
-        broker = [children._procs[-1]]  # the broker process (replaced on a restart)
-        broker_argv = [str(a) for a in broker[0].args]  # type: ignore[union-attr]
+        broker_port, broker_proc = start_broker(children, workdir)
+        broker = [broker_proc]  # replaced on every restart
 
         def restart_broker() -> None:
-            children.stop(broker[0])
-            time.sleep(1.0)  # a second without a broker: the daemon's reconnect loop runs
-            broker[0] = children.start(broker_argv)
+            # a second without a broker: the daemon's reconnect loop runs
+            broker[0] = children.restart(broker[0], pause_s=1.0)
             time.sleep(0.5)
 
         config = workdir / "offboardd.toml"

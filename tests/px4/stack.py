@@ -8,13 +8,11 @@ mission script would, and judges by what the tee saw PX4 report.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,12 +124,6 @@ class Stack:
 
     async def in_offboard(self, timeout_s: float = 10.0) -> float:
         return await self.until(lambda r: r.mode == OFFBOARD, timeout_s, "PX4 in OFFBOARD")
-
-    async def settle(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-    def elapsed_since(self, t: float) -> float:
-        return time.monotonic() - t
 
 
 @contextlib.asynccontextmanager

@@ -53,7 +53,6 @@ class Record:
     global_position: tuple[float, float, float] = (math.nan, math.nan, math.nan)  # deg, deg, m AMSL
     relative_alt_m: float = math.nan
     landed_state: int = 0  # MAV_LANDED_STATE: 1 on ground, 2 in air
-    autopilot_version: int | None = None
     undecodable: int = 0
     received: Counter[str] = field(default_factory=Counter)  # PX4's messages by name
 
@@ -64,12 +63,6 @@ class Record:
     @property
     def is_armed(self) -> bool:
         return bool(self.armed) and self.armed[-1][1]
-
-    def last_setpoint_t(self) -> float | None:
-        return self.setpoints[-1].t if self.setpoints else None
-
-    def mode_changes_after(self, t: float) -> list[tuple[float, int]]:
-        return [(tm, m) for tm, m in self.modes if tm > t]
 
     def offboard_requests(self) -> list[Sent]:
         return [c for c in self.commands if c.fields["command"] == 176
@@ -157,8 +150,6 @@ class Px4Tee(asyncio.DatagramProtocol):
             r.statustexts.append((now, int(msg.severity), str(msg.text)))
         elif name == "COMMAND_ACK":
             r.acks.append(Sent(now, name, msg.to_dict()))
-        elif name == "AUTOPILOT_VERSION":
-            r.autopilot_version = int(msg.flight_sw_version)
 
     def _mode(self, now: float, custom_mode: int) -> None:
         if self.record.mode != custom_mode:
