@@ -57,6 +57,8 @@ class SoakResult:
     cycles: int = 0
     disturbances: dict[str, int] = field(default_factory=dict)
     command_errors: int = 0
+    # why each failed commander call failed, by disturbance: "ExceptionType: message" -> count
+    failures: dict[str, dict[str, int]] = field(default_factory=dict)
     samples: list[Sample] = field(default_factory=list)
     daemon_alive: bool = False
     steal: float = 0.0
@@ -105,13 +107,16 @@ class Soak:
         self.last_tasks: int | None = None  # the daemon's asyncio tasks, last seen in `state`
 
     async def _client_call(self, call: Callable[[OffboardClient], Awaitable[object]],
-                           port: int) -> bool:
+                           port: int, disturbance: str) -> bool:
         try:
             async with OffboardClient("127.0.0.1", port, VEHICLE) as c:
                 await call(c)
             return True
-        except (ClientError, TimeoutError, OSError):
+        except (ClientError, TimeoutError, OSError) as exc:
             self.result.command_errors += 1
+            why = f"{type(exc).__name__}: {exc}"[:160]
+            kinds = self.result.failures.setdefault(disturbance, {})
+            kinds[why] = kinds.get(why, 0) + 1
             return False
 
     async def fly_cycle(self, port: int, disturbance: str) -> None:
@@ -132,7 +137,7 @@ class Soak:
             self.last_tasks = after.get("asyncio_tasks")
             await self._disturb(c, disturbance)
 
-        await self._client_call(mission, port)
+        await self._client_call(mission, port, disturbance)
         self.result.disturbances[disturbance] = self.result.disturbances.get(disturbance, 0) + 1
         self.result.cycles += 1
 
@@ -222,6 +227,11 @@ def report(result: SoakResult) -> str:
              "| verdict | met | figures |", "|---|---|---|"]
     for name, (met, text) in result.verdicts().items():
         lines.append(f"| {name} | {'yes' if met else '**no**'} | {text} |")
+    if result.failures:
+        lines += ["", "Failed commander calls, by disturbance:", ""]
+        for disturbance, kinds in result.failures.items():
+            for why, n in kinds.items():
+                lines.append(f"- {disturbance} x{n}: `{why}`")
     return "\n".join(lines) + "\n"
 
 
