@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from offboardd.core.envelope_settings import EnvelopeSettings
+from offboardd.core.motion_settings import MotionSettings
 from offboardd.core.settings import EngineSettings
 from offboardd.errors import ConfigError, LinkUrlError
 from offboardd.mavlink.codec import message_id
@@ -78,7 +79,7 @@ def load_config(path: str | Path, environ: dict[str, str] | None = None) -> Daem
 
 
 def config_from_dict(document: dict[str, Any], environ: dict[str, str]) -> DaemonConfig:
-    known = {f.name for f in dataclasses.fields(DaemonConfig)} | {"envelope"}
+    known = {f.name for f in dataclasses.fields(DaemonConfig)} | {"envelope", "motion"}
     for section in document:
         if section not in known:
             raise ConfigError(
@@ -86,7 +87,8 @@ def config_from_dict(document: dict[str, Any], environ: dict[str, str]) -> Daemo
             )
     return DaemonConfig(
         mavlink=_mavlink(_table(document, "mavlink")),
-        engine=_engine(_table(document, "engine"), _table(document, "envelope")),
+        engine=_engine(_table(document, "engine"), _table(document, "envelope"),
+                       _table(document, "motion")),
         mqtt=_mqtt(_table(document, "mqtt"), environ),
         log=_log(_table(document, "log")),
     )
@@ -162,15 +164,18 @@ def _signing(settings: Any) -> MavlinkSettings:
     return settings  # type: ignore[no-any-return]
 
 
-def _engine(table: dict[str, Any], envelope_table: dict[str, Any]) -> EngineSettings:
-    if "envelope" in table:
-        raise ConfigError("engine.envelope: the envelope has its own section, [envelope]")
+def _engine(table: dict[str, Any], envelope_table: dict[str, Any],
+            motion_table: dict[str, Any]) -> EngineSettings:
+    for own in ("envelope", "motion"):
+        if own in table:
+            raise ConfigError(f"engine.{own}: it has its own section, [{own}]")
     if "polygon" in envelope_table and isinstance(envelope_table["polygon"], list):
         envelope_table["polygon"] = tuple(
             tuple(v) if isinstance(v, list) else v for v in envelope_table["polygon"]
         )
     envelope: EnvelopeSettings = _build("envelope", EnvelopeSettings, envelope_table)
     table["envelope"] = envelope
+    table["motion"] = _build("motion", MotionSettings, motion_table)
     settings: EngineSettings = _build("engine", EngineSettings, table)
     return settings
 

@@ -110,6 +110,8 @@ class NoticeKind(StrEnum):
     FC_STATUSTEXT = "fc_statustext"  # a STATUSTEXT from the FC, joined
     FC_LINK = "fc_link"  # the FC appeared, vanished or rebooted
     WARNING = "warning"  # a surprising FC setting, an unreadable parameter...
+    MOTION_DONE = "motion_done"  # a goto / path / orbit / stop reached its end
+    MOTION_ABORTED = "motion_aborted"  # ... or ended before it (replaced, lease, takeover)
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class Notice:
     reason: Reason | None = None
     previous_phase: Phase | None = None
     severity: int | None = None  # MAV_SEVERITY for FC_STATUSTEXT
+    command_id: str | None = None  # the motion command a MOTION_* notice is about
 
     def as_dict(self) -> dict[str, str | int | None]:
         """Fixed keys, JSON-friendly: what the MQTT layer publishes and the logs record."""
@@ -130,6 +133,7 @@ class Notice:
             "reason": None if self.reason is None else self.reason.value,
             "previous_phase": None if self.previous_phase is None else self.previous_phase.value,
             "severity": self.severity,
+            "command_id": self.command_id,
         }
 
 

@@ -7,29 +7,16 @@ allowed now is the engine's decision (offboard.py), not this module's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import ClassVar, TypeAlias
 
+from offboardd.core.command_kind import CommandKind, check_command_id
+from offboardd.core.motion_commands import MOTION_TYPES, MotionCommand
 from offboardd.core.setpoints import Setpoint
-from offboardd.errors import UsageError
 
-
-class CommandKind(StrEnum):
-    ENGAGE = "engage"
-    SETPOINT = "setpoint"
-    RELEASE = "release"
-    HOLD = "hold"
-    LAND = "land"
-    RTL = "rtl"
-    ARM = "arm"
-    DISARM = "disarm"
-    EMERGENCY_STOP = "emergency_stop"
-    HEARTBEAT = "heartbeat"
-
-
-def _check_id(command_id: str) -> None:
-    if not isinstance(command_id, str) or not command_id:
-        raise UsageError(f"command_id must be a non-empty string, got {command_id!r}")
+__all__ = [  # CommandKind is re-exported: the name every reader imports from here
+    "COMMAND_TYPES", "Arm", "Command", "CommandKind", "CommanderHeartbeat", "Disarm",
+    "EmergencyStop", "Engage", "Hold", "Land", "Release", "Rtl", "SetSetpoint",
+]
 
 
 @dataclass(frozen=True)
@@ -44,7 +31,7 @@ class Engage:
     kind: ClassVar[CommandKind] = CommandKind.ENGAGE
 
     def __post_init__(self) -> None:
-        _check_id(self.command_id)
+        check_command_id(self.command_id)
 
 
 @dataclass(frozen=True)
@@ -56,7 +43,7 @@ class SetSetpoint:
     kind: ClassVar[CommandKind] = CommandKind.SETPOINT
 
     def __post_init__(self) -> None:
-        _check_id(self.command_id)
+        check_command_id(self.command_id)
 
 
 @dataclass(frozen=True)
@@ -67,7 +54,7 @@ class Release:
     kind: ClassVar[CommandKind] = CommandKind.RELEASE
 
     def __post_init__(self) -> None:
-        _check_id(self.command_id)
+        check_command_id(self.command_id)
 
 
 @dataclass(frozen=True)
@@ -78,7 +65,7 @@ class Hold:
     kind: ClassVar[CommandKind] = CommandKind.HOLD
 
     def __post_init__(self) -> None:
-        _check_id(self.command_id)
+        check_command_id(self.command_id)
 
 
 @dataclass(frozen=True)
@@ -89,7 +76,7 @@ class Land:
     kind: ClassVar[CommandKind] = CommandKind.LAND
 
     def __post_init__(self) -> None:
-        _check_id(self.command_id)
+        check_command_id(self.command_id)
 
 
 @dataclass(frozen=True)
@@ -100,7 +87,7 @@ class Rtl:
     kind: ClassVar[CommandKind] = CommandKind.RTL
 
     def __post_init__(self) -> None:
-        _check_id(self.command_id)
+        check_command_id(self.command_id)
 
 
 @dataclass(frozen=True)
@@ -109,7 +96,7 @@ class Arm:
     kind: ClassVar[CommandKind] = CommandKind.ARM
 
     def __post_init__(self) -> None:
-        _check_id(self.command_id)
+        check_command_id(self.command_id)
 
 
 @dataclass(frozen=True)
@@ -121,7 +108,7 @@ class Disarm:
     kind: ClassVar[CommandKind] = CommandKind.DISARM
 
     def __post_init__(self) -> None:
-        _check_id(self.command_id)
+        check_command_id(self.command_id)
 
 
 @dataclass(frozen=True)
@@ -134,7 +121,7 @@ class EmergencyStop:
     kind: ClassVar[CommandKind] = CommandKind.EMERGENCY_STOP
 
     def __post_init__(self) -> None:
-        _check_id(self.command_id)
+        check_command_id(self.command_id)
 
 
 @dataclass(frozen=True)
@@ -150,7 +137,7 @@ class CommanderHeartbeat:
     kind: ClassVar[CommandKind] = CommandKind.HEARTBEAT
 
     def __post_init__(self) -> None:
-        _check_id(self.command_id)
+        check_command_id(self.command_id)
 
 
 Command: TypeAlias = (
@@ -164,6 +151,7 @@ Command: TypeAlias = (
     | Disarm
     | EmergencyStop
     | CommanderHeartbeat
+    | MotionCommand
 )
 
 COMMAND_TYPES: tuple[type[Command], ...] = (
@@ -177,4 +165,5 @@ COMMAND_TYPES: tuple[type[Command], ...] = (
     Disarm,
     EmergencyStop,
     CommanderHeartbeat,
+    *MOTION_TYPES,
 )

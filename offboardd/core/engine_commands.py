@@ -31,10 +31,13 @@ from offboardd.core.commands import (
     Rtl,
     SetSetpoint,
 )
+from offboardd.core.engage_gate import engage_blocked
 from offboardd.core.engine_failsafe import fail_pending, start_handover
+from offboardd.core.engine_motion import on_motion
 from offboardd.core.machine import Do, Outcome, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
 from offboardd.core.modes import mode_name
+from offboardd.core.motion_commands import MOTION_TYPES
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import Setpoint
 from offboardd.core.settings import ESCALATION
@@ -91,7 +94,9 @@ class ArmRequests:
 
 
 def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
+    eng.command_in_hand = cmd  # for the facts its rule may depend on (Fact.ENGAGE_ASKED)
     rule = eng.rule(_TRIGGERS[cmd.kind], now)
+    eng.command_in_hand = None
     if rule.to is Outcome.REFUSE:
         if rule.reasons == (Reason.NOT_IN_CONTROL,):
             ended = "never engaged" if eng.reason is None else eng.reason.value
@@ -116,6 +121,8 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
         accepted = _arm_disarm(eng, cmd, now)
     elif isinstance(cmd, EmergencyStop):
         accepted = _emergency_stop(eng, rule, cmd, now)
+    elif isinstance(cmd, MOTION_TYPES):
+        accepted = on_motion(eng, rule, cmd, now)
     else:
         assert isinstance(cmd, CommanderHeartbeat)
         eng.out.reply_ok(cmd.command_id, "lease renewed")
@@ -128,15 +135,8 @@ def _engage(eng: OffboardEngine, rule: Rule, cmd: Engage, now: float) -> bool:
     v, out = eng.vehicle, eng.out
     if not eng.fc_up or v.target is None:
         return out.refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
-    if not v.is_px4:
-        return out.refuse(
-            cmd.command_id,
-            Reason.FC_NOT_PX4,
-            f"the flight controller is autopilot type {v.autopilot}, not PX4 (12)",
-        )
-    blocker = eng.checks.engage_blocker(eng.settings.stream_period_s)
-    if blocker is not None:
-        return out.refuse(cmd.command_id, *blocker)
+    if engage_blocked(eng, cmd.command_id):
+        return False
     setpoint: Setpoint | None = cmd.setpoint
     if setpoint is None:
         setpoint = v.hold_setpoint(now)

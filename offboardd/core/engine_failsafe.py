@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from offboardd.core.actions import NoticeKind, RequestMode
 from offboardd.core.engine_engage import fail_engage
 from offboardd.core.engine_handover import Step
+from offboardd.core.engine_motion import let_finish, smooth_hold
 from offboardd.core.machine import Do, Outcome, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
 from offboardd.core.modes import Px4Mode, mode_name
@@ -70,6 +71,11 @@ def lease_lapsed(eng: OffboardEngine, now: float) -> None:
         # Never request OFFBOARD or arm for a commander that has vanished.
         fail_engage(eng, Trigger.LEASE_LAPSED, now, "commander lease lapsed during the engage")
         return
+    if rule.to is Outcome.STAY:  # motion.on_lease_lapse = finish
+        kept_s = let_finish(eng, now) - now
+        eng.out.notice(NoticeKind.FAILSAFE, "commander lease lapsed; the motion finishes "
+                       f"first (at most {kept_s:.1f} s), then holds", Reason.LEASE_LAPSED)
+        return
     hold = eng.vehicle.hold_setpoint(now)
     if rule.to is not Phase.HOLDING:
         why = "no position estimate to hold on" if hold is None else "hold_s is 0"
@@ -77,7 +83,8 @@ def lease_lapsed(eng: OffboardEngine, now: float) -> None:
         return
     assert hold is not None  # Fact.HOLD_POSSIBLE
     hold_s = eng.settings.hold_s
-    eng.feed.send_now(hold, eng.vehicle.target, now)
+    if not smooth_hold(eng, now):  # a motion stops jerk-limited; a setpoint: hold here
+        eng.feed.send_now(hold, eng.vehicle.target, now)
     eng.hold_end_s = now + hold_s
     eng.move(rule, f"commander lease lapsed; holding position for {hold_s:g} s")
     eng.out.notice(NoticeKind.FAILSAFE, "holding position", Reason.LEASE_LAPSED)

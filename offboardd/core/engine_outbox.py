@@ -31,9 +31,10 @@ class Outbox:
 
     def notice(
         self, kind: NoticeKind, message: str, reason: Reason | None = None, *,
-        severity: int | None = None,
+        severity: int | None = None, command_id: str | None = None,
     ) -> None:
-        self.actions.append(Notice(kind, message, self.phase, reason, severity=severity))
+        self.actions.append(Notice(kind, message, self.phase, reason, severity=severity,
+                                   command_id=command_id))
 
     def reply_ok(self, command_id: str, message: str, reason: Reason | None = None) -> None:
         self.actions.append(Reply.success(command_id, message, reason))

@@ -9,17 +9,24 @@ A new setpoint goes out at once, but at most one such extra send per stream peri
 next tick carries the newest anyway, and a flood of setpoint commands (thousands a
 second) must not become a flood of frames on a 57,600-baud link (issue 15).
 
-Owns: the setpoint, the StreamClock. Must not: judge commands, move phases, or send
-without a target (no FC heard: nothing goes out).
+A planned motion (core/motion.py) takes the setpoint's place: each send streams its
+setpoint for that instant. It ends with MOTION_DONE (the stream then rests on its last
+setpoint) or MOTION_ABORTED with the reason, when a setpoint, another motion or the end
+of streaming replaces it; both name the motion's command.
+
+Owns: the setpoint, the running motion, the StreamClock. Must not: judge commands, move
+phases, or send without a target (no FC heard: nothing goes out).
 """
 
 from __future__ import annotations
 
 import math
 
-from offboardd.core.actions import SendSetpoint, Target
+from offboardd.core.actions import NoticeKind, SendSetpoint, Target
 from offboardd.core.engine_fence import EnvelopeGuard
 from offboardd.core.engine_outbox import Outbox
+from offboardd.core.motion import Motion
+from offboardd.core.reasons import Reason
 from offboardd.core.setpoints import Setpoint
 from offboardd.core.stream import StreamClock
 from offboardd.core.vehicle import VehicleState
@@ -31,6 +38,8 @@ class SetpointStream:
     ) -> None:
         self.clock = StreamClock(period_s)
         self.setpoint: Setpoint | None = None  # as commanded (after the envelope's admission)
+        self.motion: Motion | None = None  # a planned motion, streamed instead of `setpoint`
+        self._stopped_motion: Motion | None = None  # stopped with the stream, not yet reported
         self._guard = guard
         self._vehicle = vehicle
         self._out = out
@@ -40,29 +49,69 @@ class SetpointStream:
     def running(self) -> bool:
         return self.clock.running
 
-    def start(self, setpoint: Setpoint, target: Target, now: float) -> None:
+    def start(self, setpoint: Setpoint | Motion, target: Target, now: float) -> None:
         """A fresh schedule from `now`, the first setpoint sent at once."""
-        self.setpoint = setpoint
-        self._guard.new_setpoint()
+        self._replace(setpoint, now)
         self.clock.start(now)
-        self._out.emit(SendSetpoint(target, self._shaped(setpoint, now)))
+        self._out.emit(SendSetpoint(target, self._shaped(self._current(now), now)))
 
-    def send_now(self, setpoint: Setpoint, target: Target | None, now: float) -> None:
-        """Replace the setpoint and send it at once (unless an extra send already went out
-        this period: then the next tick carries it); the schedule carries on unchanged."""
-        self.setpoint = setpoint
-        self._guard.new_setpoint()
+    def send_now(self, setpoint: Setpoint | Motion, target: Target | None, now: float) -> None:
+        """Replace the setpoint (or motion) and send it at once (unless an extra send
+        already went out this period: then the next tick carries it); the schedule
+        carries on unchanged."""
+        self._replace(setpoint, now)
         if (target is not None and self.clock.running
                 and now - self._last_extra_s >= self.clock.period_s):
-            self._out.emit(SendSetpoint(target, self._shaped(setpoint, now)))
+            self._out.emit(SendSetpoint(target, self._shaped(self._current(now), now)))
             self.clock.record_send(now)
             self._last_extra_s = now
 
     def tick(self, target: Target | None, now: float) -> None:
         """The scheduled send, if one is due (one send however late: no burst)."""
         if self.clock.tick_due(now) and self.setpoint is not None and target is not None:
-            self._out.emit(SendSetpoint(target, self._shaped(self.setpoint, now)))
+            self._out.emit(SendSetpoint(target, self._shaped(self._current(now), now)))
             self.clock.record_send(now)
+
+    # -- a planned motion ----------------------------------------------------------------
+
+    def _replace(self, new: Setpoint | Motion, now: float) -> None:
+        what = new.kind if isinstance(new, Motion) else f"a {new.kind.value} setpoint"
+        self.abort_motion(Reason.REPLACED, f"replaced by {what}")
+        if isinstance(new, Motion):
+            self.motion = new
+            self.setpoint = new.setpoint_at(now)
+        else:
+            self.setpoint = new
+        self._guard.new_setpoint()
+
+    def _current(self, now: float) -> Setpoint:
+        if self.motion is not None:
+            self.setpoint = self.motion.setpoint_at(now)
+        assert self.setpoint is not None
+        return self.setpoint
+
+    def begin_motion(self, now: float) -> None:
+        """Start the motion's clock (the engine calls this once the vehicle is ours)."""
+        if self.motion is not None:
+            self.motion.begin(now)
+
+    def finish_motion(self, now: float) -> None:
+        """A motion at its end: MOTION_DONE; the stream rests on its last setpoint."""
+        motion = self.motion
+        if motion is not None and motion.done(now):
+            self.setpoint = motion.setpoint_at(now)
+            self.motion = None
+            if not motion.internal:
+                self._out.notice(NoticeKind.MOTION_DONE, f"{motion.kind} done", None,
+                                 command_id=motion.command_id)
+
+    def abort_motion(self, reason: Reason, message: str) -> Motion | None:
+        """End the running motion early (MOTION_ABORTED, with why); it is returned."""
+        motion, self.motion = self.motion, None
+        if motion is not None and not motion.internal:
+            self._out.notice(NoticeKind.MOTION_ABORTED, f"{motion.kind} aborted: {message}",
+                             reason, command_id=motion.command_id)
+        return motion
 
     def deadline(self) -> float:
         """The next scheduled send (math.inf when not streaming)."""
@@ -77,8 +126,18 @@ class SetpointStream:
         self.clock.reset_window(now)
 
     def stop(self) -> None:
+        """Stop streaming; a running motion is reported aborted by `report_stopped`, once
+        the engine knows why (the phase move that follows)."""
+        if self.motion is not None:
+            self._stopped_motion, self.motion = self.motion, None
         self.clock.stop()
         self.setpoint = None
+
+    def report_stopped(self, reason: Reason | None, message: str) -> None:
+        motion, self._stopped_motion = self._stopped_motion, None
+        if motion is not None:
+            self.motion = motion
+            self.abort_motion(reason or Reason.CANCELLED, message)
 
     def _shaped(self, setpoint: Setpoint, now: float) -> Setpoint:
         return self._guard.shape(setpoint, self._vehicle, now)

@@ -22,6 +22,10 @@ class Lease:
         """Start (or renew) the lease from `now`."""
         self._expires_s = now + self.timeout_s
 
+    def grant_until(self, until_s: float) -> None:
+        """Held until `until_s` (a motion allowed to finish unleased, engine_motion)."""
+        self._expires_s = until_s
+
     def renew(self, now: float) -> None:
         """Renew only a lease that is held: a command never creates one by itself."""
         if self._expires_s is not None:

@@ -44,6 +44,10 @@ class Trigger(StrEnum):
     DISARM = "disarm"
     EMERGENCY_STOP = "emergency_stop"
     HEARTBEAT = "heartbeat"
+    GOTO = "goto"  # the motions the daemon plans itself (motion_commands.py)
+    PATH = "path"
+    ORBIT = "orbit"
+    STOP = "stop"
     # the FC (HEARTBEAT / CURRENT_MODE / COMMAND_ACK, the link, its boot time)
     FC_OFFBOARD = "fc_offboard"  # the FC reports OFFBOARD
     FC_MODE_TAKEN = "fc_mode_taken"  # the FC reports a mode nobody asked it for
@@ -99,6 +103,8 @@ class Fact(StrEnum):
     FAILSAFE_HANDOVER = "failsafe hand-over"  # asked by the loss action or a fence breach
     SAME_ASK_PENDING = "same mode pending"  # a command's hand-over to this mode is under way
     FC_IN_ASKED_MODE = "FC in that mode"  # the FC already reports the mode a command asks for
+    ENGAGE_ASKED = "engage asked"  # a goto / path with engage: true
+    MOTION_FINISHING = "motion may finish"  # on_lease_lapse = finish, a motion under way
 
 
 class Cond(NamedTuple):
@@ -124,6 +130,8 @@ class Do(StrEnum):
     RENEW_LEASE = "renew the lease, if held"
     START_STREAM = "stream the setpoint now and every period"
     SEND_NOW = "send the new setpoint at once, schedule unchanged"
+    PLAN_MOTION = "plan the motion from where the running one (or the vehicle) is; stream it"
+    LET_MOTION_FINISH = "keep the lease until the motion ends (at most max_unleased_s)"
     RESTART_WARMUP = "restart the warm-up"
     REQUEST_OFFBOARD = "ask for OFFBOARD (bounded retries)"
     REQUEST_ARM = "ask to arm (bounded retries)"

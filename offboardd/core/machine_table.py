@@ -55,6 +55,7 @@ def row(
 
 D = Do
 NOT_STREAMING = (Fact.STREAMING, False)
+NOT_FINISHING = (Fact.MOTION_FINISHING, False)
 
 COMMANDS = [
     row(NOT_ENGAGED, T.ENGAGE, P.WARMUP, None, D.GRANT_LEASE, D.START_STREAM,
@@ -106,6 +107,29 @@ COMMANDS += [
     row(ALL - STREAMING, T.SETPOINT, REFUSE, R.NOT_IN_CONTROL,
         why="a setpoint while nobody flies it: the commander lost control (engage first)"),
 ]
+
+# Motions (motion_commands.py): allowed where a setpoint is; a goto or path with
+# engage: true engages like an engage does. The motion itself starts in ACTIVE.
+for _trigger in (T.GOTO, T.PATH):
+    COMMANDS += [
+        row(NOT_ENGAGED, _trigger, P.WARMUP, None, D.GRANT_LEASE, D.PLAN_MOTION, D.START_STREAM,
+            when=(Fact.ENGAGE_ASKED,),
+            why="an engage: the warm-up streams where the vehicle is; the motion starts once "
+                "OFFBOARD is reported (and armed, if asked)"),
+        row(NOT_ENGAGED, _trigger, REFUSE, R.NOT_IN_CONTROL, when=(no(Fact.ENGAGE_ASKED),),
+            why="without engage: true a motion never takes the vehicle (it may be a pilot's)"),
+    ]
+for _trigger in (T.ORBIT, T.STOP):
+    COMMANDS.append(row(ALL - STREAMING, _trigger, REFUSE, R.NOT_IN_CONTROL,
+                        why="nobody flies it: engage first"))
+for _trigger in (T.GOTO, T.PATH, T.ORBIT, T.STOP):
+    COMMANDS += [
+        row(STREAMING - {P.HOLDING}, _trigger, STAY, None, D.PLAN_MOTION, D.REPLY_OK,
+            why="re-planned from where the running motion (or the vehicle) is: no step; "
+                "the whole path inside the envelope, or refused as a whole"),
+        row(P.HOLDING, _trigger, P.ACTIVE, R.RESUMED, D.PLAN_MOTION, D.GRANT_LEASE, D.REPLY_OK,
+            why="a live commander's motion resumes, like a setpoint"),
+    ]
 
 FC_EVENTS = [
     row(P.WARMUP, T.FC_OFFBOARD, IGNORE,
@@ -166,13 +190,18 @@ TIMERS = [
         D.REPLY_FAIL, why="the setpoint's estimate went invalid during the warm-up"),
     row(ENGAGE_STEPS | {P.ARMING}, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM,
         D.REPLY_FAIL, why="never ask for OFFBOARD or arm for a commander that vanished"),
+    row(P.ACTIVE, T.LEASE_LAPSED, STAY, None, D.LET_MOTION_FINISH, D.NOTICE,
+        when=(Fact.MOTION_FINISHING,),
+        why="motion.on_lease_lapse = finish: an accepted motion ends first (links with long "
+            "drop-outs), at most motion.max_unleased_s; then the lapse below applies"),
     row(P.ACTIVE, T.LEASE_LAPSED, P.HOLDING, R.LEASE_LAPSED, D.HOLD_HERE, D.NOTICE,
-        when=(Fact.HOLD_POSSIBLE,), why="stop flying a stale setpoint (§6)"),
+        when=(Fact.HOLD_POSSIBLE, NOT_FINISHING),
+        why="stop flying a stale setpoint (§6); a motion stops jerk-limited, then holds"),
     row(P.ACTIVE, T.LEASE_LAPSED, P.FAILSAFE, R.LOSS_ACTION, D.STOP_STREAM, D.NOTICE,
-        when=((Fact.HOLD_POSSIBLE, False), Fact.PX4_LOSS_ACTION),
+        when=((Fact.HOLD_POSSIBLE, False), Fact.PX4_LOSS_ACTION, NOT_FINISHING),
         why="no hold possible: PX4's offboard-loss action follows"),
     row(P.ACTIVE, T.LEASE_LAPSED, P.RELEASING, R.LOSS_ACTION, D.NOTICE, D.HAND_OVER,
-        when=((Fact.HOLD_POSSIBLE, False), (Fact.PX4_LOSS_ACTION, False)),
+        when=((Fact.HOLD_POSSIBLE, False), (Fact.PX4_LOSS_ACTION, False), NOT_FINISHING),
         why="no hold possible: command_loss_action"),
     row(P.HOLDING, T.HOLD_EXPIRED, P.FAILSAFE, R.LOSS_ACTION, D.STOP_STREAM, D.NOTICE,
         when=(Fact.PX4_LOSS_ACTION,), why="PX4's offboard-loss action follows"),

@@ -34,6 +34,7 @@ from offboardd.core.engine_failsafe import handover_progress, lease_lapsed, loss
 from offboardd.core.engine_fc import fc_lost, on_fc_event
 from offboardd.core.engine_fence import EnvelopeGuard
 from offboardd.core.engine_handover import Handovers
+from offboardd.core.engine_motion import finishing_allowed
 from offboardd.core.engine_outbox import Outbox
 from offboardd.core.engine_stream import SetpointStream
 from offboardd.core.envelope import Envelope
@@ -69,6 +70,8 @@ _ARM_RETRY_PHASES = _armed_in(Trigger.ARM_RETRIES_EXHAUSTED)
 _HOLD_PHASES = _armed_in(Trigger.HOLD_EXPIRED)
 # Where the stream may run: the streaming phases, and RELEASING until the FC takes the mode.
 _STREAM_ALLOWED = STREAMING_PHASES | {Phase.RELEASING}
+# Where a planned motion's clock runs: the vehicle is ours (before: it waits at its start).
+_MOTION_PHASES = frozenset({Phase.ACTIVE, Phase.HOLDING})
 
 
 class OffboardEngine:
@@ -94,6 +97,7 @@ class OffboardEngine:
         self.fc_ever_seen = False
         self.next_companion_hb_s = now
         self.last_ack: int | None = None  # the last refusing ACK, for diagnoses
+        self.command_in_hand: object = None  # the command being handled (its facts)
 
     # -- views the shell and the tests read ----------------------------------------------
 
@@ -199,6 +203,7 @@ class OffboardEngine:
             home_known=self.envelope.home is not None,
             fence_distance_m=self.guard.fence_distance_m(v, now),
             envelope_limiting=s.running and self.envelope.limiting,
+            motion=None if self.feed.motion is None else self.feed.motion.progress(now),
         )
 
     # -- the table ---------------------------------------------------------------------------
@@ -223,6 +228,10 @@ class OffboardEngine:
             return self.settings.command_loss_action is LossAction.PX4
         if fact is Fact.FC_IN_OFFBOARD:
             return self.vehicle.in_offboard
+        if fact is Fact.ENGAGE_ASKED:
+            return bool(getattr(self.command_in_hand, "engage", False))
+        if fact is Fact.MOTION_FINISHING:
+            return finishing_allowed(self, now)
         if fact is Fact.ARM_WANTED:
             return self.engage.arm and not self.vehicle.armed
         assert fact is Fact.FAILSAFE_HANDOVER
@@ -241,6 +250,7 @@ class OffboardEngine:
         previous = self.phase
         self.phase = self.out.phase = rule.to
         self.reason = why
+        self.feed.report_stopped(why, message)
         if rule.to is not Phase.HOLDING:
             self.hold_end_s = None
         self.out.emit(Notice(NoticeKind.TRANSITION, message, rule.to, why, previous))
@@ -286,6 +296,9 @@ class OffboardEngine:
                 if self.next_companion_hb_s <= now:  # woke very late: don't burst
                     self.next_companion_hb_s = now + COMPANION_HEARTBEAT_PERIOD_S
             self.guard.request_home(self.fc_up, v.target, now)
+        if self.phase in _MOTION_PHASES:
+            self.feed.begin_motion(now)
+        self.feed.finish_motion(now)  # before the lease: a motion allowed to finish did
         if self.phase in _LEASE_PHASES and self.lease.lapsed(now):
             lease_lapsed(self, now)
         warmup_end = self.engage.warmup_deadline()
@@ -307,4 +320,5 @@ class OffboardEngine:
             reason = Reason.ARM_TIMEOUT if pending.arm else Reason.DISARM_TIMEOUT
             self.out.reply_fail(pending.command_id, reason, self.diagnosis(now))
         self.feed.tick(v.target, now)
+        self.feed.report_stopped(None, "streaming stopped")
 

@@ -49,6 +49,9 @@ class Reason(StrEnum):
     ESTIMATE_MISSING = "estimate_missing"
     CONFIRMATION_MISSING = "confirmation_missing"
     SUPERSEDED = "superseded"
+    MOTION_INVALID = "motion_invalid"  # a motion that cannot be planned (motion.py)
+    # how a motion ended early (the motion_aborted event's reason)
+    REPLACED = "replaced"  # by a newer motion or a setpoint
     # the FC said no, or never said yes
     MODE_REFUSED = "mode_refused"
     MODE_TIMEOUT = "mode_timeout"
@@ -94,6 +97,8 @@ _ERROR_CODES: dict[Reason, ErrorCode] = {
     Reason.ESTIMATE_MISSING: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.CONFIRMATION_MISSING: ErrorCode.COMMAND_INVALID,
     Reason.SUPERSEDED: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.MOTION_INVALID: ErrorCode.COMMAND_INVALID,
+    Reason.REPLACED: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.MODE_REFUSED: ErrorCode.FC_REFUSED,
     Reason.MODE_TIMEOUT: ErrorCode.FC_TIMEOUT,
     Reason.ARM_REFUSED: ErrorCode.FC_REFUSED,

@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.modes import Px4Mode
+from offboardd.core.motion_settings import MotionSettings
 from offboardd.errors import ConfigError
 
 # PX4's docs ask for >= 1 s of setpoints before OFFBOARD; PX4's code does not enforce it
@@ -68,6 +69,8 @@ class EngineSettings:
     current_mode_interval_s: float = 0.05
     # the safety envelope (config file section [envelope], not [engine])
     envelope: EnvelopeSettings = field(default_factory=EnvelopeSettings)
+    # the motions the daemon plans (config file section [motion])
+    motion: MotionSettings = field(default_factory=MotionSettings)
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -91,6 +94,8 @@ class EngineSettings:
         _range("current_mode_interval_s", self.current_mode_interval_s, 0.01, 10.0)
         if not isinstance(self.envelope, EnvelopeSettings):
             raise ConfigError(f"envelope must be an EnvelopeSettings, got {self.envelope!r}")
+        if not isinstance(self.motion, MotionSettings):
+            raise ConfigError(f"motion must be a MotionSettings, got {self.motion!r}")
         for name, enum in (("command_loss_action", LossAction), ("release_mode", ReleaseMode)):
             value = getattr(self, name)
             if not isinstance(value, enum):

@@ -7,6 +7,7 @@ durations in seconds, names from the public enums. Built by OffboardEngine.snaps
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class EngineSnapshot:
     home_known: bool = False  # PX4's HOME_POSITION heard (the fence is measured from it)
     fence_distance_m: float | None = None  # to the nearest fence face; negative = outside
     envelope_limiting: bool = False  # the streamed setpoint is slowed to stop at the fence
+    motion: dict[str, Any] | None = None  # the running motion (Motion.progress), if any
 
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)

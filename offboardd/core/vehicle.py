@@ -170,6 +170,14 @@ class VehicleState:
             if need is not EstimateNeed.NONE
         }
 
+    def local_velocity_ned(self) -> tuple[float, float, float]:
+        """The estimated velocity (m/s NED); zero when unknown or not finite."""
+        pos = self.local_position
+        if pos is None:
+            return 0.0, 0.0, 0.0
+        v = (pos.north_m_s, pos.east_m_s, pos.down_m_s)
+        return v if all(math.isfinite(x) for x in v) else (0.0, 0.0, 0.0)
+
     def hold_setpoint(self, now: float) -> PositionVelocityNed | None:
         """Stay where the vehicle is, at zero velocity, facing where it faces; None without
         a valid local position (then no "here" can be flown)."""

@@ -54,7 +54,16 @@ FORMER_ALLOWED: dict[CommandKind, frozenset[Phase]] = {
     CommandKind.EMERGENCY_STOP: _ALL,
     # issue 15: a heartbeat without a lease is refused (not_in_control), no longer "ok"
     CommandKind.HEARTBEAT: frozenset({Phase.WARMUP, Phase.ENGAGING, Phase.ARMING, Phase.ACTIVE}),
+    # issue 16: motions where a setpoint is; a goto or path with engage: true also engages
+    CommandKind.GOTO: STREAMING_PHASES | _NOT_ENGAGED,
+    CommandKind.PATH: STREAMING_PHASES | _NOT_ENGAGED,
+    CommandKind.ORBIT: STREAMING_PHASES,
+    CommandKind.STOP: STREAMING_PHASES,
 }
+
+
+# An engage, or a goto / path with engage: true (their only rows that start a stream).
+ENGAGES = frozenset({Trigger.ENGAGE, Trigger.GOTO, Trigger.PATH})
 
 
 def test_commands_are_accepted_in_exactly_the_former_phases() -> None:
@@ -84,7 +93,7 @@ def test_every_row_is_well_formed() -> None:
         if rule.to is Phase.RELEASING:  # every hand-over names one reason for its success
             assert Do.HAND_OVER in rule.does and len(rule.reasons) == 1, rule
         if Do.START_STREAM in rule.does:  # a stream starts only with a warm-up
-            assert rule.to is Phase.WARMUP and rule.trigger is Trigger.ENGAGE, rule
+            assert rule.to is Phase.WARMUP and rule.trigger in ENGAGES, rule
 
 
 # -- all paths -------------------------------------------------------------------------------
@@ -151,7 +160,7 @@ def test_the_stream_runs_only_where_the_table_allows_it_on_any_path() -> None:
 
 @pytest.mark.parametrize("phase", [Phase.PREEMPTED, Phase.FAILSAFE])
 def test_control_is_never_taken_back_without_a_new_engage(phase: Phase) -> None:
-    taken = _reachable((phase, False, False), skip=frozenset({Trigger.ENGAGE}))
+    taken = _reachable((phase, False, False), skip=ENGAGES)
     for rule, (to, streaming, _) in taken:
         assert not streaming and to not in STREAMING_PHASES, rule
         assert not {Do.START_STREAM, Do.REQUEST_OFFBOARD, Do.REQUEST_ARM} & set(rule.does)

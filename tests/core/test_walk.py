@@ -34,6 +34,7 @@ from offboardd.core.events import (
 from offboardd.core.machine import Outcome, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
 from offboardd.core.modes import Px4Mode
+from offboardd.core.motion_commands import FollowPath, Goto, Orbit, Stop
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import PositionNed
 
@@ -107,6 +108,11 @@ COMMANDS: dict[Trigger, Command] = {
     Trigger.DISARM: Disarm("c"),
     Trigger.EMERGENCY_STOP: EmergencyStop("c", confirm=True),
     Trigger.HEARTBEAT: CommanderHeartbeat("c"),
+    # where nothing of ours flies, a goto with engage: true engages; a path without refuses
+    Trigger.GOTO: Goto("c", PositionNed(3, 0, -5), engage=True),
+    Trigger.PATH: FollowPath("c", (PositionNed(3, 0, -5), PositionNed(3, 3, -5))),
+    Trigger.ORBIT: Orbit("c", PositionNed(0, 0, -5), radius_m=3.0),
+    Trigger.STOP: Stop("c"),
 }
 
 
@@ -136,7 +142,9 @@ def test_every_command_in_every_phase_does_what_the_table_says(
     phase: Phase, trigger: Trigger
 ) -> None:
     b = in_phase(phase)
+    b.engine.command_in_hand = COMMANDS[trigger]  # the facts its rule reads (engage asked)
     rule = b.engine.rule(trigger, b.now)
+    b.engine.command_in_hand = None
     assert rule in (*MACHINE.listed(phase, trigger), MACHINE.defaults[trigger.source])
     b.feed(COMMANDS[trigger])
     if rule.to is Outcome.REFUSE:

@@ -24,7 +24,10 @@ from offboardd.core.events import (
 from offboardd.core.machine import Fact, Machine, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
 from offboardd.core.modes import Px4Mode
+from offboardd.core.motion_commands import FollowPath, Goto
+from offboardd.core.motion_settings import MotionSettings, OnLeaseLapse
 from offboardd.core.reasons import Phase
+from offboardd.core.setpoints import PositionNed
 from offboardd.core.settings import EngineSettings, LossAction
 
 from . import test_walk as walk
@@ -42,6 +45,18 @@ class Case:
     fire: Callable[[Bench], object]  # makes the trigger happen
     trigger: Trigger
     facts: dict[Fact, bool] = field(default_factory=dict)
+
+
+def _flying_a_goto(b: Bench) -> None:
+    b.engage(UP)
+    b.feed(Goto("g", PositionNed(30, 0, -5), speed_m_s=3.0))
+
+
+def _motion(trigger: Trigger, *, engage: bool) -> Callable[[Bench], None]:
+    there = PositionNed(3, 0, -5)
+    cmd = (Goto("m", there, engage=engage) if trigger is Trigger.GOTO
+           else FollowPath("m", (there,), engage=engage))
+    return lambda b: b.feed(cmd)
 
 
 def _commander_gone(b: Bench) -> None:
@@ -180,13 +195,16 @@ CASES = [
     Case("lease lapsed engaging", S(), walk._engaging, _commander_gone, Trigger.LEASE_LAPSED),
     Case("lease lapsed arming", S(), walk._arming, _commander_gone, Trigger.LEASE_LAPSED),
     Case("lease lapsed, hold", S(hold_s=5.0), lambda b: b.engage(UP), _commander_gone,
-         Trigger.LEASE_LAPSED, {F.HOLD_POSSIBLE: True}),
+         Trigger.LEASE_LAPSED, {F.HOLD_POSSIBLE: True, F.MOTION_FINISHING: False}),
+    Case("lease lapsed, motion finishes", S(motion=MotionSettings(
+        on_lease_lapse=OnLeaseLapse.FINISH)), _flying_a_goto, _commander_gone,
+         Trigger.LEASE_LAPSED, {F.MOTION_FINISHING: True}),
     Case("lease lapsed, no hold, px4", S(hold_s=0.0, command_loss_action=LossAction.PX4),
          lambda b: b.engage(UP), _commander_gone, Trigger.LEASE_LAPSED,
-         {F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: True}),
+         {F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: True, F.MOTION_FINISHING: False}),
     Case("lease lapsed, no estimate, land", S(command_loss_action=LossAction.LAND),
          _no_estimate_active, _commander_gone, Trigger.LEASE_LAPSED,
-         {F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: False}),
+         {F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: False, F.MOTION_FINISHING: False}),
     Case("hold expired, px4", S(hold_s=1.0, command_loss_action=LossAction.PX4), walk._holding,
          _hold_over, Trigger.HOLD_EXPIRED, {F.PX4_LOSS_ACTION: True}),
     Case("hold expired, hold", S(hold_s=1.0), walk._holding, _hold_over, Trigger.HOLD_EXPIRED,
@@ -224,6 +242,10 @@ CASES = [
     *[Case(f"{asked.value} in {phase.value}, FC already there", S(),
            _in_phase_fc_in(phase, asked), _ask(asked), asked, {F.FC_IN_ASKED_MODE: True})
       for phase in (Phase.IDLE, Phase.FAILSAFE, Phase.PREEMPTED) for asked in COMMANDS],
+    *[Case(f"{trigger.value} (engage: {asked}) in {phase.value}", S(), walk.RECIPES[phase],
+           _motion(trigger, engage=asked), trigger, {F.ENGAGE_ASKED: asked})
+      for phase in (Phase.IDLE, Phase.FAILSAFE, Phase.PREEMPTED)
+      for trigger in (Trigger.GOTO, Trigger.PATH) for asked in (False, True)],
     Case("loss action's mode taken", S(hold_s=1.0), _holding_loss_releasing,
          lambda b: b.set_mode(Px4Mode.AUTO_LOITER), Trigger.FC_MODE_HANDED_OVER,
          {F.FAILSAFE_HANDOVER: True}),

@@ -1,0 +1,144 @@
+"""Motion commands in the engine: plan, check the whole path, then fly it (issue 16).
+
+The table (machine_table) says where goto / path / orbit / stop are accepted; this is
+what an accepted one does. It plans from where the running motion is (what is being
+streamed: no step) or, with none, from the vehicle's estimate; it checks every point of
+the path, every 0.2 m, against the envelope (the fence, a concave polygon too, and the
+altitude limits) and refuses the whole motion with the first point outside; then the
+stream flies it. An engaging goto / path waits at its start until ACTIVE.
+
+A lease lapse stops a running motion jerk-limited (`smooth_hold`) before the hold; with
+motion.on_lease_lapse = finish an accepted motion may end first, at most
+motion.max_unleased_s (`finishing_allowed`, `let_finish`).
+
+Pure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from offboardd.core.engage_gate import engage_blocked
+from offboardd.core.machine import Do, Rule
+from offboardd.core.motion import Motion, Start, plan, sample_points
+from offboardd.core.motion_commands import MotionCommand, Stop
+from offboardd.core.motion_profile import PlanError
+from offboardd.core.motion_settings import OnLeaseLapse
+from offboardd.core.reasons import Phase, Reason
+from offboardd.core.setpoints import EstimateNeed, PositionNed
+
+if TYPE_CHECKING:
+    from offboardd.core.offboard import OffboardEngine
+
+FENCE_CHECK_STEP_M = 0.2
+_MAX_FENCE_SAMPLES = 50_000  # a path this finely sampled would be > 10 km: refused
+
+
+def _start(eng: OffboardEngine, now: float) -> Start | None:
+    running = eng.feed.motion
+    if running is not None:
+        st = running.state_at(now)
+        return Start(st.position, st.velocity, st.acceleration, running.setpoint_at(now).yaw_rad)
+    v = eng.vehicle
+    pos, vel = v.local_position, v.local_velocity_ned()
+    if pos is None or not v.estimate_valid(EstimateNeed.LOCAL_POSITION, now):
+        return None
+    yaw = v.attitude.yaw_rad if v.attitude is not None else None
+    return Start((pos.north_m, pos.east_m, pos.down_m), vel, (0.0, 0.0, 0.0), yaw)
+
+
+def _fence_refusal(eng: OffboardEngine, motion: Motion) -> tuple[Reason, str] | None:
+    blocker = eng.envelope.blocker()
+    if blocker is not None:
+        return blocker
+    points = sample_points(motion, FENCE_CHECK_STEP_M)
+    if len(points) > _MAX_FENCE_SAMPLES:
+        length_m = motion.profile.length_m
+        return Reason.MOTION_INVALID, f"the path is too long to check ({length_m:.0f} m)"
+    for n, e, d in points:
+        verdict = eng.envelope.admit(PositionNed(n, e, d))
+        if verdict.setpoint is None:
+            assert verdict.reason is not None
+            why = verdict.message.split("outside the fence: ")[-1].removeprefix("refused: ")
+            return verdict.reason, (f"the path leaves the envelope at ({n:.1f}, {e:.1f}, "
+                                    f"{d:.1f}) m NED: {why}")
+    return None
+
+
+def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -> bool:
+    v, out = eng.vehicle, eng.out
+    if not eng.fc_up or v.target is None:
+        return out.refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
+    engaging = rule.to is Phase.WARMUP
+    if engaging and engage_blocked(eng, cmd.command_id):
+        return False
+    start = _start(eng, now)
+    if start is None:
+        return out.refuse(cmd.command_id, Reason.ESTIMATE_MISSING,
+                          f"{cmd.kind.value} plans from where the vehicle is: it needs a "
+                          "valid local position estimate")
+    speed = 0.0 if isinstance(cmd, Stop) else cmd.speed_m_s
+    try:
+        motion = plan(cmd, start, eng.settings.motion.limits(eng.settings.envelope, speed),
+                      eng.envelope.home)
+    except PlanError as exc:
+        return out.refuse(cmd.command_id, Reason.MOTION_INVALID, f"{cmd.kind.value}: {exc}")
+    refusal = _fence_refusal(eng, motion)
+    if refusal is not None:
+        return out.refuse(cmd.command_id, refusal[0], f"{cmd.kind.value} refused: {refusal[1]}")
+    summary = (f"{cmd.kind.value} accepted: {motion.profile.length_m:.1f} m in "
+               f"{motion.profile.duration_s:.1f} s")
+    if engaging:
+        eng.guard.rearm_breach()
+        eng.engage.begin(cmd.command_id, getattr(cmd, "arm", False), "", v.custom_mode, now)
+        eng.last_ack = None
+        eng.lease.grant(now)
+        eng.move(rule, f"{summary}; streaming its start for {eng.settings.warmup_s:g} s "
+                       "before OFFBOARD")
+        eng.feed.start(motion, v.target, now)
+        return True  # answered like an engage, once ACTIVE
+    eng.feed.send_now(motion, v.target, now)
+    if Do.GRANT_LEASE in rule.does:  # resuming from HOLDING
+        eng.lease.grant(now)
+    eng.move(rule, f"a {cmd.kind.value} resumed offboard control")
+    out.reply_ok(cmd.command_id, summary)
+    return True
+
+
+def smooth_hold(eng: OffboardEngine, now: float) -> bool:
+    """A lease lapse with a motion running: replace it by a jerk-limited stop (the
+    motion is reported aborted, lease_lapsed) and hold where that ends. False: no motion."""
+    running = eng.feed.motion
+    if running is None:
+        return False
+    eng.feed.abort_motion(Reason.LEASE_LAPSED, "the commander's lease lapsed")
+    eng.feed.motion = running  # the stop plans from exactly what was being streamed
+    start = _start(eng, now)
+    eng.feed.motion = None
+    assert start is not None
+    lim = eng.settings.motion.limits(eng.settings.envelope, 0.0)
+    stop = plan(Stop("lease-lapse"), start, lim, None)
+    stop.internal = True
+    stop.begin(now)
+    eng.feed.send_now(stop, eng.vehicle.target, now)
+    return True
+
+
+def finishing_allowed(eng: OffboardEngine, now: float) -> bool:
+    """Fact.MOTION_FINISHING: on_lease_lapse = finish and a commanded motion is under way
+    that has not had its extension yet."""
+    motion = eng.feed.motion
+    return (eng.settings.motion.on_lease_lapse is OnLeaseLapse.FINISH and motion is not None
+            and not motion.internal and not motion.done(now)
+            and motion.unleased_until_s is None)
+
+
+def let_finish(eng: OffboardEngine, now: float) -> float:
+    """Keep the lease until the motion ends, at most max_unleased_s: the lapse comes
+    again then (and the hold follows). Returns the new lease end."""
+    motion = eng.feed.motion
+    assert motion is not None
+    until = min(motion.end_time_s(), now + eng.settings.motion.max_unleased_s)
+    motion.unleased_until_s = until
+    eng.lease.grant_until(until)
+    return until

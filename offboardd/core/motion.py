@@ -1,0 +1,199 @@
+"""A planned motion: a motion command turned into a timed path, and what it streams.
+
+`plan(cmd, start, ...)` builds the path (motion_path) from where the motion starts and
+times it (motion_profile). Where it starts: the running motion's planned state when one
+runs (so a replacement continues from exactly what is being streamed: no step), else the
+vehicle's estimate. Moving along the new path's first direction, the new profile takes
+the speed over; moving any other way, it first stops jerk-limited along the current
+direction, then flies the path from there.
+
+`Motion.setpoint_at(now)` is position + velocity + acceleration feed-forward with the
+yaw policy applied; it rests at the end once `done(now)`. Its clock starts with
+`begin(now)` (the engine calls it once in ACTIVE), so an engaging goto waits at its start
+through the warm-up, OFFBOARD and arming.
+
+Pure: time is passed in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from offboardd.core.envelope_geometry import Home
+from offboardd.core.motion_commands import (
+    FollowPath,
+    Goto,
+    MotionCommand,
+    Orbit,
+    Place,
+    Stop,
+    Yaw,
+    YawMode,
+)
+from offboardd.core.motion_path import (
+    PathGeometry,
+    Vec3,
+    dot,
+    norm,
+    orbit_around,
+    path_through,
+    unit,
+)
+from offboardd.core.motion_profile import (
+    Limits,
+    MotionState,
+    PlanError,
+    Profile,
+    plan_path,
+    plan_stop,
+)
+from offboardd.core.setpoints import AltitudeFrame, GlobalPosition, PositionVelocityNed
+
+_ALIGNED_COS = 0.97  # moving within ~14 deg of the new path's direction: carry the speed on
+_AT_REST_M_S = 0.1
+_FACE_MIN_SHARE = 0.2  # face_travel turns only where the path has this much horizontal part
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a new motion begins: position, velocity, acceleration (NED) and heading."""
+
+    position: Vec3
+    velocity: Vec3
+    acceleration: Vec3
+    yaw_rad: float | None
+
+
+def to_local(place: Place, home: Home | None) -> Vec3:
+    """A motion's place in local NED; a global one needs PX4's home (PlanError without)."""
+    if not isinstance(place, GlobalPosition):
+        return place.north_m, place.east_m, place.down_m
+    if home is None:
+        raise PlanError("a global_position needs PX4's home position, not known yet")
+    if place.altitude_frame is AltitudeFrame.TERRAIN:
+        raise PlanError("a motion cannot fly an altitude above terrain: use amsl or relative")
+    north, east = home.to_local(place.lat_deg, place.lon_deg)
+    above_home = place.alt_m if place.altitude_frame is AltitudeFrame.RELATIVE else (
+        place.alt_m - home.alt_amsl_m)
+    return north, east, home.down_m - above_home
+
+
+class Motion:
+    def __init__(self, cmd: MotionCommand, profile: Profile, yaw: Yaw, start_yaw: float | None,
+                 centre: Vec3 | None = None) -> None:
+        self.command = cmd
+        self.profile = profile
+        self._yaw = yaw
+        self._last_yaw = start_yaw
+        self._centre = centre
+        self.t0_s: float | None = None  # begin(); before it the motion waits at its start
+        self.unleased_until_s: float | None = None  # on_lease_lapse = finish: the extension
+        self.internal = False  # the engine's own (a lease-lapse stop): no events of its own
+
+    @property
+    def kind(self) -> str:
+        return self.command.kind.value
+
+    @property
+    def command_id(self) -> str:
+        return self.command.command_id
+
+    def begin(self, now: float) -> None:
+        if self.t0_s is None:
+            self.t0_s = now
+
+    def _t(self, now: float) -> float:
+        return 0.0 if self.t0_s is None else now - self.t0_s
+
+    def state_at(self, now: float) -> MotionState:
+        return self.profile.state_at(self._t(now))
+
+    def done(self, now: float) -> bool:
+        return self.t0_s is not None and self._t(now) >= self.profile.duration_s
+
+    def end_time_s(self) -> float:
+        return math.inf if self.t0_s is None else self.t0_s + self.profile.duration_s
+
+    def setpoint_at(self, now: float) -> PositionVelocityNed:
+        st = self.state_at(now)
+        (n, e, d), (vn, ve, vd), (an, ae, ad) = st.position, st.velocity, st.acceleration
+        return PositionVelocityNed(n, e, d, vn, ve, vd, yaw_rad=self._yaw_at(st),
+                                   north_m_s2=an, east_m_s2=ae, down_m_s2=ad)
+
+    def _yaw_at(self, st: MotionState) -> float | None:
+        mode = self._yaw.mode
+        if mode is YawMode.FIXED:
+            return self._yaw.yaw_rad
+        if mode is YawMode.FACE_TRAVEL:
+            tangent = self.profile.legs[st.leg].segment.tangent(
+                st.s_m - self.profile.legs[st.leg].s0_m)
+            if math.hypot(tangent[0], tangent[1]) >= _FACE_MIN_SHARE:
+                self._last_yaw = math.atan2(tangent[1], tangent[0])
+        elif mode is YawMode.FACE_CENTER and self._centre is not None:
+            dn, de = self._centre[0] - st.position[0], self._centre[1] - st.position[1]
+            if math.hypot(dn, de) > 0.3:
+                self._last_yaw = math.atan2(de, dn)
+        return self._last_yaw
+
+    def progress(self, now: float) -> dict[str, Any]:
+        """What `state` shows of it: kind, progress 0..1, distance to go, ETA, leg."""
+        st = self.state_at(now)
+        length = self.profile.length_m
+        return {
+            "kind": self.kind,
+            "command_id": self.command_id,
+            "started": self.t0_s is not None,
+            "progress": 1.0 if length <= 0 else round(min(1.0, st.s_m / length), 3),
+            "distance_to_go_m": round(max(0.0, length - st.s_m), 2),
+            "eta_s": round(max(0.0, self.profile.duration_s - self._t(now)), 2),
+            "leg": st.leg,
+            "legs": len(self.profile.legs),
+        }
+
+
+def _geometry(cmd: MotionCommand, origin: Vec3, home: Home | None) -> PathGeometry:
+    if isinstance(cmd, Goto):
+        return path_through(origin, [to_local(cmd.target, home)], 0.0)
+    if isinstance(cmd, FollowPath):
+        return path_through(origin, [to_local(wp, home) for wp in cmd.waypoints],
+                            cmd.corner_radius_m)
+    assert isinstance(cmd, Orbit)
+    return orbit_around(origin, to_local(cmd.center, home), cmd.radius_m, cmd.turns,
+                        cmd.clockwise)
+
+
+def plan(cmd: MotionCommand, start: Start, lim: Limits, home: Home | None) -> Motion:
+    """The motion `cmd` asks for, from `start` (PlanError: refused, with why)."""
+    speed = norm(start.velocity)
+    if isinstance(cmd, Stop):
+        return Motion(cmd, plan_stop(start.position, start.velocity, start.acceleration, lim),
+                      Yaw(), start.yaw_rad)
+    yaw = cmd.yaw
+    centre = to_local(cmd.center, home) if isinstance(cmd, Orbit) else None
+    geometry = _geometry(cmd, start.position, home)
+    if speed < _AT_REST_M_S and not geometry.segments:  # already there: done at once
+        return Motion(cmd, plan_stop(start.position, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), lim),
+                      yaw, start.yaw_rad, centre)
+    if speed < _AT_REST_M_S:
+        return Motion(cmd, plan_path(geometry, lim), yaw, start.yaw_rad, centre)
+    heading = unit(start.velocity)
+    if dot(heading, geometry.segments[0].tangent(0.0)) >= _ALIGNED_COS:
+        a_along = dot(heading, start.acceleration)
+        try:  # carry the speed on, if every slow-down still fits
+            return Motion(cmd, plan_path(geometry, lim, speed, a_along), yaw, start.yaw_rad,
+                          centre)
+        except PlanError:
+            pass
+    stop = plan_stop(start.position, start.velocity, start.acceleration, lim)
+    rest = stop.state_at(stop.duration_s).position
+    after = _geometry(cmd, rest, home)
+    profile = stop.then(plan_path(after, lim)) if after.segments else stop
+    return Motion(cmd, profile, yaw, start.yaw_rad, centre)
+
+
+def sample_points(motion: Motion, step_m: float) -> list[Vec3]:
+    """Points every `step_m` along everything the motion will fly (for the fence check)."""
+    return PathGeometry(tuple(leg.segment for leg in motion.profile.legs),
+                        tuple(False for _ in motion.profile.legs)).sample(step_m)

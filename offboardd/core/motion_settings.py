@@ -1,0 +1,56 @@
+"""MotionSettings: the `[motion]` section, for the motions the daemon plans (issue 16).
+
+Speed and acceleration limits are the envelope's (a motion never goes faster, accelerates
+harder or tilts further than [envelope] allows); this section adds what only a planned
+motion has: its jerk limit and what a lease lapse does to it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from offboardd.core.envelope_settings import EnvelopeSettings
+from offboardd.core.motion_profile import GRAVITY_M_S2, Limits
+from offboardd.errors import ConfigError
+
+
+class OnLeaseLapse(StrEnum):
+    HOLD = "hold"  # stop the motion jerk-limited, then the usual hold and loss action
+    FINISH = "finish"  # an accepted motion finishes first (at most max_unleased_s)
+
+
+@dataclass(frozen=True)
+class MotionSettings:
+    # PX4's own smooth auto modes use MPC_JERK_AUTO = 4 m/s^3 by default.
+    max_jerk_m_s3: float = 4.0
+    on_lease_lapse: OnLeaseLapse = OnLeaseLapse.HOLD
+    max_unleased_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.on_lease_lapse, OnLeaseLapse):
+            try:
+                object.__setattr__(self, "on_lease_lapse", OnLeaseLapse(self.on_lease_lapse))
+            except ValueError:
+                raise ConfigError(
+                    f"on_lease_lapse must be one of {[m.value for m in OnLeaseLapse]}, "
+                    f"got {self.on_lease_lapse!r}") from None
+        for name, low, high in (("max_jerk_m_s3", 0.5, 100.0), ("max_unleased_s", 0.0, 600.0)):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, int | float)
+                    or not math.isfinite(value) or not low <= value <= high):
+                raise ConfigError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}")
+
+    def limits(self, envelope: EnvelopeSettings, speed_m_s: float) -> Limits:
+        """A motion's limits at `speed_m_s`: the envelope's, with the tilt limit turned
+        into the horizontal acceleration it allows."""
+        tilt_accel = GRAVITY_M_S2 * math.tan(min(envelope.max_tilt_rad, math.radians(80)))
+        return Limits(
+            speed_m_s=speed_m_s,
+            max_horizontal_m_s=envelope.max_horizontal_speed_m_s,
+            max_up_m_s=envelope.max_up_speed_m_s,
+            max_down_m_s=envelope.max_down_speed_m_s,
+            max_accel_m_s2=min(envelope.max_acceleration_m_s2, tilt_accel),
+            max_jerk_m_s3=self.max_jerk_m_s3,
+        )
