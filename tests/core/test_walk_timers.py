@@ -56,7 +56,10 @@ def _motion(trigger: Trigger, *, engage: bool) -> Callable[[Bench], None]:
     there = PositionNed(3, 0, -5)
     cmd = (Goto("m", there, engage=engage) if trigger is Trigger.GOTO
            else FollowPath("m", (there,), engage=engage))
-    return lambda b: b.feed(cmd)
+
+    def fire(b: Bench) -> None:
+        b.feed(cmd)
+    return fire
 
 
 def _commander_gone(b: Bench) -> None:
