@@ -52,8 +52,21 @@ from offboardd.core.commands import (
     Rtl,
     SetSetpoint,
 )
+from offboardd.core.motion_commands import (
+    FACE_CENTER_YAW,
+    KEEP_YAW,
+    FollowPath,
+    Goto,
+    MotionCommand,
+    Orbit,
+    Place,
+    Stop,
+    Yaw,
+    YawMode,
+)
 from offboardd.core.setpoints import Setpoint
 from offboardd.mqtt.client_inbox import ClientInbox, StatePredicate
+from offboardd.mqtt.client_motion import MotionAborted, MotionHandle
 from offboardd.mqtt.client_types import (
     ClientError,
     CommandRefused,
@@ -69,8 +82,9 @@ from offboardd.mqtt.tls import TlsSettings
 from offboardd.mqtt.topics import Topics
 from offboardd.mqtt.wire import encode_document
 
-__all__ = ["ClientError", "CommandRefused", "ConnectFailed", "ControlLost", "OffboardClient",
-           "Reply", "ReplyTimeout", "TlsSettings", "Watched"]
+__all__ = ["ClientError", "CommandRefused", "ConnectFailed", "ControlLost", "MotionAborted",
+           "MotionHandle", "OffboardClient", "Reply", "ReplyTimeout", "TlsSettings", "Watched",
+           "Yaw", "YawMode"]
 
 
 class OffboardClient:
@@ -148,6 +162,7 @@ class OffboardClient:
             if self._follow_state:  # off for `watch`, which subscribes to what it shows
                 await self._mqtt.subscribe(self.topics.state, 1)
                 await self._mqtt.subscribe(self.topics.availability, 1)
+                await self._mqtt.subscribe(self.topics.events, 1)  # motion_done / _aborted
             raise_if_cancelling()  # connect or subscribe may have swallowed it
         except BaseException:
             await self._mqtt.__aexit__(None, None, None)
@@ -222,6 +237,51 @@ class OffboardClient:
 
     async def emergency_stop(self, *, confirm: bool) -> Reply:
         return await self._stop(EmergencyStop(self.new_command_id(), confirm=confirm))
+
+    # -- motions the daemon plans and flies (issue 16): answered once accepted ------------
+    async def goto(self, target: Place, *, speed_m_s: float = 2.0, yaw: Yaw = KEEP_YAW,
+                   engage: bool = False, arm: bool = False) -> MotionHandle:
+        """Fly to `target`; with `engage`, take control first (like `engage`)."""
+        return await self._motion(Goto(self.new_command_id(), target, speed_m_s, yaw,
+                                       engage, arm))
+
+    async def path(self, waypoints: Sequence[Place], *, speed_m_s: float = 2.0,
+                   corner_radius_m: float = 1.0, yaw: Yaw = KEEP_YAW, engage: bool = False,
+                   arm: bool = False) -> MotionHandle:
+        return await self._motion(FollowPath(self.new_command_id(), tuple(waypoints),
+                                             speed_m_s, corner_radius_m, yaw, engage, arm))
+
+    async def orbit(self, center: Place, radius_m: float, *, speed_m_s: float = 2.0,
+                    turns: float = 1.0, clockwise: bool = True,
+                    yaw: Yaw = FACE_CENTER_YAW) -> MotionHandle:
+        return await self._motion(Orbit(self.new_command_id(), center, radius_m, speed_m_s,
+                                        turns, clockwise, yaw))
+
+    async def stop(self) -> MotionHandle:
+        """Stop smoothly where the vehicle is going, then hold there."""
+        return await self._motion(Stop(self.new_command_id()))
+
+    async def _motion(self, command: MotionCommand) -> MotionHandle:
+        engaging = getattr(command, "engage", False)
+        end = self.inbox.motions.expect(command.command_id)
+        if engaging:
+            self.control.engaging()
+            self._holding_lease = True
+        try:
+            reply = await self.send(command, timeout_s=self.engage_timeout_s if engaging
+                                    else None)
+        except BaseException:
+            self.inbox.motions.forget(command.command_id)
+            self._holding_lease = self._holding_lease and not engaging
+            raise
+        if engaging:
+            self.control.engaged()
+        return MotionHandle(command.command_id, reply, end)
+
+    def keep_lease(self) -> None:
+        """Renew the lease in the background from now on (as after an engage): for a
+        commander that joins a vehicle already flying, e.g. `ctl goto --wait`."""
+        self._holding_lease = True
 
     async def control_lost(self) -> ControlLost:
         """Completes when this commander loses control (pilot, GCS, failsafe, lease lapse,

@@ -74,6 +74,8 @@ class Outputs:
 
     def notice(self, notice: Notice) -> None:
         fields = notice.as_dict()
+        if notice.command_id is not None:  # the engine's token -> the commander's id
+            fields["command_id"] = self.replies.original_id(notice.command_id)
         level = "warning" if notice.kind in (NoticeKind.FAILSAFE, NoticeKind.WARNING) else "info"
         getattr(log, level)("engine_" + notice.kind.value,
                             **{k: v for k, v in fields.items() if k != "kind"})
@@ -82,6 +84,10 @@ class Outputs:
 
     def state(self, state: dict[str, Any], now: float) -> None:
         """Retained state and the systemd STATUS line (the line only when it changed)."""
+        motion = state.get("motion")
+        if isinstance(motion, dict) and isinstance(motion.get("command_id"), str):
+            state = {**state, "motion": {**motion, "command_id":
+                                         self.replies.original_id(motion["command_id"])}}
         if self.bridge is not None:
             self.bridge.publish_state(state)
         connected = None if self.bridge is None else self.bridge.connected.is_set()

@@ -26,11 +26,17 @@ class PendingReplies:
         self._pending: OrderedDict[str, tuple[str, ReplySink]] = OrderedDict()
         self._tokens = itertools.count(1)
         self._max_pending = max_pending
+        # token -> the commander's id, kept past the reply: a motion's end (motion_done,
+        # motion_aborted) and `state.motion` name its command after it was answered.
+        self._names: OrderedDict[str, str] = OrderedDict()
 
     def tokenize(self, command: Command, sink: ReplySink) -> Command:
         """Remember where the reply goes; return the command as the engine should see it."""
         token = f"#{next(self._tokens)}"
         self._pending[token] = (command.command_id, sink)
+        self._names[token] = command.command_id
+        while len(self._names) > self._max_pending:
+            self._names.popitem(last=False)
         while len(self._pending) > self._max_pending:
             _, (_, oldest) = self._pending.popitem(last=False)
             if isinstance(oldest, asyncio.Future) and not oldest.done():
@@ -44,6 +50,10 @@ class PendingReplies:
             return None
         command_id, sink = pending
         return dataclasses.replace(reply, command_id=command_id), sink
+
+    def original_id(self, token: str) -> str:
+        """The commander's id of a command the engine knows by `token` (else as given)."""
+        return self._names.get(token, token)
 
     def __len__(self) -> int:
         return len(self._pending)

@@ -50,6 +50,10 @@ class Yaw:
             raise MotionError(f"yaw: yaw_deg must be finite, got {self.yaw_rad!r}")
 
 
+KEEP_YAW = Yaw()
+FACE_CENTER_YAW = Yaw(YawMode.FACE_CENTER)
+
+
 def _positive(name: str, value: float, high: float, *, zero_ok: bool = False) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise MotionError(f"{name} must be a finite number, got {value!r}")
@@ -71,7 +75,7 @@ class Goto:
     command_id: str
     target: Place
     speed_m_s: float = 2.0
-    yaw: Yaw = Yaw()
+    yaw: Yaw = KEEP_YAW
     engage: bool = False
     arm: bool = False
     kind: ClassVar[CommandKind] = CommandKind.GOTO
@@ -93,7 +97,7 @@ class FollowPath:
     waypoints: tuple[Place, ...]
     speed_m_s: float = 2.0
     corner_radius_m: float = 1.0
-    yaw: Yaw = Yaw()
+    yaw: Yaw = KEEP_YAW
     engage: bool = False
     arm: bool = False
     kind: ClassVar[CommandKind] = CommandKind.PATH
@@ -121,7 +125,7 @@ class Orbit:
     speed_m_s: float = 2.0
     turns: float = 1.0
     clockwise: bool = True
-    yaw: Yaw = Yaw(YawMode.FACE_CENTER)
+    yaw: Yaw = FACE_CENTER_YAW
     kind: ClassVar[CommandKind] = CommandKind.ORBIT
 
     def __post_init__(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import aiomqtt
 
+from offboardd.mqtt.client_motion import MotionTracker
 from offboardd.mqtt.client_types import ClientError, Reply, ReplyTimeout, Watched
 from offboardd.mqtt.control_watch import ControlWatch
 from offboardd.mqtt.topics import Topics
@@ -42,6 +43,7 @@ class ClientInbox:
         self.watch_queue: asyncio.Queue[Watched | None] | None = None
         self.watch_dropped = 0
         self.lost: ClientError | None = None  # the broker connection, once gone
+        self.motions = MotionTracker()  # goto / path / orbit / stop awaiting their end
 
     def start_watch(self) -> asyncio.Queue[Watched | None]:
         self.watch_queue = asyncio.Queue(maxsize=WATCH_QUEUE_MAX)
@@ -54,6 +56,7 @@ class ClientInbox:
         except aiomqtt.MqttError as exc:
             self.lost = ClientError(f"connection to the broker lost: {exc}")
             self.control.on_broker_lost(str(exc))
+            self.motions.fail_all(self.lost)
             for future in self.pending.values():
                 if not future.done():
                     future.set_exception(self.lost)
@@ -88,6 +91,8 @@ class ClientInbox:
                 self.control.on_state(doc)
             elif message.topic.matches(self.inbox_topic):
                 self.on_reply(Reply.from_document(doc))
+            elif message.topic.matches(self.topics.events):
+                self.motions.on_event(doc)
 
     def on_reply(self, reply: Reply) -> None:
         if not reply.ok:

@@ -53,6 +53,7 @@ from offboardd.core.commands import (
 )
 from offboardd.errors import OffboarddError
 from offboardd.mqtt.connection import FailureKind
+from offboardd.mqtt.ctl_motion import MOTIONS, add_motion_parsers, run_motion
 from offboardd.mqtt.schema import CommandDecoder
 from offboardd.mqtt.wire import Rejection
 
@@ -87,8 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         actions.add_parser(name, help=f"send {name}")
     disarm = actions.add_parser("disarm", help="disarm (refused in flight unless --force)")
     disarm.add_argument("--force", action="store_true")
-    stop = actions.add_parser("emergency-stop", help="force-disarm at once: the vehicle falls")
-    stop.add_argument("--confirm", action="store_true", help="required")
+    estop = actions.add_parser("emergency-stop", help="force-disarm at once: the vehicle falls")
+    estop.add_argument("--confirm", action="store_true", help="required")
     engage = actions.add_parser("engage", help="engage with a first setpoint (default: hold here)")
     engage.add_argument("--setpoint", help='setpoint JSON, e.g. {"kind":"position_ned",...}')
     engage.add_argument("--arm", action="store_true")
@@ -101,6 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     setpoint.add_argument("json", help='setpoint JSON, e.g. {"kind":"velocity_ned",...}')
     send = actions.add_parser("send", help="send a raw command document")
     send.add_argument("json", help='e.g. {"v":1,"id":"x","cmd":"hold"}')
+    add_motion_parsers(actions)
     actions.add_parser("state", help="print the retained state once")
     watch = actions.add_parser("watch", help="print live state, telemetry and events")
     watch.add_argument("--all", action="store_true", help="every topic of the vehicle")
@@ -183,6 +185,8 @@ async def _act(c: OffboardClient, args: argparse.Namespace) -> int:
         return _print_reply(await c.send_document({"v": 1, **doc}))
     if action == "engage":
         return await _engage(c, args)
+    if action in MOTIONS:
+        return await run_motion(c, args)
     if action == "setpoint":
         return _print_reply(await c.setpoint_confirmed(_setpoint_json(args.json, "setpoint")))
     command_id = c.new_command_id()

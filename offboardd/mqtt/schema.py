@@ -39,6 +39,7 @@ from offboardd.core.commands import (
     Rtl,
     SetSetpoint,
 )
+from offboardd.core.motion_commands import MOTION_TYPES
 from offboardd.core.setpoints import Setpoint
 from offboardd.errors import OffboarddError, SetpointError
 from offboardd.mqtt.schema_fields import (
@@ -51,6 +52,7 @@ from offboardd.mqtt.schema_fields import (
     integer,
     text,
 )
+from offboardd.mqtt.schema_motion import MOTION_FIELDS, decode_motion, encode_motion
 from offboardd.mqtt.schema_setpoints import SETPOINT_TABLE, setpoint_from_wire, setpoint_to_wire
 from offboardd.mqtt.wire import SCHEMA_VERSION, MqttErrorCode, Rejection, load_document, peek_id
 
@@ -77,6 +79,7 @@ _COMMAND_SPECS: dict[str, ObjectSpec] = {
     "emergency_stop": _command("emergency_stop", flag("confirm", False)),
     "heartbeat": _command("heartbeat", flag("ack", True)),
     **{name: _command(name) for name in _BARE},
+    **{name: _command(name, *fields) for name, fields in MOTION_FIELDS.items()},
 }
 # The setpoint topic: a flat object, its envelope checked before the setpoint's fields.
 _STREAM_ENVELOPE = (_VERSION, text("session", _SESSION_CHARS), integer("seq", 0, _SEQ_MAX),
@@ -153,6 +156,8 @@ class CommandDecoder:
         command_id: str = fields["id"]
         if name in ("engage", "setpoint"):
             return self._decode_sequenced(name, fields, command_id)
+        if name in MOTION_FIELDS:
+            return decode_motion(name, fields, command_id, _setpoint)
         if name == "disarm":
             return Disarm(command_id, force=fields["force"])
         if name == "emergency_stop":
@@ -262,6 +267,8 @@ def encode_command(command: Command, *, session: str | None = None,
         doc["confirm"] = command.confirm
     elif isinstance(command, CommanderHeartbeat) and not command.ack:
         doc["ack"] = False
+    elif isinstance(command, MOTION_TYPES):
+        doc.update(encode_motion(command))
     return doc
 
 

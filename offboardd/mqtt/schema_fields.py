@@ -35,6 +35,8 @@ class JsonType(enum.Enum):
     STRING = "a string"  # range = length in characters (code points)
     BOOLEAN = "true or false"
     OBJECT = "an object"
+    ARRAY = "an array"  # range = number of items
+    STRING_OR_OBJECT = "a string or an object"  # the declaring schema checks which
     CHOICE = "one of the choices"  # exactly one of `choices`, same JSON type
 
 
@@ -110,6 +112,15 @@ class FieldSpec:
                 return value
         elif kind is _OBJECT:
             if type(value) is dict:
+                return value
+        elif kind is JsonType.ARRAY:
+            if type(value) is list:
+                if low <= len(value) <= high:
+                    return value
+                return Problem(MqttErrorCode.OUT_OF_RANGE,
+                               f"must have {low:.0f} to {high:.0f} items, not {len(value)}")
+        elif kind is JsonType.STRING_OR_OBJECT:
+            if type(value) in (str, dict):
                 return value
         else:  # CHOICE: same JSON type and value (True is not 1 here)
             if type(value) in (str, int) and value in self.choices:

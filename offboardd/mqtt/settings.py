@@ -33,7 +33,7 @@ class MqttSettings:
     timeout_s: float = 5.0  # wait for CONNACK / SUBACK / PUBACK this long
     reconnect_min_s: float = 0.5
     reconnect_max_s: float = 30.0
-    max_payload_bytes: int = 4096
+    max_payload_bytes: int = 32768  # a path of ~400 waypoints (issue 16)
     topic_root: str = "offboardd"
     state_min_interval_s: float = 0.1
     telemetry_rates_hz: Mapping[str, float] = field(

@@ -1,0 +1,108 @@
+"""Onboard motions end to end (issue 16): the real runtime and bridge, a real mosquitto, the
+built-in sim over UDP; the Python client and `offboardd ctl` as a process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import sys
+
+import pytest
+
+from offboardd.client import CommandRefused, MotionAborted, OffboardClient, Yaw, YawMode
+from offboardd.core.envelope_settings import EnvelopeSettings
+from offboardd.core.setpoints import PositionNed
+from tests.conftest import Broker
+from tests.mqtt.test_e2e_sim import REPO_ROOT, VEHICLE, Stack, fc_ready, stack
+
+pytestmark = pytest.mark.integration
+ALT = -3.0
+
+
+def _at(s: Stack, north: float, east: float, down: float) -> float:
+    n, e, d = (float(x) for x in s.sim.vehicle.position_ned_m)
+    return math.dist((n, e, d), (north, east, down))
+
+
+async def _motion_state(c: OffboardClient, command_id: str) -> dict[str, object]:
+    state = await c.wait_for_state(
+        lambda st: (st.get("motion") or {}).get("command_id") == command_id, timeout_s=10)
+    value = state["motion"]
+    assert isinstance(value, dict)
+    return value
+
+
+async def test_goto_engages_arms_flies_and_reports_done(mosquitto: Broker) -> None:
+    async with stack(mosquitto) as s, s.client() as c:
+        await fc_ready(c)
+        handle = await c.goto(PositionNed(0, 0, ALT), speed_m_s=2.0, engage=True, arm=True)
+        assert handle.reply.ok
+        await handle.done(timeout_s=20)
+        leg = await c.goto(PositionNed(6, 0, ALT), speed_m_s=3.0, yaw=Yaw(YawMode.FACE_TRAVEL))
+        assert "goto accepted: 6.0 m" in leg.reply.message
+        progress = await _motion_state(c, leg.command_id)
+        assert progress["kind"] == "goto" and progress["started"] is True
+        done = await leg.done(timeout_s=20)
+        assert done["kind"] == "motion_done" and done["command_id"] == leg.command_id
+        await asyncio.sleep(1.0)
+        assert _at(s, 6, 0, ALT) < 0.5
+        await c.land()
+
+
+async def test_a_rounded_path_and_an_orbit_are_flown_and_a_replaced_motion_is_aborted(
+    mosquitto: Broker,
+) -> None:
+    async with stack(mosquitto) as s, s.client() as c:
+        await fc_ready(c)
+        assert (await c.engage(PositionNed(0, 0, ALT), arm=True)).ok
+        square = [PositionNed(5, 0, ALT), PositionNed(5, 5, ALT), PositionNed(0, 5, ALT),
+                  PositionNed(0, 0, ALT)]
+        path = await c.path(square, speed_m_s=3.0, corner_radius_m=1.5)
+        await path.done(timeout_s=30)
+        orbit = await c.orbit(PositionNed(0, 3, ALT), radius_m=3.0, speed_m_s=2.0, turns=0.5)
+        await orbit.done(timeout_s=30)
+        assert _at(s, 0, 6, ALT) < 0.6  # half a turn from (0, 0) around (0, 3)
+        first = await c.goto(PositionNed(10, 6, ALT), speed_m_s=2.0)
+        await asyncio.sleep(1.0)
+        second = await c.stop()
+        with pytest.raises(MotionAborted) as aborted:
+            await first.done(timeout_s=5)
+        assert aborted.value.reason == "replaced"
+        await second.done(timeout_s=10)
+        await c.land()
+
+
+async def test_a_path_that_leaves_the_fence_is_refused_whole_and_nothing_moves(
+    mosquitto: Broker,
+) -> None:
+    fence = EnvelopeSettings(max_distance_m=8.0)
+    async with stack(mosquitto, envelope=fence) as s, s.client() as c:
+        await fc_ready(c)
+        await c.wait_for_state(lambda st: bool(st.get("home_known")), timeout_s=15)
+        assert (await c.engage(PositionNed(0, 0, ALT), arm=True)).ok
+        with pytest.raises(CommandRefused) as refused:  # (5, 9) is 10.3 m from home
+            await c.path([PositionNed(5, 0, ALT), PositionNed(5, 9, ALT), PositionNed(0, 0, ALT)],
+                         corner_radius_m=0.0)
+        reply = refused.value.reply
+        assert reply.code == "command_not_allowed" and "leaves the envelope" in reply.message
+        await asyncio.sleep(1.0)
+        north, east = (float(x) for x in s.sim.vehicle.position_ned_m[:2])
+        assert math.hypot(north, east) < 0.5  # refused as a whole: nothing of it was flown
+        await c.land()
+
+
+async def test_ctl_goto_waits_for_motion_done(mosquitto: Broker) -> None:
+    async with stack(mosquitto) as s, s.client() as c:
+        await fc_ready(c)
+        assert (await c.engage(PositionNed(0, 0, ALT), arm=True)).ok
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "offboardd", "ctl", "--port", str(mosquitto.port),
+            "--vehicle", VEHICLE, "goto", "4", "0", str(ALT), "--speed", "2", "--wait",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO_ROOT)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == 0, err.decode()
+        lines = [json.loads(line) for line in out.decode().splitlines()]
+        assert lines[0]["ok"] is True and lines[-1]["kind"] == "motion_done"
+        assert _at(s, 4, 0, ALT) < 0.6
+        await c.land()
