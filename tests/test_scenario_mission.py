@@ -21,6 +21,8 @@ from offboardd.scenario.mission import (
     GotoLeg,
     LandLeg,
     Mission,
+    OrbitLeg,
+    PathLeg,
     ReleaseLeg,
     TakeoffLeg,
     VelocityLeg,
@@ -32,14 +34,17 @@ coord = st.floats(-100, 100, allow_nan=False)
 vec = st.tuples(coord, coord, coord)
 
 
-def test_square_mission_flies_takeoff_square_velocity_release_land() -> None:
-    m = square_mission(altitude_m=5.0, side_m=8.0, speed_m_s=2.0, velocity_s=3.0)
+def test_square_mission_flies_takeoff_a_rounded_path_an_orbit_velocity_release_land() -> None:
+    m = square_mission(altitude_m=5.0, side_m=8.0, speed_m_s=3.0, velocity_s=3.0)
     kinds = [type(leg) for leg in m.legs]
-    assert kinds == [TakeoffLeg, GotoLeg, GotoLeg, GotoLeg, GotoLeg, VelocityLeg,
-                     ReleaseLeg, LandLeg]
-    corners = [leg.offset_ned_m for leg in m.legs if isinstance(leg, GotoLeg)]
-    assert corners == [(8, 0, -5), (8, 8, -5), (0, 8, -5), (0, 0, -5)]  # back over the start
-    velocity = m.legs[5]
+    assert kinds == [TakeoffLeg, PathLeg, OrbitLeg, VelocityLeg, ReleaseLeg, LandLeg]
+    path = m.legs[1]
+    assert isinstance(path, PathLeg) and path.corner_radius_m == 2.0
+    assert path.waypoints_ned_m == ((8, 0, -5), (8, 8, -5), (0, 8, -5), (0, 0, -5))
+    orbit = m.legs[2]
+    assert isinstance(orbit, OrbitLeg)
+    assert orbit.center_ned_m == (4.0, 0.0, -5) and orbit.radius_m == 4.0  # through the start
+    velocity = m.legs[3]
     assert isinstance(velocity, VelocityLeg)
     assert velocity.velocity_ned_m_s == (0.0, 2.0, 0.0) and velocity.duration_s == 3.0
     assert set(MISSIONS) >= {"square", "short"}

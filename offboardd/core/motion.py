@@ -150,6 +150,9 @@ class Motion:
             "eta_s": round(max(0.0, self.profile.duration_s - self._t(now)), 2),
             "leg": st.leg,
             "legs": len(self.profile.legs),
+            # what is streamed now: the planned point and speed (a plot's "planned")
+            "setpoint_ned_m": [round(x, 3) for x in st.position],
+            "speed_m_s": round(norm(st.velocity), 3),
         }
 
 

@@ -1,8 +1,11 @@
 """The demo's picture: the flown path against the commanded one, as a PNG.
 
-Left, the top view (east right, north up, equal scale); right, altitude over time with
-each leg's start marked. matplotlib is imported here only (the `demo` extra), with the
-Agg backend, so it needs no display. It reads a Summary and writes one file.
+Left, the top view (east right, north up, equal scale): planned (the commanded setpoints,
+and for path / orbit legs the daemon's own plan) against flown; right, altitude over time
+with each leg's start marked, and below it the speed: the daemon's planned profile of the
+path and orbit legs against the flown speed (from the position telemetry). matplotlib
+is imported here only (the `demo` extra), with the Agg backend, so it needs no display.
+It reads a Summary and writes one file.
 """
 
 from __future__ import annotations
@@ -28,6 +31,23 @@ def _columns(samples: tuple[PathSample, ...]) -> tuple[list[float], list[float],
             [s.east_m for s in samples], [s.altitude_m for s in samples])
 
 
+def _speeds(samples: tuple[PathSample, ...]) -> tuple[list[float], list[float]]:
+    """Speed from consecutive position samples at least 0.15 s apart (telemetry jitter)."""
+    times: list[float] = []
+    speeds: list[float] = []
+    last: PathSample | None = None
+    for s in samples:
+        if last is not None and s.t_s - last.t_s >= 0.15:
+            step = ((s.north_m - last.north_m) ** 2 + (s.east_m - last.east_m) ** 2
+                    + (s.down_m - last.down_m) ** 2) ** 0.5
+            times.append((s.t_s + last.t_s) / 2)
+            speeds.append(step / (s.t_s - last.t_s))
+            last = s
+        elif last is None:
+            last = s
+    return times, speeds
+
+
 def _leg_labels(summary: Summary) -> list[tuple[float, str]]:
     """Leg start times and names; legs that start within 3 % of the flight of the one
     before share its label (a release is over in a tenth of a second)."""
@@ -48,15 +68,17 @@ def write_flight_png(summary: Summary, path: Path) -> Path:
 
     c_t, c_north, c_east, c_alt = _columns(summary.commanded)
     f_t, f_north, f_east, f_alt = _columns(summary.flown)
-    fig, (top, side) = plt.subplots(1, 2, figsize=(12, 5), dpi=100,
-                                    gridspec_kw={"width_ratios": [1, 1.4]})
+    fig = plt.figure(figsize=(13, 7), dpi=100)
+    grid = fig.add_gridspec(2, 2, width_ratios=[1, 1.4])
+    top, side = fig.add_subplot(grid[:, 0]), fig.add_subplot(grid[0, 1])
+    speed = fig.add_subplot(grid[1, 1], sharex=side)
     worst = summary.max_tracking_error_m
     verdict = "completed" if summary.ok else f"FAILED: {summary.failure}"
     fig.suptitle(f"offboardd demo: mission {summary.mission!r} {verdict} in "
                  f"{summary.total_s:.1f} s"
                  + ("" if worst is None else f", max tracking error {worst:.2f} m"))
 
-    top.plot(c_east, c_north, "--", color="tab:orange", lw=2, label="commanded")
+    top.plot(c_east, c_north, "--", color="tab:orange", lw=2, label="planned / commanded")
     top.plot(f_east, f_north, "-", color="tab:blue", lw=1.5, label="flown")
     if f_east:
         top.plot(f_east[0], f_north[0], "o", color="tab:green", label="start")
@@ -79,6 +101,17 @@ def write_flight_png(summary: Summary, path: Path) -> Path:
     side.set_title("altitude")
     side.grid(True, alpha=0.3)
     side.legend(loc="lower center", fontsize="small")
+
+    if summary.planned_speed:
+        p_t, p_v = zip(*summary.planned_speed, strict=True)
+        speed.plot(p_t, p_v, "--", color="tab:orange", lw=2, label="planned (path, orbit)")
+    s_t, s_v = _speeds(summary.flown)
+    speed.plot(s_t, s_v, "-", color="tab:blue", lw=1.2, label="flown")
+    speed.set_xlabel("time since the mission started (s)")
+    speed.set_ylabel("speed (m/s)")
+    speed.set_title("speed")
+    speed.grid(True, alpha=0.3)
+    speed.legend(loc="upper right", fontsize="small")
 
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -36,6 +36,11 @@ class MotionHandle:
     reply: Reply
     _end: asyncio.Future[dict[str, Any]]
 
+    @property
+    def finished(self) -> bool:
+        """Done or aborted (then `done()` returns or raises at once)."""
+        return self._end.done()
+
     async def done(self, timeout_s: float | None = None) -> dict[str, Any]:
         """The `motion_done` event (a dict); MotionAborted if it ended early."""
         async with asyncio.timeout(timeout_s):

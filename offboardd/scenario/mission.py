@@ -37,6 +37,34 @@ class GotoLeg:
 
 
 @dataclass(frozen=True)
+class PathLeg:
+    """One `path` command (planned and flown by the daemon): through `waypoints_ned_m`
+    (offsets from the start position), corners rounded; done at its motion_done."""
+
+    name: str
+    waypoints_ned_m: tuple[Vector, ...]
+    speed_m_s: float = 3.0
+    corner_radius_m: float = 2.0
+    timeout_s: float = 60.0
+
+
+@dataclass(frozen=True)
+class OrbitLeg:
+    """One `orbit` command: `turns` round `center_ned_m` (an offset from the start) at
+    `radius_m`, facing the centre; done at its motion_done."""
+
+    name: str
+    center_ned_m: Vector
+    radius_m: float
+    speed_m_s: float = 2.0
+    turns: float = 1.0
+    timeout_s: float = 60.0
+
+
+MotionLeg = PathLeg | OrbitLeg
+
+
+@dataclass(frozen=True)
 class VelocityLeg:
     """A velocity setpoint held for `duration_s` (done by time, not by position)."""
 
@@ -61,7 +89,8 @@ class LandLeg:
     timeout_s: float = 60.0
 
 
-Leg = TakeoffLeg | GotoLeg | VelocityLeg | ReleaseLeg | LandLeg
+Leg = TakeoffLeg | GotoLeg | PathLeg | OrbitLeg | VelocityLeg | ReleaseLeg | LandLeg
+STEERED = (TakeoffLeg, GotoLeg, PathLeg, OrbitLeg, VelocityLeg)  # legs that fly a path
 
 
 @dataclass(frozen=True)
@@ -74,7 +103,7 @@ class Mission:
             raise ValueError(f"mission {self.name!r} must start with a takeoff leg")
         handed_back = False  # after a release or a land the vehicle is not ours to steer
         for leg in self.legs[1:]:
-            if isinstance(leg, TakeoffLeg | GotoLeg | VelocityLeg) and handed_back:
+            if isinstance(leg, STEERED) and handed_back:
                 raise ValueError(f"{leg.name}: no takeoff, goto or velocity leg after a "
                                  "release or land (control was handed back)")
             handed_back = handed_back or isinstance(leg, ReleaseLeg | LandLeg)
@@ -88,21 +117,20 @@ class Mission:
 
 def square_mission(
     *, name: str = "square", altitude_m: float = 5.0, side_m: float = 8.0,
-    speed_m_s: float = 2.0, velocity_s: float = 3.0, tolerance_m: float = 0.4,
+    speed_m_s: float = 3.0, corner_radius_m: float = 2.0, velocity_s: float = 3.0,
+    tolerance_m: float = 0.4,
 ) -> Mission:
-    """Takeoff, a square of `side_m` (N, E, S, W) at `altitude_m`, a velocity leg east,
-    release, land: the demo's mission (about 35 s on the built-in sim)."""
+    """Takeoff, a square of `side_m` (N, E, S, W) at `altitude_m` as one `path` with rounded
+    corners, an `orbit` inside it, a velocity leg east, release, land: the demo's mission
+    (about 50 s on the built-in sim)."""
     up = -altitude_m
-    corners: list[tuple[str, Vector]] = [
-        ("square north", (side_m, 0.0, up)),
-        ("square east", (side_m, side_m, up)),
-        ("square south", (0.0, side_m, up)),
-        ("square west", (0.0, 0.0, up)),
-    ]
+    half = side_m / 2
+    square = ((side_m, 0.0, up), (side_m, side_m, up), (0.0, side_m, up), (0.0, 0.0, up))
     return Mission(name, (
         TakeoffLeg("takeoff", altitude_m, tolerance_m),
-        *(GotoLeg(leg_name, corner, tolerance_m) for leg_name, corner in corners),
-        VelocityLeg("velocity east", (0.0, speed_m_s, 0.0), velocity_s),
+        PathLeg("square path", square, speed_m_s, corner_radius_m),
+        OrbitLeg("orbit", (half, 0.0, up), half, speed_m_s * 2 / 3, 1.0),
+        VelocityLeg("velocity east", (0.0, speed_m_s * 2 / 3, 0.0), velocity_s),
         ReleaseLeg(),
         LandLeg(),
     ))
@@ -111,6 +139,6 @@ def square_mission(
 MISSIONS: dict[str, Mission] = {
     "square": square_mission(),
     # the same shape, smaller and lower: for tests and a quick check (about 20 s)
-    "short": square_mission(name="short", altitude_m=2.5, side_m=3.0, speed_m_s=1.5,
-                            velocity_s=1.5, tolerance_m=0.5),
+    "short": square_mission(name="short", altitude_m=2.5, side_m=3.0, speed_m_s=2.0,
+                            corner_radius_m=1.0, velocity_s=1.5, tolerance_m=0.5),
 }

@@ -64,6 +64,8 @@ class Summary:
     total_s: float
     commanded: tuple[PathSample, ...] = field(repr=False)
     flown: tuple[PathSample, ...] = field(repr=False)
+    # (t_s, m/s) of the path and orbit legs as the daemon planned them (state.motion)
+    planned_speed: tuple[tuple[float, float], ...] = field(default=(), repr=False)
 
     @property
     def max_tracking_error_m(self) -> float | None:
@@ -98,4 +100,5 @@ class Summary:
             doc["commanded"] = [list(s.__dict__.values()) for s in self.commanded]
             doc["flown"] = [list(s.__dict__.values()) for s in self.flown]
             doc["sample_fields"] = ["t_s", "north_m", "east_m", "down_m"]
+            doc["planned_speed"] = [list(pair) for pair in self.planned_speed]
         return doc

@@ -26,14 +26,19 @@ from offboardd.scenario import geometry as geo
 from offboardd.scenario.feed import PositionFeed, not_ready
 from offboardd.scenario.geometry import Vector
 from offboardd.scenario.mission import (
+    STEERED,
     GotoLeg,
     LandLeg,
     Leg,
     Mission,
+    MotionLeg,
+    OrbitLeg,
+    PathLeg,
     ReleaseLeg,
     TakeoffLeg,
     VelocityLeg,
 )
+from offboardd.scenario.planned import PlannedTrack
 from offboardd.scenario.report import LegResult, PathSample, Progress, ScenarioError, Summary
 
 ProgressCallback = Callable[[Progress], None]
@@ -41,8 +46,8 @@ T = TypeVar("T")
 StatePredicate = Callable[[dict[str, Any]], bool]
 # Phases in which the daemon no longer flies our setpoints: a new engage would be needed.
 _LOST_PHASES = frozenset({"failsafe", "preempted", "idle"})
-_KINDS = {TakeoffLeg: "takeoff", GotoLeg: "goto", VelocityLeg: "velocity",
-          ReleaseLeg: "release", LandLeg: "land"}
+_KINDS = {TakeoffLeg: "takeoff", GotoLeg: "goto", PathLeg: "path", OrbitLeg: "orbit",
+          VelocityLeg: "velocity", ReleaseLeg: "release", LandLeg: "land"}
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ class ScenarioRunner:
                                   on_sample=self._on_sample)
         self._t0: float | None = None
         self._commanded: list[PathSample] = []
+        self._planned_speed: list[tuple[float, float]] = []  # motions' planned speed
         self._flown: list[PathSample] = []
         self._results: list[LegResult] = []
         self._in_control = False  # engaged and not yet handed back
@@ -105,6 +111,7 @@ class ScenarioRunner:
             ok=self._failure is None and len(self._results) == len(self.mission.legs),
             failure=self._failure, legs=tuple(self._results), total_s=self._elapsed(),
             commanded=tuple(self._commanded), flown=tuple(self._flown),
+            planned_speed=tuple(self._planned_speed),
         )
 
     # -- legs ----------------------------------------------------------------------------
@@ -129,6 +136,8 @@ class ScenarioRunner:
             elif isinstance(leg, GotoLeg):
                 end = geo.add(self._origin, leg.offset_ned_m)
                 await self._fly_to(leg.tolerance_m, leg.timeout_s, previous, end)
+            elif isinstance(leg, PathLeg | OrbitLeg):
+                end = await self._fly_motion(leg, previous)
             elif isinstance(leg, VelocityLeg):
                 end = await self._fly_velocity(leg, previous)
             elif isinstance(leg, ReleaseLeg):
@@ -142,9 +151,9 @@ class ScenarioRunner:
             self._finish_leg(leg, start_s, ok=False, detail=str(exc))
             raise
         self._finish_leg(leg, start_s, ok=True)
-        tracked = isinstance(leg, TakeoffLeg | GotoLeg | VelocityLeg)
-        self._last_segment = (previous, end) if tracked else None
-        return end if tracked else (self._feed.latest or previous)
+        straight = isinstance(leg, TakeoffLeg | GotoLeg | VelocityLeg)
+        self._last_segment = (previous, end) if straight else None
+        return end if isinstance(leg, STEERED) else (self._feed.latest or previous)
 
     async def _fly_to(self, tolerance_m: float, timeout_s: float, start: Vector,
                       target: Vector) -> None:
@@ -166,6 +175,35 @@ class ScenarioRunner:
                 raise ScenarioError(f"not within {tolerance_m} m of the target after "
                                     f"{timeout_s:g} s ({where})")
             await asyncio.sleep(self.settings.tick_s)
+
+    async def _fly_motion(self, leg: MotionLeg, start: Vector) -> Vector:
+        """One path / orbit command; the daemon plans and streams it, we watch its plan
+        (state.motion) and the flown position until its motion_done."""
+        at = self._origin
+        if isinstance(leg, PathLeg):
+            handle = await self.client.path(
+                [PositionNed(*geo.add(at, wp)) for wp in leg.waypoints_ned_m],
+                speed_m_s=leg.speed_m_s, corner_radius_m=leg.corner_radius_m)
+        else:
+            handle = await self.client.orbit(PositionNed(*geo.add(at, leg.center_ned_m)),
+                                             leg.radius_m, speed_m_s=leg.speed_m_s,
+                                             turns=leg.turns)
+        track = PlannedTrack(handle.command_id)
+        deadline = self._loop.time() + leg.timeout_s
+        while not handle.finished:
+            self._check_control()
+            if (point := track.sample(self.client.state or {}, self._elapsed())) is not None:
+                self._command(point)
+            position = self._feed.fresh()
+            if position is not None and (error := track.error_m(position)) is not None:
+                self._worst_m = error if self._worst_m is None else max(self._worst_m, error)
+            self._report(track.progress)
+            if self._loop.time() > deadline:
+                raise ScenarioError(f"{leg.name} not done after {leg.timeout_s:g} s")
+            await asyncio.sleep(self.settings.tick_s)
+        await handle.done()  # MotionAborted (a ClientError) if it ended early
+        self._planned_speed += track.speeds
+        return track.points[-1] if track.points else (self._feed.latest or start)
 
     async def _fly_velocity(self, leg: VelocityLeg, start: Vector) -> Vector:
         setpoint = VelocityNed(*leg.velocity_ned_m_s)
@@ -286,7 +324,7 @@ class ScenarioRunner:
         ))
 
     def _finish_leg(self, leg: Leg, start_s: float, *, ok: bool, detail: str = "") -> None:
-        tracked = isinstance(leg, TakeoffLeg | GotoLeg | VelocityLeg)
+        tracked = isinstance(leg, STEERED)
         self._results.append(LegResult(
             name=leg.name, kind=_KINDS[type(leg)], ok=ok, start_s=start_s,
             duration_s=self._elapsed() - start_s,
