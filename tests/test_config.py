@@ -52,7 +52,7 @@ def test_documented_example_equals_the_defaults() -> None:
          "envelope.max_altitude_m (5) must be at least 1 m above min_altitude_m (10)"),
         ("[envelope]\nmin_thrust = 0.8\nmax_thrust = 0.2\n", "envelope.min_thrust (0.8)"),
         ("[envelope]\nfence = true\n", "unknown key envelope.fence; allowed keys:"),
-        ("[engine.envelope]\nmax_tilt_deg = 10\n", "the envelope has its own section"),
+        ("[engine.envelope]\nmax_tilt_deg = 10\n", "it has its own section, [envelope]"),
         ("[engine\n", "not valid TOML"),
     ],
 )

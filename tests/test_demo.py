@@ -81,7 +81,7 @@ def test_demo_flies_plots_and_stops_everything(tmp_path: Path) -> None:
     assert 800 <= width <= 2400 and 300 <= height <= 1200, (width, height)
     assert 20_000 < len(png) < 2_000_000
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["ok"] and len(summary["legs"]) == 8
+    assert summary["ok"] and len(summary["legs"]) == 6
     assert 20 < summary["total_s"] < 60, "a short demo"
     assert summary["max_tracking_error_m"] < 1.0
     assert (out / "logs" / "daemon.log").stat().st_size > 0
@@ -93,7 +93,7 @@ def test_interrupted_demo_leaves_no_process_behind(tmp_path: Path, how: str) -> 
     pids: dict[str, int] = {}
     seen: list[str] = []
     try:
-        _read_until(demo, "2/8 square north", pids, seen)  # flying
+        _read_until(demo, "2/6 square path", pids, seen)  # flying
         assert set(pids) == {"mosquitto", "daemon", "sim"}
         if how == "sigterm":  # taken as Ctrl-C (SIGINT): a landing request, then
             demo.send_signal(signal.SIGTERM)  # everything stopped in order

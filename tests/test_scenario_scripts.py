@@ -90,8 +90,7 @@ async def test_guide_scripts_run_the_daemon_and_fly_the_scenario(
         assert not [s for s in sim.record.setpoints if s.verdict != "valid"]
         doc = json.loads(summary_path.read_text())
         assert doc["ok"] and [leg["name"] for leg in doc["legs"]] == [
-            "takeoff", "square north", "square east", "square south", "square west",
-            "velocity east", "release", "land"]
+            "takeoff", "square path", "orbit", "velocity east", "release", "land"]
         assert all(leg["ok"] for leg in doc["legs"])
         assert doc["max_tracking_error_m"] < 1.0
         assert len(doc["flown"]) > 40 and len(doc["commanded"]) > 40

@@ -109,7 +109,7 @@ async def test_mqtt5_live_retained_publish_is_refused(mosquitto: Broker) -> None
         (b'{"v":2,"id":"n","cmd":"x"}', "unsupported_version"),
         (b'{"id":"n","cmd":"x"}', "missing_field"),
         (b"\xff\xfe", "malformed_json"),
-        (b'{"v":1,"id":"n","cmd":"' + b"x" * 40_000 + b'"}', "payload_too_large"),
+        (b'{"v":1,"id":"n","cmd":"' + b"x" * 33_000 + b'"}', "payload_too_large"),
     ],
 )
 async def test_inbound_gate_refuses_with_codes(

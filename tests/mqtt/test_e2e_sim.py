@@ -89,7 +89,7 @@ MALFORMED: list[tuple[bytes, str]] = [
     (dumps({"v": 1, "id": "m6", "cmd": "engage", "arm": True, "setpoint": {
         "kind": "position_ned", "north_m": 0, "east_m": 0, "down_m": -5, "alt": 3}}),
      "unknown_field"),
-    (dumps({"v": 1, "id": "m7", "cmd": "engage", "arm": True, "pad": "x" * 40_000}),
+    (dumps({"v": 1, "id": "m7", "cmd": "engage", "arm": True, "pad": "x" * 33_000}),
      "payload_too_large"),
     (dumps({"v": 2, "id": "m8", "cmd": "engage"}), "unsupported_version"),
     (dumps({"v": 1, "id": "m9", "cmd": "engage", "arm": True, "setpoint": {

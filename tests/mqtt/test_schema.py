@@ -26,6 +26,7 @@ from offboardd.core.commands import (
     Rtl,
     SetSetpoint,
 )
+from offboardd.core.motion_commands import FollowPath, Goto, Orbit, Stop, Yaw, YawMode
 from offboardd.core.setpoints import (
     AccelerationNed,
     AltitudeFrame,
@@ -74,6 +75,14 @@ COMMANDS: list[Command] = [
     EmergencyStop("x1", confirm=True),
     CommanderHeartbeat("hb1"),
     CommanderHeartbeat("hb2", ack=False),
+    # issue 16: the motions (yaw in degrees on the wire: a round trip keeps 90 exactly)
+    Goto("g1", PositionNed(5, 0, -5), speed_m_s=3.0, yaw=Yaw(YawMode.FACE_TRAVEL),
+         engage=True, arm=True),
+    Goto("g2", GlobalPosition(47.1, 8.5, 20.0, AltitudeFrame.RELATIVE)),
+    FollowPath("p1", (PositionNed(5, 0, -5), PositionNed(5, 5, -5)), corner_radius_m=0.0,
+               yaw=Yaw(YawMode.FIXED, math.radians(90))),
+    Orbit("o1", PositionNed(0, 5, -5), radius_m=5.0, turns=2.5, clockwise=False),
+    Stop("st1"),
 ]
 
 
