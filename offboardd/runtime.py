@@ -54,9 +54,6 @@ _MAX_TIMER_SLEEP_S = 0.5  # wake at least this often: watchdog and state stay fr
 # stream's p50 interval deviation goes from ~0.3 ms to ~0.1 ms (bench/README.md).
 _TIMER_EARLY_S = 0.0015
 _STATE_PERIOD_S = 1.0  # retained state is re-published this often even when unchanged
-# ... and this often while a planned motion runs: its progress and planned point (state.motion)
-# are what a mission script plots and judges the flown path against (scenario/planned.py).
-_MOTION_STATE_PERIOD_S = 0.1
 _SHUTDOWN_RELEASE_S = 5.0  # SIGTERM while flying: time allowed to hand the vehicle back
 
 
@@ -259,7 +256,10 @@ class Runtime:
         if period_s is not None and now - self._last_watchdog_s >= period_s / 2:
             self.notifier.watchdog()
             self._last_watchdog_s = now
-        period_s = _MOTION_STATE_PERIOD_S if engine.feed.motion is not None else _STATE_PERIOD_S
+        # while a planned motion runs, [mqtt] motion_state_interval_s: its planned point
+        # (state.motion) is what a script plots the flown path against (scenario/planned.py)
+        period_s = (self.config.mqtt.motion_state_interval_s if engine.feed.motion is not None
+                    else _STATE_PERIOD_S)
         if now - self.outputs.last_state_s >= period_s:
             self._publish_state(now)
         self._signing_tick()

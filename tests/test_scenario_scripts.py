@@ -30,6 +30,7 @@ def _config(tmp_path: Path, fc_port: int, broker_port: int, vehicle_id: str) -> 
     path.write_text(
         f'[mavlink]\nurl = "udpin://127.0.0.1:{fc_port}"\nsigning_timestamp_file = ""\n'
         f'[mqtt]\nhost = "127.0.0.1"\nport = {broker_port}\nvehicle_id = "{vehicle_id}"\n'
+        "motion_state_interval_s = 0.1\n"
         '[log]\nformat = "json"\n')
     return path
 

@@ -132,7 +132,8 @@ class Deployment:
             "# SITL sends to 14540) and talks to the demo's private broker\n"
             f'[mavlink]\nurl = "udpin://127.0.0.1:{fc_port}"\n\n'
             f'[mqtt]\nhost = "127.0.0.1"\nport = {self.broker_port}\n'
-            f'vehicle_id = "{self.vehicle_id}"\n\n'
+            f'vehicle_id = "{self.vehicle_id}"\n'
+            "motion_state_interval_s = 0.1  # the planned point of a path / orbit, 10 Hz\n\n"
             "[mqtt.telemetry_rates_hz]\nposition = 10.0   # a smoother flown path in the plot\n\n"
             '[log]\nformat = "json"\n')
         self._spawn("daemon", [sys.executable, "-m", "offboardd", "run", "--config", str(config)])

@@ -71,6 +71,7 @@ class MotionTracker:
         else:
             future.set_exception(MotionAborted(command_id, doc.get("reason"),
                                                str(doc.get("message", ""))))
+            future.exception()  # retrieved: a script need not await a motion it replaced
 
     def fail_all(self, error: ClientError) -> None:
         """The broker or control is gone: nothing awaited will be reported."""

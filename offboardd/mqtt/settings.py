@@ -36,6 +36,9 @@ class MqttSettings:
     max_payload_bytes: int = 32768  # a path of ~400 waypoints (issue 16)
     topic_root: str = "offboardd"
     state_min_interval_s: float = 0.1
+    # state is re-published this often while a goto / path / orbit runs (state.motion has
+    # the planned point): 0.1 to plot planned against flown (the demo), ~+1 % of a core
+    motion_state_interval_s: float = 1.0
     telemetry_rates_hz: Mapping[str, float] = field(
         default_factory=lambda: dict(DEFAULT_TELEMETRY_RATES_HZ)
     )
@@ -64,6 +67,9 @@ class MqttSettings:
             raise bad("timeout_s", self.timeout_s, "allowed: 0.1..120 s")
         if not 0 < self.reconnect_min_s <= self.reconnect_max_s:
             raise bad("reconnect_min_s", self.reconnect_min_s, "need 0 < min <= reconnect_max_s")
+        if not 0.05 <= self.motion_state_interval_s <= 10:
+            raise bad("motion_state_interval_s", self.motion_state_interval_s,
+                      "allowed: 0.05..10 s")
         if not 64 <= self.max_payload_bytes <= 1_000_000:
             raise bad("max_payload_bytes", self.max_payload_bytes, "allowed: 64..1000000")
         for kind, rate_hz in self.telemetry_rates_hz.items():

@@ -19,6 +19,9 @@ class SetpointEvent:
     frame: int | None  # coordinate_frame (None for SET_ATTITUDE_TARGET)
     source_system: int
     source_component: int
+    # SET_POSITION_TARGET_LOCAL_NED's fields as sent (x y z, vx vy vz, afx afy afz; the
+    # type_mask says which count): what a benchmark compares the flight with
+    local_ned: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)

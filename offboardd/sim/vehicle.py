@@ -43,6 +43,9 @@ _JUDGES = {
 }
 
 
+_LOCAL_FIELDS = ("x", "y", "z", "vx", "vy", "vz", "afx", "afy", "afz")
+
+
 class Vehicle:
     def __init__(self, config: SimConfig, now_s: float) -> None:
         self.system_id = config.system_id
@@ -149,9 +152,11 @@ class Vehicle:
 
     def _setpoint(self, kind: str, v: Verdict, msg: Message, now_s: float) -> list[Outgoing]:
         frame = None if kind == "SET_ATTITUDE_TARGET" else int(msg.coordinate_frame)
+        local = (tuple(float(getattr(msg, f)) for f in _LOCAL_FIELDS)
+                 if kind == "SET_POSITION_TARGET_LOCAL_NED" else None)
         self.record.setpoints.append(SetpointEvent(
             now_s, kind, v.kind, v.reason, int(msg.type_mask), frame,
-            msg.get_srcSystem(), msg.get_srcComponent(),
+            msg.get_srcSystem(), msg.get_srcComponent(), local,
         ))  # fmt: skip
         if v.kind == "dropped":
             return self.statustext(2, v.statustext, now_s) if v.statustext else []

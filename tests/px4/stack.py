@@ -36,7 +36,8 @@ def daemon_config(path: Path, *, daemon_port: int, px4: Px4Sitl, broker_port: in
     base: dict[str, dict[str, Any]] = {
         "mavlink": {"url": f"udpin://127.0.0.1:{daemon_port}", "fc_system_id": px4.system_id,
                     "signing_timestamp_file": ""},
-        "mqtt": {"host": "127.0.0.1", "port": broker_port, "vehicle_id": VEHICLE},
+        "mqtt": {"host": "127.0.0.1", "port": broker_port, "vehicle_id": VEHICLE,
+                 "motion_state_interval_s": 0.1},  # the scenario plots state.motion
         "log": {"format": "json", "level": "info"},
     }
     for name, keys in sections.items():
