@@ -2,10 +2,10 @@
 
 The table (machine_table) says where goto / path / orbit / stop are accepted; this is
 what an accepted one does. It plans from where the running motion is (what is being
-streamed: no step) or, with none, from the vehicle's estimate; it checks every point of
-the path, every 0.2 m, against the envelope (the fence, a concave polygon too, and the
-altitude limits) and refuses the whole motion with the first point outside; then the
-stream flies it. An engaging goto / path waits at its start until ACTIVE.
+streamed: no step) or, with none, from the vehicle's estimate; it checks the whole path
+against the fence (motion_fence: a concave polygon too, and the altitude limits) and
+refuses the whole motion with the first point outside; then the stream flies it.
+An engaging goto / path waits at its start until ACTIVE.
 
 A lease lapse stops a running motion jerk-limited (`smooth_hold`) before the hold; with
 motion.on_lease_lapse = finish an accepted motion may end first, at most
@@ -20,18 +20,17 @@ from typing import TYPE_CHECKING
 
 from offboardd.core.engage_gate import engage_blocked
 from offboardd.core.machine import Do, Rule
-from offboardd.core.motion import Motion, Start, plan, sample_points
+from offboardd.core.motion import Start, plan
 from offboardd.core.motion_commands import MotionCommand, Stop
+from offboardd.core.motion_fence import first_point_outside
 from offboardd.core.motion_profile import PlanError
 from offboardd.core.motion_settings import OnLeaseLapse
 from offboardd.core.reasons import Phase, Reason
-from offboardd.core.setpoints import EstimateNeed, PositionNed
+from offboardd.core.setpoints import EstimateNeed
 
 if TYPE_CHECKING:
     from offboardd.core.offboard import OffboardEngine
 
-FENCE_CHECK_STEP_M = 0.2
-_MAX_FENCE_SAMPLES = 50_000  # a path this finely sampled would be > 10 km: refused
 
 
 def _start(eng: OffboardEngine, now: float) -> Start | None:
@@ -45,24 +44,6 @@ def _start(eng: OffboardEngine, now: float) -> Start | None:
         return None
     yaw = v.attitude.yaw_rad if v.attitude is not None else None
     return Start((pos.north_m, pos.east_m, pos.down_m), vel, (0.0, 0.0, 0.0), yaw)
-
-
-def _fence_refusal(eng: OffboardEngine, motion: Motion) -> tuple[Reason, str] | None:
-    blocker = eng.envelope.blocker()
-    if blocker is not None:
-        return blocker
-    points = sample_points(motion, FENCE_CHECK_STEP_M)
-    if len(points) > _MAX_FENCE_SAMPLES:
-        length_m = motion.profile.length_m
-        return Reason.MOTION_INVALID, f"the path is too long to check ({length_m:.0f} m)"
-    for n, e, d in points:
-        verdict = eng.envelope.admit(PositionNed(n, e, d))
-        if verdict.setpoint is None:
-            assert verdict.reason is not None
-            why = verdict.message.split("outside the fence: ")[-1].removeprefix("refused: ")
-            return verdict.reason, (f"the path leaves the envelope at ({n:.1f}, {e:.1f}, "
-                                    f"{d:.1f}) m NED: {why}")
-    return None
 
 
 def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -> bool:
@@ -83,7 +64,7 @@ def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -
                       eng.envelope.home)
     except PlanError as exc:
         return out.refuse(cmd.command_id, Reason.MOTION_INVALID, f"{cmd.kind.value}: {exc}")
-    refusal = _fence_refusal(eng, motion)
+    refusal = first_point_outside(motion, eng.envelope)
     if refusal is not None:
         return out.refuse(cmd.command_id, refusal[0], f"{cmd.kind.value} refused: {refusal[1]}")
     summary = (f"{cmd.kind.value} accepted: {motion.profile.length_m:.1f} m in "

@@ -108,6 +108,20 @@ class FenceShape:
             return [max(faces, key=lambda b: b.distance_m)]  # the nearest edge only
         return faces
 
+    def contains(self, north_m: float, east_m: float, down_m: float) -> bool:
+        """Inside (or on) every part of the fence: the cheap test for many points (a
+        planned path); `nearest` says which face and how far when it is not."""
+        s, home = self.settings, self.home
+        if s.max_distance_m is not None and math.hypot(
+                north_m - home.north_m, east_m - home.east_m) > s.max_distance_m:
+            return False
+        alt = home.altitude_m(down_m)
+        if s.max_altitude_m is not None and alt > s.max_altitude_m:
+            return False
+        if s.min_altitude_m is not None and alt < s.min_altitude_m:
+            return False
+        return not self.polygon or point_in_polygon(north_m, east_m, self.polygon)
+
     def nearest(self, north_m: float, east_m: float, down_m: float) -> Boundary | None:
         """The face with the smallest signed distance (the one most violated)."""
         faces = self.boundaries(north_m, east_m, down_m)

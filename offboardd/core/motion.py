@@ -195,8 +195,3 @@ def plan(cmd: MotionCommand, start: Start, lim: Limits, home: Home | None) -> Mo
     profile = stop.then(plan_path(after, lim)) if after.segments else stop
     return Motion(cmd, profile, yaw, start.yaw_rad, centre)
 
-
-def sample_points(motion: Motion, step_m: float) -> list[Vec3]:
-    """Points every `step_m` along everything the motion will fly (for the fence check)."""
-    return PathGeometry(tuple(leg.segment for leg in motion.profile.legs),
-                        tuple(False for _ in motion.profile.legs)).sample(step_m)

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 
 import pytest
 
 from offboardd.core.actions import NoticeKind, SendSetpoint
+from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcHomePosition
+from offboardd.core.motion import Motion, Start, plan
 from offboardd.core.motion_commands import (
     FollowPath,
     Goto,
@@ -21,6 +24,7 @@ from offboardd.core.motion_commands import (
     Yaw,
     YawMode,
 )
+from offboardd.core.motion_fence import first_point_outside
 from offboardd.core.motion_path import path_through
 from offboardd.core.motion_profile import Limits, plan_path
 from offboardd.core.motion_settings import MotionSettings, OnLeaseLapse
@@ -177,8 +181,8 @@ def test_a_path_that_crosses_the_fence_is_refused_whole_with_the_first_point_out
                       corner_radius_m=0.0))
     reply = b.reply("p")
     assert not reply.ok and reply.reason is Reason.FENCE_POLYGON
-    assert reply.message == ("path refused: the path leaves the envelope at (20.0, 5.2, -5.0) "
-                             "m NED: 0.2 m outside the polygon")
+    assert reply.message == ("path refused: the path leaves the envelope at (20.0, 5.0, -5.0) "
+                             "m NED: 0.0 m outside the polygon")  # where it crosses
     assert b.engine.feed.setpoint == before and b.engine.feed.motion is None
 
 
@@ -260,3 +264,56 @@ def test_an_orbit_keeps_its_radius_and_faces_the_centre() -> None:
         if sp.yaw_rad is not None and _speed(sp) > 0.5:
             to_centre = math.atan2(5 - sp.east_m, 0 - sp.north_m)
             assert math.cos(sp.yaw_rad - to_centre) > 0.99
+
+
+# -- the fence check, against dense sampling ---------------------------------------------
+
+
+def _worst_signed_m(motion: Motion, envelope: Envelope) -> float:
+    """The furthest any point of the motion (every 2 cm) is outside the fence (< 0), or
+    how close it comes to it (> 0)."""
+    fence = envelope.fence
+    assert fence is not None
+    worst = math.inf
+    for leg in motion.profile.legs:
+        seg = leg.segment
+        steps = max(1, math.ceil(seg.length_m / 0.02))
+        for k in range(steps + 1):
+            face = fence.nearest(*seg.point(seg.length_m * k / steps))
+            assert face is not None
+            worst = min(worst, face.distance_m)
+    return worst
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_fence_check_agrees_with_dense_sampling_on_random_concave_fences(seed: int) -> None:
+    rng = random.Random(seed)
+    # a star-shaped (often concave) polygon around home, and a random path inside its hull
+    corners = 7
+    radii = [rng.uniform(8.0, 25.0) for _ in range(corners)]
+    angles = [2 * math.pi * k / corners for k in range(corners)]
+    polygon = tuple((r * math.cos(a), r * math.sin(a)) for a, r in zip(angles, radii, strict=True))
+    envelope = Envelope(EnvelopeSettings(polygon=polygon, max_altitude_m=30.0))
+    envelope.set_home(FcHomePosition(47.4, 8.5, 488.0, 0.0, 0.0, 0.0, **FC))
+    waypoints = tuple(PositionNed(rng.uniform(-15, 15), rng.uniform(-15, 15), -5.0)
+                      for _ in range(rng.randint(1, 4)))
+    cmd = FollowPath("p", waypoints, speed_m_s=3.0, corner_radius_m=rng.choice([0.0, 2.0]))
+    start = Start((0.0, 0.0, -5.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0)
+    motion = plan(cmd, start, MotionSettings().limits(EnvelopeSettings(), 3.0), None)
+    refusal = first_point_outside(motion, envelope)
+    worst_m = _worst_signed_m(motion, envelope)
+    if refusal is not None:
+        assert worst_m < 0, refusal  # never a false refusal
+    else:  # lines are exact; an arc sampled every 0.2 m may bulge out by its sagitta only
+        assert worst_m > -0.01, worst_m
+
+
+def test_an_orbit_wider_than_the_distance_fence_is_refused_at_its_first_point_outside() -> None:
+    b = Bench(EngineSettings(envelope=EnvelopeSettings(max_distance_m=10.0)))
+    b.connect()
+    b.feed(FcHomePosition(47.397742, 8.545594, 488.0, 0.0, 0.0, 0.0, **FC))
+    b.engage(UP)
+    b.feed(Orbit("o", PositionNed(5, 0, -5), radius_m=6.0))  # reaches 11 m from home
+    reply = b.reply("o")
+    assert not reply.ok and reply.reason is Reason.FENCE_DISTANCE
+    assert "from home, max_distance_m = 10" in reply.message
