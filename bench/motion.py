@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import bisect
-import itertools
 import json
 import math
 import platform
@@ -33,6 +31,7 @@ from typing import Any
 
 from bench.procs import Children, cpu_s, free_udp_port, machine_cpu_ticks, steal_fraction
 from bench.run import start_broker
+from bench.tracking import percentile, tracking_errors_m
 from offboardd.client import OffboardClient
 from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_settings import EnvelopeSettings
@@ -72,20 +71,6 @@ def _planning_ms() -> dict[str, float]:
             "fence_check_500_waypoints_ms": (t2 - t1) / 5 * 1000}
 
 
-def _polyline_distance_m(p: tuple[float, float, float],
-                         line: list[tuple[float, float, float]]) -> float:
-    best = math.inf
-    for a, b in itertools.pairwise(line):
-        ab = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
-        ap = (p[0] - a[0], p[1] - a[1], p[2] - a[2])
-        denom = sum(x * x for x in ab)
-        t = 0.0 if denom == 0 else max(0.0, min(1.0, sum(x * y for x, y in zip(ap, ab,
-                                                                          strict=True)) / denom))
-        q = (a[0] + t * ab[0], a[1] + t * ab[1], a[2] + t * ab[2])
-        best = min(best, math.dist(p, q))
-    return best
-
-
 async def _fly_and_track(sim: SimServer, name: str, start_motion: Any,
                          tracks: dict[str, Any]) -> None:
     """Fly one motion, keeping the sim's truth (50 Hz) and what was streamed meanwhile;
@@ -106,21 +91,11 @@ async def _fly_and_track(sim: SimServer, name: str, start_motion: Any,
 
 def _judge(name: str, flown: list[tuple[float, tuple[float, float, float]]],
            sent: list[tuple[float, tuple[float, ...]]]) -> dict[str, float]:
-    """Each flown sample against the streamed setpoints of the 3 s before it (PX4 and the
-    sim follow a little behind): the distance to that polyline."""
-    times = [t for t, _ in sent]
-    points = [(x[0], x[1], x[2]) for _, x in sent]
-    errors = []
-    for t, p in flown[10:]:  # from 0.2 s in: the first setpoint is where the vehicle was
-        hi = bisect.bisect_right(times, t)
-        lo = bisect.bisect_left(times, t - 3.0)
-        if hi - lo >= 2:
-            errors.append(_polyline_distance_m(p, points[lo:hi]))
-    errors.sort()
+    errors = tracking_errors_m(flown[10:],  # from 0.2 s in: the vehicle was there at first
+                               [(t, (x[0], x[1], x[2])) for t, x in sent])
     speeds = [math.sqrt(x[3] ** 2 + x[4] ** 2 + x[5] ** 2) for _, x in sent]
     accels = [math.sqrt(x[6] ** 2 + x[7] ** 2 + x[8] ** 2) for _, x in sent]
-    return {f"{name}_max_error_m": errors[-1],
-            f"{name}_p95_error_m": errors[int(0.95 * len(errors))],
+    return {f"{name}_max_error_m": errors[-1], f"{name}_p95_error_m": percentile(errors, 0.95),
             f"{name}_max_speed_m_s": max(speeds), f"{name}_max_accel_m_s2": max(accels),
             f"{name}_setpoints": float(len(sent))}
 

@@ -48,6 +48,7 @@ class Record:
     armed: list[tuple[float, bool]] = field(default_factory=list)  # changes
     statustexts: list[tuple[float, int, str]] = field(default_factory=list)
     position_ned_m: tuple[float, float, float] = (math.nan, math.nan, math.nan)
+    track: list[tuple[float, tuple[float, float, float]]] = field(default_factory=list)
     velocity_ned_m_s: tuple[float, float, float] = (math.nan, math.nan, math.nan)
     attitude_rad: tuple[float, float, float] = (math.nan, math.nan, math.nan)
     global_position: tuple[float, float, float] = (math.nan, math.nan, math.nan)  # deg, deg, m AMSL
@@ -138,6 +139,7 @@ class Px4Tee(asyncio.DatagramProtocol):
             self._mode(now, int(msg.custom_mode))
         elif name == "LOCAL_POSITION_NED":
             r.position_ned_m = (msg.x, msg.y, msg.z)
+            r.track.append((now, r.position_ned_m))  # the flown path, as PX4 reports it
             r.velocity_ned_m_s = (msg.vx, msg.vy, msg.vz)
         elif name == "ATTITUDE":
             r.attitude_rad = (msg.roll, msg.pitch, msg.yaw)
