@@ -280,8 +280,10 @@ class OffboardClient:
 
     def keep_lease(self) -> None:
         """Renew the lease in the background from now on (as after an engage): for a
-        commander that joins a vehicle already flying, e.g. `ctl goto --wait`."""
+        commander that joins a vehicle already flying, e.g. `ctl goto --wait`; a loss of
+        control is watched for from now on, as after an engage."""
         self._holding_lease = True
+        self.control.engaged()
 
     async def control_lost(self) -> ControlLost:
         """Completes when this commander loses control (pilot, GCS, failsafe, lease lapse,

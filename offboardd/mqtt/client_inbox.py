@@ -44,6 +44,7 @@ class ClientInbox:
         self.watch_dropped = 0
         self.lost: ClientError | None = None  # the broker connection, once gone
         self.motions = MotionTracker()  # goto / path / orbit / stop awaiting their end
+        self.control.on_lost.append(self.motions.fail_all)  # no end will be reported then
 
     def start_watch(self) -> asyncio.Queue[Watched | None]:
         self.watch_queue = asyncio.Queue(maxsize=WATCH_QUEUE_MAX)

@@ -42,7 +42,9 @@ class MotionHandle:
         return self._end.done()
 
     async def done(self, timeout_s: float | None = None) -> dict[str, Any]:
-        """The `motion_done` event (a dict); MotionAborted if it ended early."""
+        """The `motion_done` event (a dict). MotionAborted if it ended early (with the
+        daemon's reason), ControlLost if control ended first, ClientError if the broker
+        went away: no end will come then."""
         async with asyncio.timeout(timeout_s):
             return await asyncio.shield(self._end)
 

@@ -15,6 +15,7 @@ No MQTT here: the client feeds it what it reads.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from offboardd.mqtt.client_types import ClientError, Reply
@@ -35,6 +36,7 @@ class ControlLost(ClientError):
 
 class ControlWatch:
     def __init__(self) -> None:
+        self.on_lost: list[Callable[[ControlLost], None]] = []  # told when control is lost
         self.watching = False
         self.lost: ControlLost | None = None
         self._confirmed = False  # a state showed us flying since the engage
@@ -80,6 +82,8 @@ class ControlWatch:
             return
         self.watching = False
         self.lost = self._reported = ControlLost(reason)
+        for listener in self.on_lost:
+            listener(self._reported)
         self._event.set()
 
     def on_refusal(self, reply: Reply) -> None:

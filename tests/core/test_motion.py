@@ -14,6 +14,7 @@ from offboardd.core.actions import NoticeKind, SendSetpoint
 from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcHomePosition
+from offboardd.core.modes import Px4Mode
 from offboardd.core.motion import Motion, Start, plan
 from offboardd.core.motion_commands import (
     FollowPath,
@@ -317,3 +318,15 @@ def test_an_orbit_wider_than_the_distance_fence_is_refused_at_its_first_point_ou
     reply = b.reply("o")
     assert not reply.ok and reply.reason is Reason.FENCE_DISTANCE
     assert "from home, max_distance_m = 10" in reply.message
+
+
+def test_a_pilot_taking_over_aborts_the_motion_with_the_takeover_as_reason() -> None:
+    b = _flying()
+    b.feed(Goto("g", PositionNed(30, 0, -5), speed_m_s=3.0))
+    b.step(2.0)
+    b.set_mode(Px4Mode.POSCTL)
+    b.step(0.5)
+    assert b.phase() is Phase.PREEMPTED and not b.engine.stream.running
+    aborted = b.notices(NoticeKind.MOTION_ABORTED)
+    assert [(n.command_id, n.reason) for n in aborted] == [("g", Reason.PREEMPTED_MODE)]
+    assert b.engine.snapshot(b.now).motion is None

@@ -10,7 +10,14 @@ import sys
 
 import pytest
 
-from offboardd.client import CommandRefused, MotionAborted, OffboardClient, Yaw, YawMode
+from offboardd.client import (
+    CommandRefused,
+    ControlLost,
+    MotionAborted,
+    OffboardClient,
+    Yaw,
+    YawMode,
+)
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.setpoints import PositionNed
 from tests.conftest import Broker
@@ -106,3 +113,18 @@ async def test_ctl_goto_waits_for_motion_done(mosquitto: Broker) -> None:
         assert lines[0]["ok"] is True and lines[-1]["kind"] == "motion_done"
         assert _at(s, 4, 0, ALT) < 0.6
         await c.land()
+
+
+async def test_a_pilot_taking_over_mid_motion_ends_it_for_the_script(mosquitto: Broker) -> None:
+    async with stack(mosquitto) as s, s.client() as c:
+        await fc_ready(c)
+        assert (await c.engage(PositionNed(0, 0, ALT), arm=True)).ok
+        leg = await c.goto(PositionNed(30, 0, ALT), speed_m_s=2.0)
+        await asyncio.sleep(1.5)
+        s.sim.pilot_mode_switch("POSCTL")
+        # whichever the client hears first: the motion_aborted event or the state
+        with pytest.raises((MotionAborted, ControlLost)) as aborted:
+            await leg.done(timeout_s=10)
+        assert "preempted" in str(aborted.value)
+        lost = await asyncio.wait_for(c.control_lost(), 5)
+        assert "preempted" in lost.reason
