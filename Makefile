@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-test
 PYTEST_ARGS ?=
 
-.PHONY: test test-px4 demo lint bench soak deps system-tools mosquitto clean
+.PHONY: test test-px4 demo lint bench bench-motion soak deps system-tools mosquitto clean
 
 # One install per extra: $(VENV)/.installed-test installs '.[test]', and so on.
 $(VENV)/.installed-%: pyproject.toml
@@ -86,6 +86,11 @@ bench: $(BENCH_STAMP) mosquitto
 SOAK_SECONDS ?= 300
 soak: $(STAMP) mosquitto
 	$(PY) -m bench.soak --seconds $(SOAK_SECONDS)
+
+# The onboard-motion figures (issue 16): tracking at 3 m/s, the streamed limits, planning
+# time and the CPU a running motion costs at 50 Hz; writes bench/motion-results.{md,json}.
+bench-motion: $(STAMP) mosquitto
+	$(PY) -m bench.motion
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo-out

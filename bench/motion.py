@@ -106,7 +106,8 @@ async def _cpu_window(pid: int, seconds: float) -> float:
     return (cpu_s(pid) - c0) / (time.monotonic() - t0) * 100
 
 
-async def run(window_s: float, workdir: Path) -> dict[str, Any]:
+async def run(window_s: float, workdir: Path, scale: float = 1.0) -> dict[str, Any]:
+    """`scale` < 1 shrinks the flights (the smoke test: numbers come out, never judged)."""
     out: dict[str, Any] = dict(_planning_ms())
     port = free_udp_port()
     with Children() as children:
@@ -126,21 +127,21 @@ async def run(window_s: float, workdir: Path) -> dict[str, Any]:
                 s.get("estimates", {}).get("local_position")), 30)
             steal0 = machine_cpu_ticks()
             await (await c.goto(PositionNed(0, 0, ALT_M), engage=True, arm=True)).done(60)
-            side = 20.0
+            side, radius = 20.0 * scale, 8.0 * scale
             square = [PositionNed(side, 0, ALT_M), PositionNed(side, side, ALT_M),
                       PositionNed(0, side, ALT_M), PositionNed(0, 0, ALT_M)]
             tracks: dict[str, Any] = {}
             await _fly_and_track(sim, "path", lambda: c.path(
                 square, speed_m_s=SPEED_M_S, corner_radius_m=3.0), tracks)
             await _fly_and_track(sim, "orbit", lambda: c.orbit(
-                PositionNed(8, 0, ALT_M), 8.0, speed_m_s=SPEED_M_S, turns=1.0), tracks)
+                PositionNed(radius, 0, ALT_M), radius, speed_m_s=SPEED_M_S, turns=1.0), tracks)
             await (await c.goto(PositionNed(0, 0, ALT_M))).done(30)
             hover, flying = [], []
             for _ in range(2):
                 await asyncio.sleep(2.0)
                 hover.append(await _cpu_window(daemon.pid, window_s))
-                orbit = await c.orbit(PositionNed(0, 8, ALT_M), 8.0, speed_m_s=SPEED_M_S,
-                                      turns=10.0)
+                orbit = await c.orbit(PositionNed(0, radius, ALT_M), radius,
+                                      speed_m_s=SPEED_M_S, turns=10.0)
                 await asyncio.sleep(2.0)
                 flying.append(await _cpu_window(daemon.pid, window_s))
                 assert not orbit.finished  # ten turns: still flying at the window's end
@@ -188,10 +189,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.motion", description=__doc__)
     parser.add_argument("--window-s", type=float, default=15.0)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent)
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="shrink the flights (the test suite's smoke run: 0.3)")
     args = parser.parse_args(argv)
     workdir = args.out / "motion-work"
     workdir.mkdir(parents=True, exist_ok=True)
-    result = asyncio.run(run(args.window_s, workdir))
+    result = asyncio.run(run(args.window_s, workdir, args.scale))
     text = report(result, args.window_s)
     (args.out / "motion-results.md").write_text(text)
     (args.out / "motion-results.json").write_text(json.dumps(result, indent=1))
