@@ -2,7 +2,9 @@
 
 Each section maps onto the settings type of the part that owns it (`[engine]` ->
 `core.settings.EngineSettings`, `[envelope]` -> its `envelope` field,
-`core.envelope_settings.EnvelopeSettings`, `[mqtt]` -> `mqtt.bridge.MqttSettings`), which validate
+`core.envelope_settings.EnvelopeSettings`, `[motion]` -> `core.motion_settings`,
+`[mavlink.streams]` -> `core.stream_plan.StreamPlanSettings`, `[mqtt]` ->
+`mqtt.bridge.MqttSettings`), which validate
 themselves; this module only reads the file, rejects unknown keys and sections, and takes
 secrets from the environment so they need not sit in a world-readable file.
 """
@@ -19,6 +21,7 @@ from typing import Any
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.motion_settings import MotionSettings
 from offboardd.core.settings import EngineSettings
+from offboardd.core.stream_plan import StreamPlanSettings, build_plan
 from offboardd.errors import ConfigError, LinkUrlError
 from offboardd.mavlink.codec import message_id
 from offboardd.mavlink.links import LinkUrl, parse_link_url
@@ -48,6 +51,8 @@ class MavlinkSettings:
     # UDP links are read once per cycle, not per datagram (links/udp.py): on every stream
     # tick and at least this often. The longest a flight controller message waits.
     read_period_s: float = 0.05
+    # [mavlink.streams]: ask PX4 for only what the daemon needs on this link (stream_plan.py)
+    streams: StreamPlanSettings = field(default_factory=StreamPlanSettings)
 
 
 @dataclass(frozen=True)
@@ -85,13 +90,21 @@ def config_from_dict(document: dict[str, Any], environ: dict[str, str]) -> Daemo
             raise ConfigError(
                 f"unknown section [{section}]; allowed sections: {', '.join(sorted(known))}"
             )
-    return DaemonConfig(
-        mavlink=_mavlink(_table(document, "mavlink")),
-        engine=_engine(_table(document, "engine"), _table(document, "envelope"),
-                       _table(document, "motion")),
-        mqtt=_mqtt(_table(document, "mqtt"), environ),
-        log=_log(_table(document, "log")),
-    )
+    mavlink = _mavlink(_table(document, "mavlink"))
+    engine = _engine(_table(document, "engine"), _table(document, "envelope"),
+                     _table(document, "motion"))
+    mqtt = _mqtt(_table(document, "mqtt"), environ)
+    return DaemonConfig(mavlink=mavlink, engine=with_stream_plan(engine, mavlink, mqtt),
+                        mqtt=mqtt, log=_log(_table(document, "log")))
+
+
+def with_stream_plan(engine: EngineSettings, mavlink: MavlinkSettings,
+                     mqtt: MqttSettings) -> EngineSettings:
+    """The engine's stream plan rows: [mavlink.streams] joined with what the MQTT side
+    publishes (telemetry rates, relayed messages), names resolved to message ids."""
+    rows = build_plan(mavlink.streams, mqtt.telemetry_rates_hz, mqtt.mavlink_relay,
+                      mqtt.mavlink_relay_rate_hz, message_id)
+    return dataclasses.replace(engine, stream_plan=rows)
 
 
 def _table(document: dict[str, Any], name: str) -> dict[str, Any]:
@@ -120,6 +133,14 @@ def _build(section: str, cls: Any, table: dict[str, Any]) -> Any:
 
 def _mavlink(table: dict[str, Any]) -> MavlinkSettings:
     url = table.pop("url", None)
+    streams = table.pop("streams", {})
+    if not isinstance(streams, dict):
+        raise ConfigError(f"mavlink.streams must be a table ([mavlink.streams]), got {streams!r}")
+    rates = streams.get("rates_hz", {})
+    if not isinstance(rates, dict):
+        raise ConfigError(f"mavlink.streams.rates_hz must be a table of NAME = Hz, got {rates!r}")
+    streams["rates_hz"] = {str(k).upper(): v for k, v in rates.items()}
+    table["streams"] = _build("mavlink.streams", StreamPlanSettings, streams)
     settings = _build("mavlink", MavlinkSettings, table)
     if url is not None:
         if not isinstance(url, str):

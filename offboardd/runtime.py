@@ -121,6 +121,7 @@ class Runtime:
                 self.running.set()
                 await stop.wait()
                 await self._release_for_shutdown()
+                self._restore_streams()
                 for task in tasks:
                     task.cancel()
         finally:
@@ -129,6 +130,19 @@ class Runtime:
             self._signing_tick(final=True)
             self.notifier.stopping()
             log.info("stopped")
+
+    def _restore_streams(self) -> None:
+        """[mavlink.streams] restore_on_exit: PX4's default rates back for what the plan
+        set (interval 0), sent once, unanswered: the daemon is going."""
+        engine = self._engine()
+        target = engine.vehicle.target
+        if not self.config.mavlink.streams.restore_on_exit or target is None or not engine.fc_up:
+            return
+        actions = engine.streams.restore(target)
+        log.info("stream_plan_restored", messages=len(actions))
+        for action in actions:
+            for msg in translate.messages_for(action):
+                self.link.send(self.codec.encode(msg))
 
     async def _release_for_shutdown(self) -> None:
         engine, loop = self._engine(), self._loop

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from offboardd.config import DaemonConfig, load_config
+from offboardd.config import DaemonConfig, load_config, with_stream_plan
 from offboardd.core.envelope_settings import EnvelopeSettings, LimitAction, PolygonFrame
 from offboardd.core.settings import EngineSettings
 from offboardd.errors import ConfigError
@@ -18,8 +19,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_documented_example_equals_the_defaults() -> None:
     config = load_config(REPO / "config" / "offboardd.toml", environ={})
-    assert config == DaemonConfig()
-    assert config.engine == EngineSettings()
+    defaults = DaemonConfig()
+    # a config file also gets the stream plan's rows, built from [mavlink.streams] + [mqtt]
+    assert config == dataclasses.replace(defaults, engine=with_stream_plan(
+        defaults.engine, defaults.mavlink, defaults.mqtt))
+    assert dataclasses.replace(config.engine, stream_plan=()) == EngineSettings()
+    assert len(config.engine.stream_plan) > 10
 
 
 @pytest.mark.parametrize(

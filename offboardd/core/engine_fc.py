@@ -20,6 +20,7 @@ from offboardd.core.engine_failsafe import abandon, check_breach, handover_progr
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
     MAV_CMD_DO_SET_MODE,
+    MAV_CMD_SET_MESSAGE_INTERVAL,
     AckResult,
     FcAutopilotVersion,
     FcCommandAck,
@@ -59,7 +60,10 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
     elif isinstance(event, FcParamValue):
         eng.out.warn(eng.checks.on_param(event.name, event.value))
     elif isinstance(event, FcAutopilotVersion):
+        first = eng.checks.version is None
         eng.out.warn(eng.checks.on_version(event))
+        if first:  # identified: ask for only what we need (again after a reboot)
+            eng.streams.start(now)
     elif isinstance(event, FcStatusText):
         eng.out.notice(NoticeKind.FC_STATUSTEXT, event.text, severity=event.severity)
     elif isinstance(event, FcHomePosition):
@@ -88,6 +92,7 @@ def _fc_appeared(eng: OffboardEngine, now: float) -> None:
 def fc_lost(eng: OffboardEngine, now: float, detail: str) -> None:
     eng.fc_up = False
     eng.checks.stop()
+    eng.streams.stop()
     eng.vehicle.forget_estimates()
     eng.envelope.forget_home()
     eng.vehicle.target = None
@@ -100,6 +105,7 @@ def fc_rebooted(eng: OffboardEngine, now: float) -> None:
     eng.envelope.forget_home()
     eng.guard.ask_home_from(now)
     eng.checks.start(now)
+    eng.streams.stop()  # its streams are PX4's defaults again: re-planned with the version
     eng.out.notice(NoticeKind.FC_LINK, "FC rebooted: re-reading its parameters")
     abandon(eng, Trigger.FC_REBOOTED, now, "FC rebooted; stopped streaming")
 
@@ -158,6 +164,8 @@ def _on_fc_state(eng: OffboardEngine, now: float, armed_before: bool) -> None:
 
 
 def _on_ack(eng: OffboardEngine, ack: FcCommandAck, now: float) -> None:
+    if ack.command == MAV_CMD_SET_MESSAGE_INTERVAL and eng.streams.on_ack(ack.result, now):
+        return  # the stream plan's (one in flight at a time: stream_plan.py)
     if ack.result in (AckResult.ACCEPTED, AckResult.IN_PROGRESS):
         return  # never trust an ACK alone: PX4 v1.16 sends ACCEPTED first (§4)
     eng.last_ack = ack.result

@@ -49,6 +49,7 @@ from offboardd.core.retry import Retrier
 from offboardd.core.settings import ESCALATION, EngineSettings, LossAction
 from offboardd.core.snapshot import EngineSnapshot
 from offboardd.core.stream import StreamClock
+from offboardd.core.stream_plan import StreamPlanner
 from offboardd.core.vehicle import VehicleState
 
 # HEARTBEAT from the companion: 1 Hz by MAVLink convention (§5).
@@ -90,6 +91,7 @@ class OffboardEngine:
         self.engage = EngageSequence(settings)
         self.handover = Handovers(settings)
         self.arms = ArmRequests()
+        self.streams = StreamPlanner(settings.stream_plan)  # issue 18: only what we need
         self.phase = Phase.IDLE  # changed by `move` only
         self.reason: Reason | None = None
         self.hold_end_s: float | None = None  # HOLDING's deadline; cleared on leaving it
@@ -146,7 +148,7 @@ class OffboardEngine:
     def next_deadline(self) -> float:
         """When `poll` must next run (math.inf: nothing scheduled)."""
         phase = self.phase
-        times = [self.feed.deadline(), self.checks.deadline(),
+        times = [self.feed.deadline(), self.checks.deadline(), self.streams.deadline(),
                  self.handover.deadline(), self.arms.deadline(),
                  self.guard.home_deadline(self.fc_up)]  # fmt: skip
         if self.fc_up and self.vehicle.last_heartbeat_s is not None:
@@ -204,6 +206,7 @@ class OffboardEngine:
             fence_distance_m=self.guard.fence_distance_m(v, now),
             envelope_limiting=s.running and self.envelope.limiting,
             motion=None if self.feed.motion is None else self.feed.motion.progress(now),
+            stream_plan=self.streams.snapshot(),
         )
 
     # -- the table ---------------------------------------------------------------------------
@@ -296,6 +299,7 @@ class OffboardEngine:
                 if self.next_companion_hb_s <= now:  # woke very late: don't burst
                     self.next_companion_hb_s = now + COMPANION_HEARTBEAT_PERIOD_S
             self.guard.request_home(self.fc_up, v.target, now)
+            self.out.extend(self.streams.poll(now, v.target))
         if self.phase in _MOTION_PHASES:
             self.feed.begin_motion(now)
         self.feed.finish_motion(now)  # before the lease: a motion allowed to finish did

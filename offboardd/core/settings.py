@@ -13,6 +13,7 @@ from enum import StrEnum
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.modes import Px4Mode
 from offboardd.core.motion_settings import MotionSettings
+from offboardd.core.stream_plan import PlanRow
 from offboardd.errors import ConfigError
 
 # PX4's docs ask for >= 1 s of setpoints before OFFBOARD; PX4's code does not enforce it
@@ -71,6 +72,8 @@ class EngineSettings:
     envelope: EnvelopeSettings = field(default_factory=EnvelopeSettings)
     # the motions the daemon plans (config file section [motion])
     motion: MotionSettings = field(default_factory=MotionSettings)
+    # the stream plan's rows (config.py builds them from [mavlink.streams] and [mqtt])
+    stream_plan: tuple[PlanRow, ...] = ()
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -43,6 +43,7 @@ class EngineSnapshot:
     fence_distance_m: float | None = None  # to the nearest fence face; negative = outside
     envelope_limiting: bool = False  # the streamed setpoint is slowed to stop at the fence
     motion: dict[str, Any] | None = None  # the running motion (Motion.progress), if any
+    stream_plan: dict[str, Any] | None = None  # what PX4 was asked to stream, and refused
 
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)

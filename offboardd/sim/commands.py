@@ -29,6 +29,7 @@ ACCEPTED = d.MAV_RESULT_ACCEPTED
 TEMPORARILY_REJECTED = d.MAV_RESULT_TEMPORARILY_REJECTED
 DENIED = d.MAV_RESULT_DENIED
 UNSUPPORTED = d.MAV_RESULT_UNSUPPORTED
+FAILED = d.MAV_RESULT_FAILED
 SECOND_ACK_DELAY_S = 0.004  # the v1.16.2 second DO_SET_MODE ACK follows within ms
 FORCE_DISARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2: force
 MAV_TYPE_GCS = 6
@@ -130,8 +131,13 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
         return TEMPORARILY_REJECTED, f"{target.name} is currently not possible"
     if cmd == d.MAV_CMD_SET_MESSAGE_INTERVAL:
         name = BUILDER_IDS.get(int(p[0]))
-        if name is None or name == "AUTOPILOT_VERSION":
+        if name == "AUTOPILOT_VERSION":
             return DENIED, ""
+        if name is None:
+            # PX4 main: stopping a stream it has but is not sending is accepted (nothing to
+            # stop here either); one it has no stream for fails (measured: CURRENT_EVENT_
+            # SEQUENCE -> FAILED; tests/px4/test_px4_stream_plan.py)
+            return (ACCEPTED if p[1] < 0 else FAILED), ""
         v.link_requests.append(LinkRequest(link_id, name, p[1]))
         return ACCEPTED, ""
     if cmd in (d.MAV_CMD_REQUEST_MESSAGE, d.MAV_CMD_REQUEST_AUTOPILOT_CAPABILITIES,

@@ -1,0 +1,210 @@
+"""The stream plan (issue 18): ask PX4 for only what the daemon needs on its own link.
+
+PX4 streams ~400 messages/s on an onboard link whether anyone reads them or not; the daemon
+reads a handful. After the FC is identified (and again after a reboot or a return) the
+planner sets, one MAV_CMD_SET_MESSAGE_INTERVAL at a time, the rate of each message the
+daemon, its telemetry and the relay need, and turns off the rest of PX4's onboard
+streams. PX4 applies the command to the link instance it arrives on, so a GCS on another
+link keeps what it has. Each command is answered by a COMMAND_ACK that does not say which
+message it was for, hence one at a time: the ACK is the result of the one in flight.
+
+`build_plan` turns the configuration into (name, message id, rate Hz; 0 = off) rows;
+`StreamPlanner` carries them out and reports what PX4 refused. Pure: time comes in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from offboardd.core.actions import SetMessageInterval, Target
+from offboardd.core.events import AckResult
+from offboardd.errors import ConfigError
+
+# What the daemon itself reads, and how often it wants it (Hz):
+DAEMON_NEEDS_HZ: dict[str, float] = {
+    "LOCAL_POSITION_NED": 20.0,  # estimates, the envelope's shaping, holds, motions
+    "ATTITUDE": 10.0,  # the heading (hold, keep yaw, body-frame velocity)
+    "GLOBAL_POSITION_INT": 5.0,  # the global estimate, telemetry/position
+    "EXTENDED_SYS_STATE": 2.0,  # landed state
+    "ESTIMATOR_STATUS": 2.0,  # estimate validity
+    "HOME_POSITION": 0.5,  # the fence's home (also asked for on demand)
+    "SYS_STATUS": 1.0,  # battery, sensor health
+}
+# telemetry/<kind> is built from these messages: each gets at least the kind's rate.
+TELEMETRY_SOURCES: dict[str, tuple[str, ...]] = {
+    "position": ("GLOBAL_POSITION_INT", "LOCAL_POSITION_NED"),
+    "velocity": ("LOCAL_POSITION_NED",),
+    "attitude": ("ATTITUDE",),
+    "battery": ("BATTERY_STATUS", "SYS_STATUS"),
+    "gps": ("GPS_RAW_INT",),
+    "home": ("HOME_POSITION",),
+}
+# What PX4 streams by default on an onboard link (MAVLINK_MODE_ONBOARD, the link
+# instance offboardd talks to), measured at the tee on PX4 SIH main (v1.19.0-dev, Aug
+# 2026: tests/px4/test_px4_stream_plan.py) and in the v1.16 list the sim copies. Whatever
+# of these the plan does not need is off. (CURRENT_EVENT_SEQUENCE, sent on v1.16, and
+# MISSION_CURRENT, ~1/s, are refused "failed" by main: left alone.)
+PX4_ONBOARD_STREAMS: tuple[str, ...] = (
+    "ALTITUDE", "ATTITUDE", "ATTITUDE_QUATERNION", "ATTITUDE_TARGET", "BATTERY_STATUS",
+    "DISTANCE_SENSOR", "ESTIMATOR_STATUS", "EXTENDED_SYS_STATE", "GLOBAL_POSITION_INT",
+    "GNSS_INTEGRITY", "GPS_RAW_INT", "HIGHRES_IMU", "HOME_POSITION", "LOCAL_POSITION_NED",
+    "ODOMETRY", "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM",
+    "POSITION_TARGET_LOCAL_NED", "SCALED_PRESSURE", "SERVO_OUTPUT_RAW", "SYS_STATUS",
+    "SYSTEM_TIME", "TIMESYNC", "VFR_HUD", "VIBRATION",
+)  # fmt: skip
+# PX4 streams messages newer than pymavlink's common dialect: their ids (common.xml).
+_NEWER_IDS = {"CURRENT_EVENT_SEQUENCE": 411, "GNSS_INTEGRITY": 441}
+# Never touched: HEARTBEAT is PX4's own 1 Hz; CURRENT_MODE is set by the connect checks.
+UNTOUCHED = frozenset({"HEARTBEAT", "CURRENT_MODE"})
+ACK_TIMEOUT_S = 0.5
+RETRIES = 2
+START_DELAY_S = 0.3  # after the version: the connect checks' own ACKs are in by then
+
+
+class PlanKind(StrEnum):
+    MINIMAL = "minimal"  # what the daemon needs, the rest of PX4's onboard streams off
+    PX4 = "px4"  # leave PX4's streams as they are (a shared link: mavlink-router)
+
+
+@dataclass(frozen=True)
+class StreamPlanSettings:
+    """`[mavlink.streams]`: `plan`, per-message `rates_hz` (0 = off), `restore_on_exit`."""
+
+    plan: PlanKind = PlanKind.MINIMAL
+    rates_hz: Mapping[str, float] = None  # type: ignore[assignment]  # set in __post_init__
+    restore_on_exit: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rates_hz is None:
+            object.__setattr__(self, "rates_hz", {})
+        if not isinstance(self.plan, PlanKind):
+            try:
+                object.__setattr__(self, "plan", PlanKind(self.plan))
+            except ValueError:
+                raise ConfigError(f"plan must be one of {[p.value for p in PlanKind]}, "
+                                  f"got {self.plan!r}") from None
+        for name, hz in dict(self.rates_hz).items():
+            if (isinstance(hz, bool) or not isinstance(hz, int | float) or not math.isfinite(hz)
+                    or not 0 <= hz <= 500):
+                raise ConfigError(f"rates_hz.{name} must be 0 (off) to 500 Hz, got {hz!r}")
+            if name in UNTOUCHED:
+                raise ConfigError(f"rates_hz.{name}: {name} is not the stream plan's to set")
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    name: str
+    message_id: int
+    rate_hz: float  # 0: off (interval -1 on the wire)
+
+    @property
+    def interval_us(self) -> int:
+        return -1 if self.rate_hz <= 0 else max(1, round(1e6 / self.rate_hz))
+
+
+def build_plan(settings: StreamPlanSettings, telemetry_rates_hz: Mapping[str, float],
+               relay: frozenset[str], relay_rate_hz: float,
+               message_id: Any) -> tuple[PlanRow, ...]:
+    """The rows to set: needs, raised to the telemetry and relay rates, then the overrides;
+    the rest of PX4's onboard streams off. `message_id(name)` resolves names (the codec's).
+    Empty for plan "px4" without overrides."""
+    wanted: dict[str, float] = {}
+    if settings.plan is PlanKind.MINIMAL:
+        wanted = {name: 0.0 for name in PX4_ONBOARD_STREAMS}
+        for name, hz in DAEMON_NEEDS_HZ.items():
+            wanted[name] = max(wanted.get(name, 0.0), hz)
+        for kind, hz in telemetry_rates_hz.items():
+            for name in TELEMETRY_SOURCES.get(kind, ()):
+                wanted[name] = max(wanted.get(name, 0.0), float(hz))
+        for name in relay:
+            wanted[name] = max(wanted.get(name, 0.0), relay_rate_hz)
+    wanted.update({name: float(hz) for name, hz in settings.rates_hz.items()})
+    rows = []
+    for name in sorted(wanted):
+        if name in UNTOUCHED:
+            continue
+        msg_id = message_id(name) or _NEWER_IDS.get(name)
+        if msg_id is None:
+            raise ConfigError(f"[mavlink.streams] {name}: not a MAVLink message name")
+        rows.append(PlanRow(name, int(msg_id), wanted[name]))
+    return tuple(rows)
+
+
+class StreamPlanner:
+    """Carries the plan out on each (re)appearance of the FC: one command in flight."""
+
+    def __init__(self, rows: tuple[PlanRow, ...]) -> None:
+        self.rows = rows
+        self._queue: list[PlanRow] = []
+        self._in_flight: PlanRow | None = None
+        self._tries = 0
+        self._next_s: float | None = None
+        self.applied: list[str] = []
+        self.refused: dict[str, str] = {}  # name -> MAV_RESULT name, or "no answer"
+
+    def start(self, now: float) -> None:
+        """The FC was identified (its version is in): carry the plan out from the top."""
+        if not self.rows:
+            return
+        self._queue = list(self.rows)
+        self._in_flight = None
+        self.applied, self.refused = [], {}
+        self._next_s = now + START_DELAY_S
+
+    def stop(self) -> None:
+        """The FC is gone: what was not done is done again on its return."""
+        self._queue, self._in_flight, self._next_s = [], None, None
+
+    def deadline(self) -> float:
+        return math.inf if self._next_s is None else self._next_s
+
+    def poll(self, now: float, target: Target) -> list[SetMessageInterval]:
+        if self._next_s is None or now < self._next_s:
+            return []
+        if self._in_flight is not None:  # no ACK in time
+            if self._tries <= RETRIES:
+                return self._send(self._in_flight, now, target)
+            self.refused[self._in_flight.name] = "no answer"
+            self._in_flight = None
+        if not self._queue:
+            self._next_s = None
+            return []
+        self._tries = 0
+        return self._send(self._queue.pop(0), now, target)
+
+    def _send(self, row: PlanRow, now: float, target: Target) -> list[SetMessageInterval]:
+        self._in_flight, self._tries = row, self._tries + 1
+        self._next_s = now + ACK_TIMEOUT_S
+        return [SetMessageInterval(target, row.message_id, row.interval_us)]
+
+    def on_ack(self, result: int, now: float) -> bool:
+        """A COMMAND_ACK for SET_MESSAGE_INTERVAL: the one in flight's. True if it was ours."""
+        row = self._in_flight
+        if row is None:
+            return False
+        self._in_flight = None
+        if result == AckResult.ACCEPTED:
+            self.applied.append(row.name)
+        else:
+            try:
+                self.refused[row.name] = AckResult(result).name.lower()
+            except ValueError:
+                self.refused[row.name] = f"result {result}"
+        self._next_s = now  # the next one at once
+        return True
+
+    def restore(self, target: Target) -> list[SetMessageInterval]:
+        """Back to PX4's defaults (interval 0) for what the plan set: a clean stop."""
+        return [SetMessageInterval(target, row.message_id, 0) for row in self.rows
+                if row.name in self.applied]
+
+    def snapshot(self) -> dict[str, Any] | None:
+        if not self.rows:
+            return None
+        return {"rows": len(self.rows), "applied": len(self.applied),
+                "pending": len(self.rows) - len(self.applied) - len(self.refused),
+                "refused": dict(self.refused)}

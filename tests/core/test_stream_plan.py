@@ -1,0 +1,120 @@
+"""The stream plan (issue 18) in the pure engine: built from the configuration, carried
+out one SET_MESSAGE_INTERVAL at a time after the FC is identified, refusals reported,
+done again after a reboot."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from offboardd.core.actions import SetMessageInterval
+from offboardd.core.events import MAV_CMD_SET_MESSAGE_INTERVAL, AckResult, FcAutopilotVersion
+from offboardd.core.settings import EngineSettings
+from offboardd.core.stream_plan import (
+    DAEMON_NEEDS_HZ,
+    PX4_ONBOARD_STREAMS,
+    PlanKind,
+    StreamPlanSettings,
+    build_plan,
+)
+from offboardd.errors import ConfigError
+from offboardd.mavlink.codec import message_id
+
+from .bench import FC, Bench
+
+TELEMETRY = {"position": 5.0, "attitude": 25.0, "gps": 1.0}
+
+
+def _rows(**kw: object) -> dict[str, float]:
+    settings = StreamPlanSettings(**kw)  # type: ignore[arg-type]
+    return {r.name: r.rate_hz for r in build_plan(settings, TELEMETRY, frozenset({"EFI_STATUS"}),
+                                                  5.0, message_id)}
+
+
+def test_the_minimal_plan_keeps_what_is_read_and_turns_off_the_rest() -> None:
+    rows = _rows()
+    assert rows["LOCAL_POSITION_NED"] == DAEMON_NEEDS_HZ["LOCAL_POSITION_NED"]
+    assert rows["ATTITUDE"] == 25.0  # raised to the telemetry's rate
+    assert rows["GPS_RAW_INT"] == 1.0 and rows["EFI_STATUS"] == 5.0  # telemetry, relay
+    off = {name for name, hz in rows.items() if hz == 0}
+    assert off == {"ALTITUDE", "ATTITUDE_QUATERNION", "ATTITUDE_TARGET", "BATTERY_STATUS",
+                   "DISTANCE_SENSOR", "GNSS_INTEGRITY", "HIGHRES_IMU", "ODOMETRY",
+                   "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM", "POSITION_TARGET_LOCAL_NED",
+                   "SCALED_PRESSURE", "SERVO_OUTPUT_RAW", "SYSTEM_TIME", "TIMESYNC", "VFR_HUD",
+                   "VIBRATION"}
+    assert set(PX4_ONBOARD_STREAMS) <= set(rows)
+    assert "HEARTBEAT" not in rows and "CURRENT_MODE" not in rows
+
+
+def test_overrides_win_and_plan_px4_sets_only_them() -> None:
+    assert _rows(rates_hz={"VFR_HUD": 4.0, "ATTITUDE": 0.0})["VFR_HUD"] == 4.0
+    assert _rows(rates_hz={"ATTITUDE": 0.0})["ATTITUDE"] == 0.0
+    assert _rows(plan="px4") == {}
+    assert _rows(plan=PlanKind.PX4, rates_hz={"VFR_HUD": 2.0}) == {"VFR_HUD": 2.0}
+
+
+@pytest.mark.parametrize(("kw", "words"), [
+    ({"plan": "most"}, "plan must be one of"),
+    ({"rates_hz": {"ATTITUDE": -1}}, "rates_hz.ATTITUDE must be 0 (off) to 500 Hz"),
+    ({"rates_hz": {"HEARTBEAT": 2}}, "not the stream plan's to set"),
+])
+def test_bad_settings_are_named(kw: dict[str, object], words: str) -> None:
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        StreamPlanSettings(**kw)  # type: ignore[arg-type]
+
+
+def test_an_unknown_message_name_is_refused() -> None:
+    with pytest.raises(ConfigError, match="NOT_A_MESSAGE"):
+        _rows(rates_hz={"NOT_A_MESSAGE": 1.0})
+
+
+def _planned_bench() -> Bench:
+    rows = build_plan(StreamPlanSettings(), TELEMETRY, frozenset(), 5.0, message_id)
+    return Bench(dataclasses.replace(EngineSettings(), stream_plan=rows))
+
+
+def _sent(b: Bench, since: float = -1e18) -> list[SetMessageInterval]:
+    return [a for _, a in b.actions(SetMessageInterval, since) if a.message_id != 436]
+
+
+def test_one_command_at_a_time_each_ack_moves_on_and_refusals_are_reported() -> None:
+    b = _planned_bench()
+    b.connect()  # version in: the plan starts START_DELAY_S later
+    b.step(0.4)
+    assert len(_sent(b)) == 1  # one in flight, waiting for its ACK
+    rows = b.engine.streams.rows
+    for i in range(len(rows)):
+        result = AckResult.FAILED if rows[i].name == "ODOMETRY" else AckResult.ACCEPTED
+        b.ack(MAV_CMD_SET_MESSAGE_INTERVAL, result)
+        b.step(0.01)
+    sent = _sent(b)
+    assert [s.message_id for s in sent] == [r.message_id for r in rows]
+    assert [s.interval_us for s in sent] == [r.interval_us for r in rows]
+    plan = b.engine.snapshot(b.now).stream_plan
+    assert plan == {"rows": len(rows), "applied": len(rows) - 1, "pending": 0,
+                    "refused": {"ODOMETRY": "failed"}}
+
+
+def test_an_unanswered_command_is_retried_then_reported_and_the_plan_goes_on() -> None:
+    b = _planned_bench()
+    b.connect()
+    b.step(0.4 + 3 * 0.5)  # the first row: sent three times, never answered
+    first = b.engine.streams.rows[0]
+    assert [s.message_id for s in _sent(b)].count(first.message_id) == 3
+    assert b.engine.streams.refused == {first.name: "no answer"}
+
+
+def test_a_reboot_plans_again_once_the_version_is_back() -> None:
+    b = _planned_bench()
+    b.connect()
+    b.step(0.4)
+    for _ in b.engine.streams.rows:
+        b.ack(MAV_CMD_SET_MESSAGE_INTERVAL, AckResult.ACCEPTED)
+        b.step(0.01)
+    before = b.now
+    b.fc.boot_ms = 100  # time_boot_ms went back: rebooted
+    b.step(0.3)
+    b.feed(FcAutopilotVersion(0x010F0200, 0xFFFF, **FC))
+    b.step(0.5)
+    assert len(_sent(b, before)) == 1  # the plan started over
