@@ -26,7 +26,7 @@ from offboardd.errors import ConfigError
 
 # What the daemon itself reads, and how often it wants it (Hz):
 DAEMON_NEEDS_HZ: dict[str, float] = {
-    "LOCAL_POSITION_NED": 20.0,  # estimates, the envelope's shaping, holds, motions
+    "LOCAL_POSITION_NED": 30.0,  # PX4's own rate: estimates, the envelope's shaping, holds
     "ATTITUDE": 10.0,  # the heading (hold, keep yaw, body-frame velocity)
     "GLOBAL_POSITION_INT": 5.0,  # the global estimate, telemetry/position
     "EXTENDED_SYS_STATE": 2.0,  # landed state
