@@ -89,14 +89,11 @@ def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -
 def smooth_hold(eng: OffboardEngine, now: float) -> bool:
     """A lease lapse with a motion running: replace it by a jerk-limited stop (the
     motion is reported aborted, lease_lapsed) and hold where that ends. False: no motion."""
-    running = eng.feed.motion
-    if running is None:
+    if eng.feed.motion is None:
         return False
-    eng.feed.abort_motion(Reason.LEASE_LAPSED, "the commander's lease lapsed")
-    eng.feed.motion = running  # the stop plans from exactly what was being streamed
-    start = _start(eng, now)
-    eng.feed.motion = None
+    start = _start(eng, now)  # exactly what is being streamed: the stop has no step
     assert start is not None
+    eng.feed.abort_motion(Reason.LEASE_LAPSED, "the commander's lease lapsed")
     lim = eng.settings.motion.limits(eng.settings.envelope, 0.0)
     stop = plan(Stop("lease-lapse"), start, lim, None)
     stop.internal = True
