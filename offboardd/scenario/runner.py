@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from offboardd.aio import raise_if_cancelling
 from offboardd.client import ClientError, CommandRefused, ControlLost, OffboardClient
 from offboardd.core.setpoints import PositionNed, VelocityNed
 from offboardd.scenario import geometry as geo
@@ -191,6 +192,9 @@ class ScenarioRunner:
         track = PlannedTrack(handle.command_id)
         deadline = self._loop.time() + leg.timeout_s
         while not handle.finished:
+            # nothing is published in this loop, so nothing else would notice a cancellation
+            # that aiomqtt swallowed (offboardd.aio): seen in CI, a SIGTERMed demo flew on
+            raise_if_cancelling()
             self._check_control()
             if (point := track.sample(self.client.state or {}, self._elapsed())) is not None:
                 self._command(point)
