@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -42,15 +41,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _fly(deployment: Deployment, mission: Mission, display: ProgressDisplay) -> Summary:
+    # SIGTERM and Ctrl-C cancel the flight (the runner then asks for a landing) straight
+    # from the loop: not through SIGINT, which a parent may have set to be ignored (a
+    # shell's background job: CI ran the demo's SIGTERM test so, and it flew on).
+    loop, flight = asyncio.get_running_loop(), asyncio.current_task()
+    assert flight is not None
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, flight.cancel)
     client = OffboardClient("127.0.0.1", deployment.broker_port, deployment.vehicle_id)
     async with client:
         return await ScenarioRunner(client, mission, on_progress=display).run()
 
 
-def _sigterm_as_sigint(signum: int, frame: FrameType | None) -> None:
-    # One path for Ctrl-C and SIGTERM: asyncio.run turns SIGINT into a cancellation of the
-    # flight (the runner then asks for a landing) and the deployment stops everything.
-    os.kill(os.getpid(), signal.SIGINT)
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    # Outside the flight's loop (starting, stopping) SIGTERM and SIGINT are a Ctrl-C: the
+    # deployment stops everything it started.
+    raise KeyboardInterrupt
 
 
 def _say(text: str) -> None:
@@ -63,7 +69,8 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_CANNOT_START
     mission = MISSIONS[args.mission]
     out: Path = args.out
-    signal.signal(signal.SIGTERM, _sigterm_as_sigint)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _interrupt)
     display = ProgressDisplay(sys.stdout)
     summary: Summary | None = None
     try:
@@ -76,7 +83,11 @@ def main(args: argparse.Namespace) -> int:
                  f"flying {mission.name!r}: {', '.join(leg.name for leg in mission.legs)}")
             try:
                 summary = asyncio.run(_fly(deployment, mission, display))
+            except asyncio.CancelledError:
+                raise KeyboardInterrupt from None
             finally:
+                for sig in (signal.SIGTERM, signal.SIGINT):  # the loop's handlers are gone
+                    signal.signal(sig, _interrupt)
                 display.close()
                 for child in deployment.stop():
                     _say(f"stopped {child.name} (pid {child.pid}, "
