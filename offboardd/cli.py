@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("offboardd.doctor.cli", "check a deployment (device, FC, broker); say what to fix"),
     "scenario": ("offboardd.scenario.cli", "fly a built-in mission through the daemon"),
     "demo": ("offboardd.demo.cli", "start a broker, the sim and the daemon; fly; plot"),
+    "log": ("offboardd.recorder.cli", "recorded flights: list, show, plot, export"),
     "engine-table": ("offboardd.engine_table", "print the offboard phase table (--mermaid)"),
 }
 

@@ -4,7 +4,7 @@ Each section maps onto the settings type of the part that owns it (`[engine]` ->
 `core.settings.EngineSettings`, `[envelope]` -> its `envelope` field,
 `core.envelope_settings.EnvelopeSettings`, `[motion]` -> `core.motion_settings`,
 `[mavlink.streams]` -> `core.stream_plan.StreamPlanSettings`, `[mqtt]` ->
-`mqtt.bridge.MqttSettings`), which validate
+`mqtt.bridge.MqttSettings`, `[recorder]` -> `recorder.settings.RecorderSettings`), which validate
 themselves; this module only reads the file, rejects unknown keys and sections, and takes
 secrets from the environment so they need not sit in a world-readable file.
 """
@@ -27,6 +27,7 @@ from offboardd.mavlink.codec import message_id
 from offboardd.mavlink.links import LinkUrl, parse_link_url
 from offboardd.mavlink.signing import load_key
 from offboardd.mqtt.bridge import MqttSettings
+from offboardd.recorder.settings import RecorderSettings
 
 # The MQTT password may come from the environment (systemd EnvironmentFile=, a secret store).
 MQTT_PASSWORD_ENV = "OFFBOARDD_MQTT_PASSWORD"
@@ -67,6 +68,7 @@ class DaemonConfig:
     engine: EngineSettings = field(default_factory=EngineSettings)
     mqtt: MqttSettings = field(default_factory=MqttSettings)
     log: LogSettings = field(default_factory=LogSettings)
+    recorder: RecorderSettings = field(default_factory=RecorderSettings)
 
 
 def load_config(path: str | Path, environ: dict[str, str] | None = None) -> DaemonConfig:
@@ -95,7 +97,9 @@ def config_from_dict(document: dict[str, Any], environ: dict[str, str]) -> Daemo
                      _table(document, "motion"))
     mqtt = _mqtt(_table(document, "mqtt"), environ)
     return DaemonConfig(mavlink=mavlink, engine=with_stream_plan(engine, mavlink, mqtt),
-                        mqtt=mqtt, log=_log(_table(document, "log")))
+                        mqtt=mqtt, log=_log(_table(document, "log")),
+                        recorder=_build("recorder", RecorderSettings,
+                                        _table(document, "recorder")))
 
 
 def with_stream_plan(engine: EngineSettings, mavlink: MavlinkSettings,

@@ -40,8 +40,12 @@ class Outputs:
         self._last_status = ""
         self._link_hint = link_hint  # why the FC may be silent (e.g. refused signatures)
         self._told_not_in_control: dict[str, float] = {}  # reply topic -> when
+        # the flight recorder's journal (recorder.py), when recording: replies and notices
+        self.journal: Callable[..., None] | None = None
+        self.journaled: set[str] = set()  # tokens of commands journaled: their replies too
 
     def reply(self, reply: Reply, now: float) -> None:
+        token = reply.command_id
         resolved = self.replies.resolve(reply)
         if resolved is None:
             return
@@ -62,6 +66,13 @@ class Outputs:
         if not reply.ok:
             log.info("command_refused", id=reply.command_id, code=reply.code,
                      reason=reply.reason, message=reply.message)
+        journaled = self._was_journaled(token)
+        if self.journal is not None and (journaled or not reply.ok):
+            self.journal("reply", id=reply.command_id, ok=reply.ok,
+                         commander="local" if isinstance(sink, asyncio.Future) else sink.topic,
+                         code=None if reply.code is None else reply.code.value,
+                         reason=None if reply.reason is None else reply.reason.value,
+                         message=reply.message)
         if isinstance(sink, asyncio.Future):
             if not sink.done():
                 sink.set_result(reply)
@@ -72,6 +83,14 @@ class Outputs:
                 reason=None if reply.reason is None else reply.reason.value,
             )
 
+    def _was_journaled(self, token: str) -> bool:
+        if token in self.journaled:
+            self.journaled.discard(token)
+            return True
+        if len(self.journaled) > _MAX_ROUTES_REMEMBERED:  # replies that never came
+            self.journaled.clear()
+        return False
+
     def notice(self, notice: Notice) -> None:
         fields = notice.as_dict()
         if notice.command_id is not None:  # the engine's token -> the commander's id
@@ -81,6 +100,9 @@ class Outputs:
                             **{k: v for k, v in fields.items() if k != "kind"})
         if self.bridge is not None:
             self.bridge.publish_event(fields)
+        if self.journal is not None:
+            self.journal("notice", **{("notice" if k == "kind" else k): v
+                                      for k, v in fields.items()})
 
     def state(self, state: dict[str, Any], now: float) -> None:
         """Retained state and the systemd STATUS line (the line only when it changed)."""

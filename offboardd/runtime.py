@@ -40,9 +40,12 @@ from offboardd.mavlink.links import Link, LinkState, open_link
 from offboardd.mavlink.signing import refusal_hint
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
 from offboardd.mqtt.rates import Admit, CommanderRates
+from offboardd.mqtt.schema import encode_command
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
 from offboardd.mqtt.wire import MqttErrorCode
 from offboardd.outputs import Outputs
+from offboardd.recorder.recorder import Recorder
+from offboardd.recorder.settings import RecordMode
 from offboardd.replies import ReplySink
 from offboardd.systemd import SystemdNotifier
 
@@ -93,6 +96,13 @@ class Runtime:
         self.rates = CommanderRates()
         self.outputs = Outputs(self.bridge, self.notifier,
                                lambda: refusal_hint(self.codec.stats))
+        # The flight recorder (recorder/): it sees every frame both ways and every word
+        # of the engine's, and writes from its own thread.
+        self.recorder: Recorder | None = (
+            Recorder(config.recorder, self.codec, self.run_id)
+            if config.recorder.mode is not RecordMode.OFF else None)
+        if self.recorder is not None:
+            self.outputs.journal = self.recorder.journal
         self._last_watchdog_s = -1e9
         self._last_wake_s = 0.0  # set when run() starts; caps the timer's sleep
         self.internal_errors = 0
@@ -110,6 +120,8 @@ class Runtime:
                 self.config.mqtt.telemetry_rates_hz, loop.time())
         self._last_wake_s = loop.time()
         log.info("starting", link=str(self.config.mavlink.url), mqtt=self.bridge is not None)
+        if self.recorder is not None:
+            self.recorder.start()
         try:
             async with asyncio.TaskGroup() as tg:
                 tasks = [tg.create_task(self.link.run(), name="link")]
@@ -128,6 +140,8 @@ class Runtime:
             if self._timer is not None:
                 self._timer.cancel()
             self._signing_tick(final=True)
+            if self.recorder is not None:
+                self.recorder.close()  # the open flight is closed and its summary written
             self.notifier.stopping()
             log.info("stopped")
 
@@ -142,7 +156,7 @@ class Runtime:
         log.info("stream_plan_restored", messages=len(actions))
         for action in actions:
             for msg in translate.messages_for(action):
-                self.link.send(self.codec.encode(msg))
+                self._send(msg)
 
     async def _release_for_shutdown(self) -> None:
         engine, loop = self._engine(), self._loop
@@ -183,13 +197,21 @@ class Runtime:
                               f"{self.rates.settings.setpoint_rate_hz:g}/s on setpoint)")
 
     def _feed_command(self, command: Command, sink: ReplySink) -> None:
+        token = self.outputs.replies.tokenize(command, sink)
         if command.kind.value not in ("setpoint", "heartbeat"):  # high rate: not logged
             log.info("command", command=command.kind.value, id=command.command_id)
-        self._handle([self.outputs.replies.tokenize(command, sink)], self._now())
+            if self.recorder is not None:  # (their refusals are journaled: outputs.py)
+                self.recorder.journal("command", id=command.command_id,
+                                      commander="local" if isinstance(sink, asyncio.Future)
+                                      else sink.topic, command=encode_command(command))
+                self.outputs.journaled.add(token.command_id)
+        self._handle([token], self._now())
 
     def _on_bytes(self, data: bytes) -> None:
         if self.fc_input.decode(data, self._now()):  # one clock read for the whole chunk
             self.link.confirm_sender()
+        if self.recorder is not None:
+            self.recorder.frames_in()
         if not self.link.polled:  # a polled link's reach the engine once per poll, together
             self._handle_fc_events()
 
@@ -263,6 +285,8 @@ class Runtime:
         engine = self._engine()
         self._dispatch(engine.poll(now), now)
         self._send_budgeted(now)
+        if self.recorder is not None:
+            self.recorder.cycle(engine, now)
         self.outputs.telemetry(self._telemetry_schedule, self.fc_input.telemetry, now)
         if stale_text := self.fc_input.flush_stale(now):  # chunked STATUSTEXTs never finished
             self._dispatch(engine.handle_all(stale_text, now), now)
@@ -322,14 +346,20 @@ class Runtime:
                     self.codec.mav.srcSystem = action.system_id
                 for msg in translate.messages_for(action):
                     if self.fc_budget.offer(msg, now):  # else it waits its turn (budget.py)
-                        self.link.send(self.codec.encode(msg))
+                        self._send(msg)
         if transition:
             self._publish_state(now)
 
     def _send_budgeted(self, now: float) -> None:
         """Commands that waited for the FC link's budget, as it allows."""
         for msg in self.fc_budget.due(now):
-            self.link.send(self.codec.encode(msg))
+            self._send(msg)
+
+    def _send(self, msg: Message) -> None:
+        frame = self.codec.encode(msg)
+        self.link.send(frame)
+        if self.recorder is not None:
+            self.recorder.frame_out(frame)
 
     def _publish_state(self, now: float) -> None:
         """On every transition, and every _STATE_PERIOD_S for the figures that move
@@ -337,6 +367,8 @@ class Runtime:
         state = self._engine().snapshot(now).as_dict()
         state["run_id"] = self.run_id  # a new one after a restart: control did not survive it
         state["asyncio_tasks"] = len(asyncio.all_tasks())  # the soak run watches it stay flat
+        if self.recorder is not None:
+            state["recorder"] = self.recorder.status()
         self.outputs.state(state, now)
 
 

@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +22,12 @@ import pytest
 # `make test-px4 PX4_SITL=...`, which sets OFFBOARDD_PX4_TIER=1. The normal suite leaves the
 # folder out rather than skipping its tests: no test passes by skipping a dependency.
 collect_ignore = [] if os.environ.get("OFFBOARDD_PX4_TIER") == "1" else ["px4"]
+
+# The flight recorder writes under $STATE_DIRECTORY/flights when [recorder] dir is unset
+# (recorder/settings.py), as systemd's StateDirectory= gives it. Every daemon a test starts,
+# in this process or as a child, records into this worker's own temporary folder instead
+# of /var/lib/offboardd; a test that reads flights back sets its own dir.
+os.environ["STATE_DIRECTORY"] = tempfile.mkdtemp(prefix="offboardd-test-state-")
 
 
 def free_port(kind: int = socket.SOCK_DGRAM) -> int:

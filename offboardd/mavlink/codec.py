@@ -111,6 +111,9 @@ class MavlinkCodec:
         self._last_decoded_s: dict[int, float] = {}
         self._lean = LeanDecoder(lean_ids)
         self._buf = bytearray()
+        # The flight recorder's tap (recorder.py): when set, every whole frame decode()
+        # frames (decoded, thinned or filtered alike) is appended, as it came on the wire.
+        self.frame_tap: list[bytes | bytearray] | None = None
 
     @property
     def system_id(self) -> int:
@@ -179,6 +182,7 @@ class MavlinkCodec:
         rules, filtering, last = self._rules, self._wanted is not None, self._last_decoded_s
         thinning = now_s is not None
         stats = self.stats
+        tap = self.frame_tap
         filtered = thinned = 0
         out: list[Message] = []
         pos = 0
@@ -211,6 +215,8 @@ class MavlinkCodec:
             if gap_s is None:  # not wanted
                 if plausible:
                     filtered += 1
+                    if tap is not None:
+                        tap.append(buf[pos:after])
                     pos = after
                 else:
                     stats.garbage_bytes += 1
@@ -220,6 +226,8 @@ class MavlinkCodec:
                 assert now_s is not None
                 if now_s - last.get(msg_id, -math.inf) < gap_s:
                     thinned += 1
+                    if tap is not None:
+                        tap.append(buf[pos:after])
                     pos = after
                     continue
             known = msg_id in _KNOWN_IDS  # pymavlink decodes the rest as MAVLink_unknown
@@ -240,6 +248,8 @@ class MavlinkCodec:
                 if gap_s and thinning:
                     assert now_s is not None
                     last[msg_id] = now_s
+            if tap is not None:
+                tap.append(buf[pos:after])
             pos = after
         stats.filtered += filtered
         stats.thinned += thinned

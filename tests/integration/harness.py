@@ -21,6 +21,7 @@ from offboardd.core.commands import Command, CommanderHeartbeat, Engage
 from offboardd.core.setpoints import PositionNed
 from offboardd.core.settings import EngineSettings
 from offboardd.mavlink.links import parse_link_url
+from offboardd.recorder.settings import RecorderSettings
 from offboardd.runtime import Runtime
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import free_port
@@ -115,6 +116,7 @@ async def flight(
     engine: dict[str, Any] | None = None,
     sim: dict[str, Any] | None = None,
     link: str = "udp",
+    recorder: RecorderSettings | None = None,
 ) -> AsyncIterator[Flight]:
     """A sim and a runtime talking over `link` ("udp" or "serial"); torn down on exit."""
     # Laid out like PX4 SITL: the vehicle sends to the port the companion listens on.
@@ -131,6 +133,7 @@ async def flight(
         config = DaemonConfig(
             mavlink=MavlinkSettings(url=parse_link_url(url)),
             engine=dataclasses.replace(EngineSettings(), **(engine or {})),
+            recorder=recorder or RecorderSettings(),
         )
         async with flying(server, config) as fl:
             yield fl

@@ -1,0 +1,88 @@
+"""The flights directory: one folder per flight, named by its UTC start, and its budget.
+
+Oldest first is the only pruning rule: folders older than `max_age_days` go, then the
+oldest while all flights take more than `max_total_mb` or the file system has less than
+`min_free_mb` free. The flight being written is never pruned; when it alone breaks the
+budget the writer stops writing it (`BudgetVerdict.over`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from offboardd.recorder.settings import RecorderSettings
+
+_MB = 1024 * 1024
+
+
+def folder_name(start_unix_s: float) -> str:
+    return time.strftime("%Y-%m-%dT%H-%M-%SZ", time.gmtime(start_unix_s))
+
+
+def unique_folder(root: Path, name: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    candidate, n = root / name, 1
+    while candidate.exists():
+        n += 1
+        candidate = root / f"{name}-{n}"
+    return candidate
+
+
+def flight_folders(root: Path) -> list[Path]:
+    """Flight folders, oldest first (their names sort by start time)."""
+    try:
+        entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except FileNotFoundError:
+        return []
+    return sorted(entries, key=lambda p: p.name)
+
+
+def folder_bytes(folder: Path) -> int:
+    total = 0
+    for entry in os.scandir(folder):
+        if entry.is_file(follow_symlinks=False):
+            total += entry.stat(follow_symlinks=False).st_size
+    return total
+
+
+@dataclass
+class BudgetVerdict:
+    pruned: list[str] = field(default_factory=list)
+    over: str | None = None  # why the open flight must stop being written
+
+
+def enforce_budget(root: Path, settings: RecorderSettings, *, keep: Path | None,
+                   now_unix_s: float | None = None) -> BudgetVerdict:
+    verdict = BudgetVerdict()
+    if not root.exists():
+        return verdict
+    now_unix_s = time.time() if now_unix_s is None else now_unix_s
+    folders = [(p, folder_bytes(p), p.stat().st_mtime) for p in flight_folders(root)]
+    old = [f for f in folders if f[0] != keep]
+    budget = int(settings.max_total_mb * _MB)
+    min_free = int(settings.min_free_mb * _MB)
+
+    def prune(folder: Path) -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        verdict.pruned.append(folder.name)
+
+    max_age_s = settings.max_age_days * 86400.0
+    for entry in list(old):
+        if max_age_s and now_unix_s - entry[2] > max_age_s:
+            prune(entry[0])
+            old.remove(entry)
+    total = sum(size for p, size, _ in folders if p.name not in verdict.pruned)
+    while old and (total > budget or shutil.disk_usage(root).free < min_free):
+        path, size, _ = old.pop(0)
+        prune(path)
+        total -= size
+    if keep is not None:
+        if total > budget:
+            verdict.over = f"flights take {total / _MB:.1f} MB, more than max_total_mb"
+        elif shutil.disk_usage(root).free < min_free:
+            verdict.over = "the file system has less than min_free_mb free"
+    return verdict

@@ -1,0 +1,246 @@
+"""The recorder's writer thread: every disk write, off the control loop.
+
+The loop hands over batches through a bounded queue (`Recorder`, recorder.py); this thread
+keeps the last `pre_s` of them in memory while no flight is open, opens one folder per
+flight (flight.tlog, journal.jsonl, summary.json when it closes), flushes and fsyncs at
+least every `flush_interval_s` (a power loss costs at most that), and keeps the folder
+within its disk budget (folders.py). A disk error stops the recording, never the daemon:
+it is reported in `status` and the thread goes on draining the queue.
+
+tlog: what QGroundControl, MAVExplorer and pymavlink read, each frame as it went on the
+wire (either way) behind its 8-byte big-endian microsecond Unix timestamp.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from offboardd.recorder import folders
+from offboardd.recorder.settings import RecorderSettings, flights_root
+from offboardd.recorder.summary import FlightSummary
+
+TLOG_NAME, JOURNAL_NAME, SUMMARY_NAME = "flight.tlog", "journal.jsonl", "summary.json"
+_BUDGET_CHECK_S = 5.0  # the disk budget is checked this often while a flight is open
+_TIMESTAMP = struct.Struct(">Q")
+# The journal's pre-roll is longer than the tlog's: the engage that led to the arming
+# (a second of warm-up and more before it) belongs to the flight; it is a few lines.
+_JOURNAL_PRE_ROLL_S = 60.0
+_JOURNAL_PRE_ROLL_LINES = 2000
+
+# (t_us, frames): frames that went on the wire (either way) at one instant
+TlogChunk = tuple[int, Sequence[bytes | bytearray]]
+
+
+@dataclass
+class Batch:
+    """What the loop collected since its last hand-over, in order."""
+
+    tlog: list[TlogChunk] = field(default_factory=list)
+    journal: list[dict[str, Any]] = field(default_factory=list)  # each with "t" (Unix s)
+
+    def __bool__(self) -> bool:
+        return bool(self.tlog or self.journal)
+
+
+@dataclass(frozen=True)
+class Start:
+    name: str  # the folder's name
+    t_us: int
+
+
+@dataclass(frozen=True)
+class Stop:
+    dropped_batches: int  # the loop's count, for the flight's last journal line
+
+
+@dataclass(frozen=True)
+class Close:
+    dropped_batches: int
+
+
+Item = Batch | Start | Stop | Close
+
+
+@dataclass
+class WriterStatus:
+    """Read by the loop (state.recorder); each field is replaced whole, never mutated."""
+
+    flight: str | None = None  # the folder being written
+    flight_bytes: int = 0
+    flights_pruned: int = 0
+    error: str | None = None  # the last disk problem (recording of the flight stopped)
+
+
+class _OpenFlight:
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=False)
+        self.folder = folder
+        self.tlog: IO[bytes] = open(folder / TLOG_NAME, "ab")  # noqa: SIM115 (closed in close())
+        self.journal: IO[bytes] = open(folder / JOURNAL_NAME, "ab")  # noqa: SIM115
+        self.summary = FlightSummary(name=folder.name)
+        self.bytes = 0
+        self.stopped = False  # over budget or a disk error: nothing more is written
+
+    def write(self, batch: Batch) -> None:
+        if self.stopped:
+            return
+        pack = _TIMESTAMP.pack
+        parts = [pack(t_us) + bytes(frame) for t_us, frames in batch.tlog for frame in frames]
+        data = b"".join(parts)
+        lines = []
+        for record in batch.journal:
+            self.summary.add(record)
+            lines.append(json.dumps(record, separators=(",", ":"), default=str))
+        text = ("\n".join(lines) + "\n").encode() if lines else b""
+        self.tlog.write(data)
+        self.journal.write(text)
+        self.bytes += len(data) + len(text)
+
+    def flush(self) -> None:
+        for f in (self.tlog, self.journal):
+            f.flush()
+            os.fsync(f.fileno())
+
+    def close(self) -> None:
+        for f in (self.tlog, self.journal):
+            f.close()
+        path = self.folder / SUMMARY_NAME
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.summary.as_dict(), indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+
+
+class Writer:
+    def __init__(self, settings: RecorderSettings) -> None:
+        self.settings = settings
+        self.root = flights_root(settings)
+        self.queue: queue.Queue[Item] = queue.Queue(maxsize=settings.queue_batches)
+        self.status = WriterStatus()
+        self._pre_tlog: deque[TlogChunk] = deque()
+        self._pre_journal: deque[dict[str, Any]] = deque(maxlen=_JOURNAL_PRE_ROLL_LINES)
+        self._flight: _OpenFlight | None = None
+        self._last_flush_s = time.monotonic()
+        self._last_budget_s = -1e9
+        self._thread = threading.Thread(target=self._run, name="offboardd-recorder", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout_s: float) -> bool:
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    # -- the thread ----------------------------------------------------------------------
+
+    def _run(self) -> None:
+        interval_s = self.settings.flush_interval_s
+        while True:
+            try:
+                item = self.queue.get(timeout=interval_s)
+            except queue.Empty:
+                item = None
+            try:
+                if isinstance(item, Close):
+                    self._stop(item.dropped_batches)
+                    return
+                self._take(item)
+                self._periodic()
+            except OSError as exc:  # a full or failing disk: stop the flight, not the daemon
+                self._fail(f"{exc.strerror or exc} ({getattr(exc, 'filename', '')})")
+
+    def _take(self, item: Item | None) -> None:
+        if isinstance(item, Batch):
+            if self._flight is None:
+                self._keep_pre_roll(item)
+            else:
+                self._flight.write(item)
+        elif isinstance(item, Start):
+            self._open(item)
+        elif isinstance(item, Stop):
+            self._stop(item.dropped_batches)
+
+    def _keep_pre_roll(self, batch: Batch) -> None:
+        tlog, journal = self._pre_tlog, self._pre_journal
+        tlog.extend(batch.tlog)
+        journal.extend(batch.journal)
+        if tlog:
+            horizon_us = tlog[-1][0] - int(self.settings.pre_s * 1e6)
+            while tlog[0][0] < horizon_us:
+                tlog.popleft()
+        if journal:
+            horizon_s = journal[-1]["t"] - _JOURNAL_PRE_ROLL_S
+            while journal[0]["t"] < horizon_s:
+                journal.popleft()
+
+    def _open(self, start: Start) -> None:
+        if self._flight is not None:
+            return
+        self._check_budget(force=True)
+        self._flight = flight = _OpenFlight(folders.unique_folder(self.root, start.name))
+        self.status = WriterStatus(flight=flight.folder.name,
+                                   flights_pruned=self.status.flights_pruned)
+        flight.write(Batch(list(self._pre_tlog), list(self._pre_journal)))
+        self._pre_tlog.clear()
+        self._pre_journal.clear()
+
+    def _stop(self, dropped_batches: int) -> None:
+        flight, self._flight = self._flight, None
+        if flight is None:
+            return
+        end = {"t": time.time(), "kind": "flight", "event": "end",
+               "dropped_batches": dropped_batches, "bytes": flight.bytes}
+        if not flight.stopped:
+            flight.write(Batch(journal=[end]))
+        else:
+            flight.summary.add(end)
+        flight.close()
+        self.status = WriterStatus(flights_pruned=self.status.flights_pruned,
+                                   error=self.status.error)
+
+    def _periodic(self) -> None:
+        flight = self._flight
+        now_s = time.monotonic()
+        if flight is None or flight.stopped:
+            return
+        if now_s - self._last_flush_s >= self.settings.flush_interval_s:
+            flight.flush()
+            self._last_flush_s = now_s
+            self.status = WriterStatus(flight=flight.folder.name, flight_bytes=flight.bytes,
+                                       flights_pruned=self.status.flights_pruned,
+                                       error=self.status.error)
+        self._check_budget(force=False)
+
+    def _check_budget(self, *, force: bool) -> None:
+        now_s = time.monotonic()
+        if not force and now_s - self._last_budget_s < _BUDGET_CHECK_S:
+            return
+        self._last_budget_s = now_s
+        keep = None if self._flight is None else self._flight.folder
+        verdict = folders.enforce_budget(self.root, self.settings, keep=keep)
+        if verdict.pruned:
+            self.status = WriterStatus(**{**self.status.__dict__,
+                                          "flights_pruned": self.status.flights_pruned
+                                          + len(verdict.pruned)})
+        if verdict.over and self._flight is not None:
+            self._fail(verdict.over)
+
+    def _fail(self, problem: str) -> None:
+        flight = self._flight
+        if flight is not None and not flight.stopped:
+            flight.stopped = True
+            with contextlib.suppress(OSError):
+                flight.flush()
+        self.status = WriterStatus(flight=self.status.flight, flight_bytes=self.status.flight_bytes,
+                                   flights_pruned=self.status.flights_pruned,
+                                   error=f"recording stopped: {problem}")
