@@ -80,7 +80,7 @@ from offboardd.mqtt.control_watch import ControlLost
 from offboardd.mqtt.schema import encode_command, encode_stream_setpoint
 from offboardd.mqtt.tls import TlsSettings
 from offboardd.mqtt.topics import Topics
-from offboardd.mqtt.wire import encode_document
+from offboardd.mqtt.wire import SCHEMA_VERSION, encode_document
 
 __all__ = ["ClientError", "CommandRefused", "ConnectFailed", "ControlLost", "MotionAborted",
            "MotionHandle", "OffboardClient", "Reply", "ReplyTimeout", "TlsSettings", "Watched",
@@ -315,6 +315,15 @@ class OffboardClient:
         """Publish a raw command document (as `offboardd ctl` does); never raises on ok=false."""
         command_id = str(doc.get("id") or self.new_command_id())
         return await self._request({**doc, "id": command_id}, command_id, timeout_s)
+
+    async def flights(self, limit: int = 20) -> list[dict[str, Any]]:
+        """The daemon's recorded flights, newest first (the `flights` command): each the
+        summary `offboardd log list` shows. Raises CommandRefused if refused."""
+        reply = await self.send_document({"v": SCHEMA_VERSION, "cmd": "flights", "limit": limit})
+        if not reply.ok:
+            raise CommandRefused(reply)
+        flights = reply.extra.get("flights")
+        return list(flights) if isinstance(flights, list) else []
 
     async def watch(self, filters: Sequence[str] | None = None) -> AsyncIterator[Watched]:
         """Yield every message on `filters` (default: everything under the vehicle prefix).

@@ -39,13 +39,15 @@ from offboardd.mavlink.codec import Message
 from offboardd.mavlink.links import Link, LinkState, open_link
 from offboardd.mavlink.signing import refusal_hint
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
+from offboardd.mqtt.queries import FlightsQuery
 from offboardd.mqtt.rates import Admit, CommanderRates
 from offboardd.mqtt.schema import encode_command
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
-from offboardd.mqtt.wire import MqttErrorCode
+from offboardd.mqtt.wire import MqttErrorCode, ReplyRoute
 from offboardd.outputs import Outputs
 from offboardd.recorder.recorder import Recorder
-from offboardd.recorder.settings import RecordMode
+from offboardd.recorder.settings import RecordMode, flights_root
+from offboardd.recorder.store import list_flights
 from offboardd.replies import ReplySink
 from offboardd.systemd import SystemdNotifier
 
@@ -106,6 +108,7 @@ class Runtime:
         self._last_watchdog_s = -1e9
         self._last_wake_s = 0.0  # set when run() starts; caps the timer's sleep
         self.internal_errors = 0
+        self._queries: set[asyncio.Task[None]] = set()  # MQTT queries being answered
         self.running = asyncio.Event()
 
     # -- life cycle --------------------------------------------------------------------
@@ -188,13 +191,32 @@ class Runtime:
     def _on_inbound(self, inbound: InboundCommand) -> None:
         route = inbound.route
         verdict = self.rates.admit((route.topic, route.reply_on_success), self._now())
+        command = inbound.command
         if verdict is Admit.ACCEPT:
-            self._feed_command(inbound.command, route)
+            if isinstance(command, FlightsQuery):
+                self._answer_flights(command, route)
+            else:
+                self._feed_command(command, route)
         elif verdict is Admit.REFUSE and self.bridge is not None:
             self.bridge.reply(route, ok=False, code=MqttErrorCode.RATE_LIMITED.value,
                               message="more commands than one commander may send "
                               f"({self.rates.settings.cmd_rate_hz:g}/s on cmd, "
                               f"{self.rates.settings.setpoint_rate_hz:g}/s on setpoint)")
+
+    def _answer_flights(self, query: FlightsQuery, route: ReplyRoute) -> None:
+        """The MQTT `flights` command: the folder is read in a worker thread."""
+        root = flights_root(self.config.recorder)
+
+        async def answer() -> None:
+            flights = await asyncio.to_thread(list_flights, root, query.limit)
+            if self.bridge is not None:
+                off = " (recording is off)" if self.recorder is None else ""
+                self.bridge.reply(route, ok=True, message=f"{len(flights)} flights in {root}"
+                                  f"{off}", flights=[f.summary.as_dict() for f in flights])
+
+        task = asyncio.get_running_loop().create_task(answer(), name="flights")
+        self._queries.add(task)
+        task.add_done_callback(self._queries.discard)
 
     def _feed_command(self, command: Command, sink: ReplySink) -> None:
         token = self.outputs.replies.tokenize(command, sink)

@@ -103,6 +103,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     send = actions.add_parser("send", help="send a raw command document")
     send.add_argument("json", help='e.g. {"v":1,"id":"x","cmd":"hold"}')
     add_motion_parsers(actions)
+    flights = actions.add_parser("flights", help="list the flights the daemon recorded")
+    flights.add_argument("--limit", type=int, default=20)
+    flights.add_argument("--json", action="store_true", help="the reply as JSON")
     actions.add_parser("state", help="print the retained state once")
     watch = actions.add_parser("watch", help="print live state, telemetry and events")
     watch.add_argument("--all", action="store_true", help="every topic of the vehicle")
@@ -135,6 +138,21 @@ def _print_reply(reply: Reply) -> int:
            **reply.extra}
     print(json.dumps(doc), flush=True)
     return EXIT_OK if reply.ok else EXIT_REFUSED
+
+
+async def _flights(c: OffboardClient, args: argparse.Namespace) -> int:
+    from offboardd.recorder.cli import flight_table  # noqa: PLC0415
+    from offboardd.recorder.summary import FlightSummary  # noqa: PLC0415
+
+    reply = await c.send_document({"v": 1, "cmd": "flights", "limit": args.limit})
+    if args.json or not reply.ok:
+        return _print_reply(reply)
+    flights = reply.extra.get("flights") or []
+    print(reply.message)
+    if flights:
+        for line in flight_table([FlightSummary.from_dict(f) for f in flights]):
+            print(line)
+    return EXIT_OK
 
 
 def _tls(args: argparse.Namespace) -> TlsSettings | None:
@@ -183,6 +201,8 @@ async def _act(c: OffboardClient, args: argparse.Namespace) -> int:
         if not isinstance(doc, dict):
             raise ValueError("send: the document must be a JSON object")
         return _print_reply(await c.send_document({"v": 1, **doc}))
+    if action == "flights":
+        return await _flights(c, args)
     if action == "engage":
         return await _engage(c, args)
     if action in MOTIONS:

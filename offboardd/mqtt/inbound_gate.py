@@ -21,6 +21,7 @@ import structlog
 from paho.mqtt.properties import Properties
 
 from offboardd.core.commands import Command, CommanderHeartbeat
+from offboardd.mqtt.queries import Query
 from offboardd.mqtt.settings import MqttSettings
 from offboardd.mqtt.topics import Topics, valid_publish_topic
 from offboardd.mqtt.wire import MqttErrorCode, Rejection, ReplyRoute, peek_id_bytes
@@ -33,14 +34,15 @@ class InboundDecoder(Protocol):
     """Turns a loaded JSON document into an engine command, or refuses it (schema.py)."""
 
     def decode_bytes(self, channel: str, payload: bytes, *, max_bytes: int
-                     ) -> Command | Rejection: ...
+                     ) -> Command | Query | Rejection: ...
 
 
 @dataclass(frozen=True)
 class InboundCommand:
-    """A valid command for the engine and where its reply goes (`bridge.reply(route, ...)`)."""
+    """A valid command for the engine (or a query for the runtime: queries.py) and where
+    its reply goes (`bridge.reply(route, ...)`)."""
 
-    command: Command
+    command: Command | Query
     route: ReplyRoute
 
 

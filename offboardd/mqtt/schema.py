@@ -9,6 +9,7 @@ Command topic (`cmd`), one JSON object per command:
     {"v": 1, "id": "c6", "cmd": "heartbeat", "ack": false}   (a reply only if refused)
     {"v": 1, "id": "c4", "cmd": "disarm", "force": false}
     {"v": 1, "id": "c5", "cmd": "emergency_stop", "confirm": true}
+    {"v": 1, "id": "q1", "cmd": "flights", "limit": 20}   (queries.py: never for the engine)
 
 Setpoint topic (`setpoint`), flat, high rate, `id` optional:
 
@@ -42,6 +43,7 @@ from offboardd.core.commands import (
 from offboardd.core.motion_commands import MOTION_TYPES
 from offboardd.core.setpoints import Setpoint
 from offboardd.errors import OffboarddError, SetpointError
+from offboardd.mqtt.queries import FLIGHTS_LIMIT_MAX, FlightsQuery, Query
 from offboardd.mqtt.schema_fields import (
     FieldSpec,
     JsonType,
@@ -80,6 +82,7 @@ _COMMAND_SPECS: dict[str, ObjectSpec] = {
     "heartbeat": _command("heartbeat", flag("ack", True)),
     **{name: _command(name) for name in _BARE},
     **{name: _command(name, *fields) for name, fields in MOTION_FIELDS.items()},
+    "flights": _command("flights", integer("limit", 1, FLIGHTS_LIMIT_MAX, 20)),
 }
 # The setpoint topic: a flat object, its envelope checked before the setpoint's fields.
 _STREAM_ENVELOPE = (_VERSION, text("session", _SESSION_CHARS), integer("seq", 0, _SEQ_MAX),
@@ -125,14 +128,15 @@ class CommandDecoder:
     def __init__(self) -> None:
         self.replay = ReplayGuard()
 
-    def decode_bytes(self, channel: str, payload: bytes, *, max_bytes: int) -> Command | Rejection:
+    def decode_bytes(self, channel: str, payload: bytes, *, max_bytes: int
+                     ) -> Command | Query | Rejection:
         """Size, JSON, version, schema, core validity and replay, in that order."""
         loaded = load_document(payload, max_bytes=max_bytes)
         if isinstance(loaded, Rejection):
             return loaded
         return self.decode(channel, loaded)
 
-    def decode(self, channel: str, document: dict[str, Any]) -> Command | Rejection:
+    def decode(self, channel: str, document: dict[str, Any]) -> Command | Query | Rejection:
         try:
             if channel == "setpoint":
                 return self._decode_stream(document)
@@ -140,7 +144,7 @@ class CommandDecoder:
         except OffboarddError as exc:  # a core constructor refused (e.g. command_id)
             return Rejection(exc.code, exc.message, peek_id(document))
 
-    def _decode_command(self, doc: dict[str, Any]) -> Command | Rejection:
+    def _decode_command(self, doc: dict[str, Any]) -> Command | Query | Rejection:
         name = doc.get("cmd")
         if name is None:
             return Rejection(MqttErrorCode.MISSING_FIELD, 'field "cmd" is required', peek_id(doc))
@@ -168,6 +172,8 @@ class CommandDecoder:
             return EmergencyStop(command_id, confirm=True)
         if name == "heartbeat":
             return CommanderHeartbeat(command_id, ack=fields["ack"])
+        if name == "flights":
+            return FlightsQuery(command_id, limit=fields["limit"])
         command: Command = _BARE[name](command_id)
         return command
 

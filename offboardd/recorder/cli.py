@@ -15,6 +15,7 @@ from offboardd.config import load_config
 from offboardd.errors import ConfigError
 from offboardd.recorder.settings import RecorderSettings, flights_root
 from offboardd.recorder.store import Flight, find_flight, list_flights, timeline
+from offboardd.recorder.summary import FlightSummary
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,17 +74,23 @@ def _list(root: Path, limit: int, *, as_json: bool) -> int:
     if not flights:
         print(f"no flights recorded in {root}")
         return 0
-    print(f"{'flight':<24} {'start (local)':<19} {'duration':>8} {'max alt':>8} "
-          f"{'max spd':>8} {'failsafes':>9}  commanders")
-    for f in flights:
-        s = f.summary
+    for line in flight_table([f.summary for f in flights]):
+        print(line)
+    return 0
+
+
+def flight_table(summaries: list[FlightSummary]) -> list[str]:
+    """`log list` and `ctl flights`: a line per flight, under a header."""
+    lines = [f"{'flight':<24} {'start (local)':<19} {'duration':>8} {'max alt':>8} "
+             f"{'max spd':>8} {'failsafes':>9}  commanders"]
+    for s in summaries:
         start = ("?" if s.start_unix_s is None else
                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.start_unix_s)))
         cut = "" if s.complete else "  (cut off: not closed by the recorder)"
-        print(f"{f.name:<24} {start:<19} {s.duration_s:>7.1f}s {s.max_altitude_m:>7.1f}m "
-              f"{s.max_speed_m_s:>5.1f}m/s {s.failsafes:>9}  {', '.join(s.commanders) or '-'}"
-              f"{cut}")
-    return 0
+        lines.append(f"{s.name:<24} {start:<19} {s.duration_s:>7.1f}s "
+                     f"{s.max_altitude_m:>7.1f}m {s.max_speed_m_s:>5.1f}m/s {s.failsafes:>9}  "
+                     f"{', '.join(s.commanders) or '-'}{cut}")
+    return lines
 
 
 def _show(flight: Flight) -> None:

@@ -43,7 +43,7 @@ class Deployment:
 
 @contextlib.asynccontextmanager
 async def deployment(
-    broker: Broker, tmp_path: Path, engine: str = ""
+    broker: Broker, tmp_path: Path, engine: str = "", extra: str = ""
 ) -> AsyncIterator[Deployment]:
     port = free_port()
     config = tmp_path / "offboardd.toml"
@@ -51,7 +51,7 @@ async def deployment(
         f'[mavlink]\nurl = "udpin://127.0.0.1:{port}"\n'
         f"[engine]\n{engine}\n"
         f'[mqtt]\nhost = "127.0.0.1"\nport = {broker.port}\nvehicle_id = "t1"\n'
-        '[log]\nformat = "json"\n'
+        '[log]\nformat = "json"\n' + extra
     )
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
                            gcs_bind=None, profile="light")
