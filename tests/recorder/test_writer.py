@@ -1,0 +1,146 @@
+"""The writer thread and the flights folder's budget, on real files in a temporary folder."""
+
+from __future__ import annotations
+
+import os
+import queue
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+from offboardd.errors import ConfigError
+from offboardd.mavlink.codec import MavlinkCodec, dialect
+from offboardd.recorder import folders
+from offboardd.recorder.settings import RecorderSettings, flights_root
+from offboardd.recorder.store import find_flight, list_flights, read_journal, read_tlog
+from offboardd.recorder.summary import FlightSummary
+from offboardd.recorder.writer import Batch, Close, Start, Stop, Writer
+
+_MB = 1024 * 1024
+
+
+def _heartbeat(codec: MavlinkCodec) -> bytes:
+    return codec.encode(dialect.MAVLink_heartbeat_message(2, 12, 0, 0, 0, 3))
+
+
+def _wait(predicate: object, timeout_s: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_pre_roll_then_flight_then_summary(tmp_path: Path) -> None:
+    settings = RecorderSettings(dir=str(tmp_path), pre_s=1.0, flush_interval_s=0.05)
+    writer = Writer(settings)
+    writer.start()
+    codec = MavlinkCodec(1, 191)
+    now_us = int(time.time() * 1e6)
+    frame = _heartbeat(codec)
+    for i in range(30):  # 3 s of frames, 10 a second: only the last 1 s is kept
+        writer.queue.put(Batch(tlog=[(now_us - 3_000_000 + i * 100_000, [frame])]))
+    writer.queue.put(Batch(journal=[{"t": now_us / 1e6 - 50, "kind": "command",
+                                     "commander": "old"}]))
+    writer.queue.put(Start("2026-01-01T00-00-00Z", now_us))
+    writer.queue.put(Batch(journal=[{"t": now_us / 1e6, "kind": "sample", "max_altitude_m": 4.5,
+                                     "max_speed_m_s": 2.0}], tlog=[(now_us, [frame])]))
+    writer.queue.put(Stop(dropped_batches=3))
+    writer.queue.put(Close(dropped_batches=3))
+    assert writer.join(5.0)
+
+    flight = find_flight(tmp_path, "latest")
+    frames = list(read_tlog(flight.folder))
+    assert 10 <= len(frames) <= 12, len(frames)  # the pre-roll's second, and the live one
+    assert all(msg.get_type() == "HEARTBEAT" for _, msg in frames)
+    s = flight.summary
+    assert s.complete and s.dropped_batches == 3 and s.max_altitude_m == 4.5
+    assert s.commanders == ["old"]  # the journal's pre-roll is longer (60 s)
+    assert (flight.folder / "summary.json").exists()
+    again = FlightSummary(name=flight.name)
+    for record in read_journal(flight.folder):
+        again.add(record)
+    assert again.as_dict() == s.as_dict()  # summary.json is the journal's fold
+
+
+def test_a_tlog_cut_mid_record_reads_up_to_the_cut(tmp_path: Path) -> None:
+    folder = tmp_path / "2026-01-01T00-00-00Z"
+    folder.mkdir()
+    codec = MavlinkCodec(1, 191)
+    records = b"".join(struct.pack(">Q", 1_000_000 * i) + _heartbeat(codec) for i in range(5))
+    (folder / "flight.tlog").write_bytes(records[:-7])
+    (folder / "journal.jsonl").write_bytes(b'{"t": 1, "kind": "fc"}\n{"t": 2, "ki')
+    assert len(list(read_tlog(folder))) == 4
+    assert len(list(read_journal(folder))) == 1
+    assert not list_flights(tmp_path)[0].summary.complete
+
+
+def test_a_full_queue_drops_batches_and_counts_them(tmp_path: Path) -> None:
+    from offboardd.recorder.recorder import Recorder  # noqa: PLC0415
+
+    settings = RecorderSettings(dir=str(tmp_path), queue_batches=8)
+    recorder = Recorder(settings, MavlinkCodec(1, 191), "run")  # thread not started: stuck disk
+    for _ in range(20):
+        recorder.frame_out(b"\xfd")
+        recorder._hand_over()
+    assert recorder.dropped_batches == 12
+    assert recorder.status()["dropped_batches"] == 12
+    with pytest.raises(queue.Full):
+        recorder._writer.queue.put_nowait(Batch())
+
+
+def test_budget_prunes_oldest_first_never_the_open_flight(tmp_path: Path) -> None:
+    names = ["2026-01-01T00-00-00Z", "2026-01-02T00-00-00Z", "2026-01-03T00-00-00Z"]
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "flight.tlog").write_bytes(b"x" * _MB)
+    settings = RecorderSettings(dir=str(tmp_path), max_total_mb=2.5, min_free_mb=0)
+    verdict = folders.enforce_budget(tmp_path, settings, keep=tmp_path / names[0])
+    assert verdict.pruned == [names[1]] and verdict.over is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == [names[0], names[2]]
+    # the open flight alone over budget: it stops being written, it is not deleted
+    (tmp_path / names[0] / "journal.jsonl").write_bytes(b"x" * _MB)
+    small = RecorderSettings(dir=str(tmp_path), max_total_mb=1.0, min_free_mb=0)
+    verdict = folders.enforce_budget(tmp_path, small, keep=tmp_path / names[0])
+    assert verdict.pruned == [names[2]] and verdict.over is not None
+    assert (tmp_path / names[0]).exists()
+
+
+def test_budget_prunes_by_age(tmp_path: Path) -> None:
+    old, new = tmp_path / "2025-01-01T00-00-00Z", tmp_path / "2026-11-01T00-00-00Z"
+    for folder, age_days in ((old, 40), (new, 1)):
+        folder.mkdir()
+        (folder / "journal.jsonl").write_text("{}\n")
+        stamp = 2_000_000_000 - age_days * 86400
+        os.utime(folder, (stamp, stamp))
+    settings = RecorderSettings(dir=str(tmp_path), max_age_days=30, min_free_mb=0)
+    verdict = folders.enforce_budget(tmp_path, settings, keep=None, now_unix_s=2_000_000_000)
+    assert verdict.pruned == [old.name] and new.exists()
+
+
+def test_a_disk_error_stops_the_flight_not_the_thread(tmp_path: Path) -> None:
+    blocker = tmp_path / "flights"
+    blocker.write_text("a file where the directory should be")
+    writer = Writer(RecorderSettings(dir=str(blocker), flush_interval_s=0.05))
+    writer.start()
+    writer.queue.put(Start("2026-01-01T00-00-00Z", 0))
+    _wait(lambda: writer.status.error is not None)
+    assert "recording stopped" in str(writer.status.error)
+    writer.queue.put(Batch(journal=[{"t": 1.0, "kind": "fc"}]))  # still drained
+    writer.queue.put(Close(0))
+    assert writer.join(5.0)
+
+
+def test_settings_are_checked_and_the_default_dir_follows_systemd() -> None:
+    with pytest.raises(ConfigError, match="mode must be one of"):
+        RecorderSettings(mode="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"flush_interval_s must be a number in \[0.05, 1\]"):
+        RecorderSettings(flush_interval_s=5)
+    with pytest.raises(ConfigError, match="queue_batches"):
+        RecorderSettings(queue_batches=2)
+    default = RecorderSettings()
+    assert flights_root(default, {}) == Path("/var/lib/offboardd/flights")
+    assert flights_root(default, {"STATE_DIRECTORY": "/var/lib/offboardd:/x"}) == Path(
+        "/var/lib/offboardd/flights")
+    assert flights_root(RecorderSettings(dir="/data/f"), {}) == Path("/data/f")
