@@ -85,6 +85,12 @@ def test_demo_flies_plots_and_stops_everything(tmp_path: Path) -> None:
     assert 20 < summary["total_s"] < 60, "a short demo"
     assert summary["max_tracking_error_m"] < 1.0
     assert (out / "logs" / "daemon.log").stat().st_size > 0
+    # the daemon recorded the flight, and the summary names its folder
+    (folder,) = (out / "flights").iterdir()
+    assert f"the daemon recorded the flight in {folder}" in result.stdout
+    recorded = json.loads((folder / "summary.json").read_text())
+    assert recorded["complete"] and recorded["max_altitude_m"] > 2.0, recorded
+    assert (folder / "flight.tlog").stat().st_size > 50_000
 
 
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])

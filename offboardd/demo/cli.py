@@ -5,7 +5,8 @@ daemon, a short mission flown through MQTT with live progress, then a summary an
 
 Everything it starts is stopped before it exits, also on failure, Ctrl-C or SIGTERM; the
 PIDs are printed at start and stop so that can be checked. The output directory gets
-`flight.png`, `summary.json` (legs, times, paths) and `logs/` (each process's output and
+`flight.png`, `summary.json` (legs, times, paths), `flights/` (the daemon's own recording
+of the flight: `offboardd log --dir OUT/flights show`) and `logs/` (each process's output and
 the generated configuration files). Exit status: 0 mission flown and plotted, 1 mission
 failed, 2 cannot start (what is missing is printed), 130 interrupted.
 """
@@ -23,6 +24,7 @@ from types import FrameType
 from offboardd.client import OffboardClient
 from offboardd.demo.plot import INSTALL_HINT, plotting_available, write_flight_png
 from offboardd.demo.processes import DemoError, Deployment
+from offboardd.recorder.store import list_flights
 from offboardd.scenario.display import ProgressDisplay
 from offboardd.scenario.mission import MISSIONS, Mission
 from offboardd.scenario.report import Summary
@@ -74,7 +76,8 @@ def main(args: argparse.Namespace) -> int:
     display = ProgressDisplay(sys.stdout)
     summary: Summary | None = None
     try:
-        with Deployment(out / "logs", profile=args.profile) as deployment:
+        with Deployment(out / "logs", profile=args.profile,
+                        flights_dir=out / "flights") as deployment:
             _say("starting a private mosquitto, the simulated vehicle and the daemon")
             deployment.start()
             for child in deployment.children:
@@ -106,4 +109,17 @@ def _report(summary: Summary, out: Path) -> int:
     (out / "summary.json").write_text(json.dumps(summary.as_dict(), indent=1) + "\n")
     png = write_flight_png(summary, out / "flight.png")
     _say(f"wrote {png} (flown vs commanded path) and {out / 'summary.json'}")
+    _say_recorded(out / "flights")
     return EXIT_OK if summary.ok else EXIT_FAILED
+
+
+def _say_recorded(root: Path) -> None:
+    """The daemon's own record of the flight (its recorder, issue 17)."""
+    flights = list_flights(root, limit=1)
+    if not flights:
+        _say(f"the daemon recorded no flight in {root}")
+        return
+    s = flights[0].summary
+    _say(f"the daemon recorded the flight in {flights[0].folder} ({s.duration_s:.0f} s, "
+         f"max {s.max_altitude_m:.1f} m, {s.commands} commands; tlog + journal): "
+         f"`offboardd log --dir {root} show` or `... plot`")

@@ -74,8 +74,10 @@ class Child:
 
 
 class Deployment:
-    def __init__(self, workdir: Path, *, profile: str = "light") -> None:
+    def __init__(self, workdir: Path, *, profile: str = "light",
+                 flights_dir: Path | None = None) -> None:
         self.workdir = workdir
+        self.flights_dir = flights_dir if flights_dir is not None else workdir / "flights"
         self.profile = profile
         self.children: list[Child] = []
         self.broker_port = 0
@@ -135,7 +137,9 @@ class Deployment:
             f'vehicle_id = "{self.vehicle_id}"\n'
             "motion_state_interval_s = 0.1  # the planned point of a path / orbit, 10 Hz\n\n"
             "[mqtt.telemetry_rates_hz]\nposition = 10.0   # a smoother flown path in the plot\n\n"
-            '[log]\nformat = "json"\n')
+            '[log]\nformat = "json"\n\n'
+            "# the flight recorder: the demo's flight, in the output folder (`offboardd log`)\n"
+            f'[recorder]\ndir = "{self.flights_dir}"\npost_s = 2.0\n')
         self._spawn("daemon", [sys.executable, "-m", "offboardd", "run", "--config", str(config)])
 
     def _spawn(self, name: str, argv: list[str]) -> Child:
