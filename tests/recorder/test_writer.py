@@ -144,3 +144,13 @@ def test_settings_are_checked_and_the_default_dir_follows_systemd() -> None:
     assert flights_root(default, {"STATE_DIRECTORY": "/var/lib/offboardd:/x"}) == Path(
         "/var/lib/offboardd/flights")
     assert flights_root(RecorderSettings(dir="/data/f"), {}) == Path("/data/f")
+
+
+def test_the_unit_makes_the_default_flights_dir_writable() -> None:
+    """systemd creates each StateDirectory= (owned by the service user) under /var/lib and
+    lists them, colon-separated, in $STATE_DIRECTORY: the recorder's default is one."""
+    unit = (Path(__file__).parents[2] / "systemd" / "offboardd.service").read_text()
+    (line,) = [x for x in unit.splitlines() if x.startswith("StateDirectory=")]
+    created = [f"/var/lib/{name}" for name in line.split("=", 1)[1].split()]
+    root = flights_root(RecorderSettings(), {"STATE_DIRECTORY": ":".join(created)})
+    assert str(root) in created and root == Path("/var/lib/offboardd/flights")
