@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-test
 PYTEST_ARGS ?=
 
-.PHONY: test test-px4 demo lint bench bench-motion soak deps system-tools mosquitto clean
+.PHONY: test test-px4 demo lint bench bench-motion bench-recorder soak deps system-tools mosquitto clean
 
 # One install per extra: $(VENV)/.installed-test installs '.[test]', and so on.
 $(VENV)/.installed-%: pyproject.toml
@@ -91,6 +91,11 @@ soak: $(STAMP) mosquitto
 # time and the CPU a running motion costs at 50 Hz; writes bench/motion-results.{md,json}.
 bench-motion: $(STAMP) mosquitto
 	$(PY) -m bench.motion
+
+# The flight recorder's cost (issue 17): the same 20 Hz workload under ~400 msg/s with
+# recording off and on, alternating; writes bench/recorder-results.{md,json}.
+bench-recorder: $(STAMP) mosquitto
+	$(PY) -m bench.recorder
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo-out

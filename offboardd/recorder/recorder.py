@@ -26,6 +26,10 @@ from offboardd.recorder.settings import RecorderSettings, RecordMode
 from offboardd.recorder.writer import Batch, Close, Item, Start, Stop, Writer
 
 _SAMPLE_PERIOD_S = 0.5  # journal "sample" lines: position, speed, phase, running maxima
+# Batches go to the writer this often, not every cycle: fewer thread wake-ups (measured in
+# bench/recorder-results.md). With the writer's flush interval it bounds what a power loss
+# costs: at most this plus flush_interval_s.
+_HAND_OVER_PERIOD_S = 0.2
 _CLOSE_WAIT_S = 3.0
 
 
@@ -42,6 +46,7 @@ class Recorder:
         self.flight_open = False
         self._stop_due_s: float | None = None  # monotonic: when a pending stop is sent
         self._last_sample_s = -math.inf
+        self._last_hand_over_s = -math.inf
         self._max_altitude_m = 0.0
         self._max_speed_m_s = 0.0
         self._fc_seen: tuple[Any, ...] = ()
@@ -97,7 +102,9 @@ class Recorder:
             elif now_s >= self._stop_due_s:
                 self._close_flight()
         self._follow_position(engine, now_s)
-        self._hand_over()
+        if now_s - self._last_hand_over_s >= _HAND_OVER_PERIOD_S:
+            self._last_hand_over_s = now_s
+            self._hand_over()
 
     def _open(self, engine: OffboardEngine) -> None:
         self.flight_open = True

@@ -110,7 +110,7 @@ class _OpenFlight:
     def flush(self) -> None:
         for f in (self.tlog, self.journal):
             f.flush()
-            os.fsync(f.fileno())
+            os.fdatasync(f.fileno())  # on the medium: what a power loss cannot take
 
     def close(self) -> None:
         for f in (self.tlog, self.journal):

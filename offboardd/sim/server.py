@@ -122,6 +122,11 @@ class SimServer:
         return link
 
     @property
+    def pty(self) -> PtyEndpoint | None:
+        """The emulated UART (its byte counters), when the sim serves one."""
+        return self._pty
+
+    @property
     def record(self) -> SimRecord:
         return self.vehicle.record
 

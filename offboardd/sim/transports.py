@@ -138,6 +138,8 @@ class PtyEndpoint:
                 os.unlink(symlink)
             os.symlink(self.slave_path, symlink)
         self.dropped_bytes = 0
+        self.bytes_from_companion = 0  # what the line carried each way (bench/slow_link.py)
+        self.bytes_to_companion = 0
         asyncio.get_running_loop().add_reader(self.master_fd, self._readable)
 
     @property
@@ -160,6 +162,7 @@ class PtyEndpoint:
             data = b""
         self._rx.give_back(allowed - len(data))
         if data:
+            self.bytes_from_companion += len(data)
             self._on_bytes(data)
 
     def _resume(self) -> None:
@@ -180,6 +183,7 @@ class PtyEndpoint:
         except OSError:
             written = 0
         self.dropped_bytes += len(data) - written  # a full serial buffer drops, as a UART
+        self.bytes_to_companion += written
 
     def close(self) -> None:
         with contextlib.suppress(Exception):

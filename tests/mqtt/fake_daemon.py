@@ -16,6 +16,7 @@ from offboardd.core.commands import Arm, Command, CommanderHeartbeat, Engage, La
 from offboardd.errors import ErrorCode
 from offboardd.logs import configure_logging
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge, MqttSettings
+from offboardd.mqtt.queries import FlightsQuery
 from tests.mqtt.helpers import settings_for
 
 
@@ -29,6 +30,9 @@ class FakeEngine:
     def on_command(self, inbound: InboundCommand) -> None:
         assert self.bridge is not None
         command = inbound.command
+        if isinstance(command, FlightsQuery):
+            self.bridge.reply(inbound.route, ok=True, message="0 flights", flights=[])
+            return
         if isinstance(command, CommanderHeartbeat):
             self.heartbeats += 1
         else:

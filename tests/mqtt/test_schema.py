@@ -40,6 +40,7 @@ from offboardd.core.setpoints import (
     VelocityBody,
     VelocityNed,
 )
+from offboardd.mqtt.queries import FlightsQuery
 from offboardd.mqtt.schema import (
     COMMAND_NAMES,
     CommandDecoder,
@@ -87,7 +88,7 @@ COMMANDS: list[Command] = [
 
 
 def decode(payload: bytes | dict[str, Any], channel: str = "cmd",
-           decoder: CommandDecoder | None = None) -> Command | Rejection:
+           decoder: CommandDecoder | None = None) -> Command | FlightsQuery | Rejection:
     if isinstance(payload, dict):
         payload = json.dumps(payload).encode()
     return (decoder or CommandDecoder()).decode_bytes(channel, payload, max_bytes=MAX_BYTES)
@@ -209,7 +210,7 @@ def test_rejection_quotes_the_command_id_when_it_has_one() -> None:
 def test_replay_old_and_repeated_setpoints_dropped_new_session_starts_over() -> None:
     decoder = CommandDecoder()
 
-    def send(session: str, seq: int) -> Command | Rejection:
+    def send(session: str, seq: int) -> Command | FlightsQuery | Rejection:
         return decode({"v": 1, "session": session, "seq": seq, **HOVER}, "setpoint", decoder)
 
     assert isinstance(send("a", 5), SetSetpoint)
@@ -445,3 +446,11 @@ def test_the_schema_does_not_load_pydantic() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60)
     assert out.stdout.strip() == "[]"
+
+
+def test_flights_is_a_query_with_a_bounded_limit() -> None:
+    assert decode({"v": 1, "id": "q", "cmd": "flights"}) == FlightsQuery("q", 20)
+    assert decode({"v": 1, "id": "q", "cmd": "flights", "limit": 200}) == FlightsQuery("q", 200)
+    for bad in (0, 201, -1, 2.5, "5", None):
+        refused = decode({"v": 1, "id": "q", "cmd": "flights", "limit": bad})
+        assert isinstance(refused, Rejection), bad

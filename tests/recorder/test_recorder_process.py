@@ -65,6 +65,9 @@ async def test_kill_9_mid_flight_loses_at_most_the_last_second(
     rows = exported.stdout.splitlines()
     assert exported.returncode == 0 and rows[0].startswith("unix_s,t_s,north_m"), exported
     assert len(rows) > 20
+    png = tmp_path / "cut.png"
+    plotted = _log("--dir", str(root), "plot", "-o", str(png))
+    assert plotted.returncode == 0 and png.read_bytes().startswith(b"\x89PNG"), plotted
 
 
 async def test_flights_command_lists_the_recorded_flights(
