@@ -54,6 +54,19 @@ HEAVY_FILLER_HZ: dict[str, float] = {
 # current_mode_stream.py)
 CURRENT_MODE_MIN_PERIOD_S = 0.55
 _MAX_LATE_S = 0.25  # further behind than this (a pause, a stall): restart, do not flood
+# PX4 fits its streams to a serial link's data rate (mavlink_main.cpp, update_rate_mult):
+# the configured rate is baud/20 bytes/s (half the line: the rest is for parameters,
+# commands, acks) unless MAV_x_RATE says otherwise; every stream but the constant-rate
+# ones is slowed by one multiplier (at most 1 without flow control, at least 0.05) so the
+# streams' bytes fit. Sizes are whole MAVLink 2 frames with full payloads, as PX4 counts.
+CONST_RATE_STREAMS = frozenset({"HEARTBEAT"})
+_MIN_RATE_MULT = 0.05
+_NON_PAYLOAD_BYTES = 12  # MAVLink 2 header (10) and checksum (2)
+
+
+def frame_bytes(name: str) -> int:
+    cls = getattr(dialect, f"MAVLink_{name.lower()}_message", None)
+    return _NON_PAYLOAD_BYTES + (cls.unpacker.size if cls is not None else 32)
 
 
 def _filler_message(name: str) -> Message:
@@ -95,13 +108,33 @@ class PrebuiltFrames:
 class StreamScheduler:
     """Which stream messages are due on one link; rates changeable per message."""
 
-    def __init__(self, rates_hz: Mapping[str, float], now_s: float) -> None:
+    def __init__(self, rates_hz: Mapping[str, float], now_s: float,
+                 datarate_b_s: float | None = None) -> None:
         self._defaults = dict(rates_hz)
         self._period_s: dict[str, float] = {n: 1.0 / r for n, r in rates_hz.items() if r > 0}
         self._next_s: dict[str, float] = {}
+        self.datarate_b_s = datarate_b_s  # a serial link's: streams fit into it (PX4's rule)
+        self.rate_mult = 1.0
+        self._fit_to_datarate()
         # Spread first sends over a period so streams do not all fire in one tick.
         for i, name in enumerate(sorted(self._period_s)):
             self._next_s[name] = now_s + (i * 0.0037) % self._period_s[name]
+
+    def _fit_to_datarate(self) -> None:
+        if self.datarate_b_s is None:
+            return
+        const_b_s = scaled_b_s = 0.0
+        for name, period_s in self._period_s.items():
+            if name in CONST_RATE_STREAMS:
+                const_b_s += frame_bytes(name) / period_s
+            else:
+                scaled_b_s += frame_bytes(name) / period_s
+        mult = (self.datarate_b_s - const_b_s) / scaled_b_s if scaled_b_s else 1.0
+        self.rate_mult = max(_MIN_RATE_MULT, min(1.0, mult))
+
+    def _period(self, name: str) -> float:
+        period_s = self._period_s[name]
+        return period_s if name in CONST_RATE_STREAMS else period_s / self.rate_mult
 
     @property
     def rates_hz(self) -> dict[str, float]:
@@ -112,6 +145,7 @@ class StreamScheduler:
         if interval_us < 0:
             self._period_s.pop(name, None)
             self._next_s.pop(name, None)
+            self._fit_to_datarate()
             return
         if interval_us > 0:
             period_s = interval_us / 1e6
@@ -123,6 +157,7 @@ class StreamScheduler:
             period_s = max(period_s, CURRENT_MODE_MIN_PERIOD_S)
         self._period_s[name] = period_s
         self._next_s[name] = now_s
+        self._fit_to_datarate()
 
     def enabled(self, name: str) -> bool:
         return name in self._period_s
@@ -132,7 +167,7 @@ class StreamScheduler:
         for name, next_s in self._next_s.items():
             if next_s > now_s:
                 continue
-            period = self._period_s[name]
+            period = self._period(name)
             count = int((now_s - next_s) / period) + 1
             if now_s - next_s > _MAX_LATE_S:
                 self._next_s[name] = now_s + period

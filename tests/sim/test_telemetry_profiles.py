@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from offboardd.sim.streams import HEAVY_FILLER_HZ, PROFILES
+from offboardd.sim.streams import HEAVY_FILLER_HZ, PROFILES, StreamScheduler, frame_bytes
 from tests.sim.client import d, running_sim
 
 WINDOW_S = 2.0
@@ -69,3 +69,27 @@ async def test_set_message_interval_changes_one_stream_on_one_link() -> None:
         assert 38 <= counts["ATTITUDE"] <= 60 and counts["GPS_RAW_INT"] == 0
         acks = [m.result for _, m in peer.of_type("COMMAND_ACK")]
         assert acks == [0, 0]
+
+
+def test_a_serial_link_fits_the_streams_into_half_the_line_as_px4_does() -> None:
+    """PX4 (mavlink_main.cpp, update_rate_mult) slows every stream but HEARTBEAT by one
+    multiplier so they take at most baud/20 bytes/s; a plan that asks for less is not slowed."""
+    datarate_b_s = 57600 / 20
+    full = StreamScheduler(PROFILES["px4"], 0.0, datarate_b_s)
+    assert 0.10 < full.rate_mult < 0.13
+    sent: Counter[str] = Counter()
+    for tick in range(1, 1001):  # 10 s at 100 Hz, time injected
+        sent.update(full.due(tick / 100))
+    stream_b_s = sum(frame_bytes(name) * n for name, n in sent.items()) / 10
+    assert stream_b_s <= datarate_b_s * 1.05, stream_b_s
+    assert sent["HEARTBEAT"] in (10, 11)  # constant rate: never scaled
+    assert 30 <= sent["LOCAL_POSITION_NED"] <= 36  # 30/s x 0.113
+
+    planned = StreamScheduler(PROFILES["px4"], 0.0, datarate_b_s)
+    for name in PROFILES["px4"]:
+        if name not in ("HEARTBEAT", "LOCAL_POSITION_NED", "ATTITUDE"):
+            planned.set_interval(name, -1, 0.0)
+    planned.set_interval("ATTITUDE", 100_000, 0.0)  # 10/s
+    assert planned.rate_mult == 1.0
+    assert StreamScheduler(PROFILES["heavy"], 0.0, 1200 / 20).rate_mult == 0.05  # the floor
+    assert StreamScheduler(PROFILES["px4"], 0.0).rate_mult == 1.0  # UDP: no fitting
