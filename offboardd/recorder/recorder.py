@@ -87,7 +87,7 @@ class Recorder:
         """Follow the FC (mode, arming), open and close flights, sample, hand over."""
         vehicle = engine.vehicle
         fc_state = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
-        if fc_state != self._fc_seen:
+        if fc_state != self._fc_seen and vehicle.custom_mode is not None:  # (FC not heard)
             self._fc_seen = fc_state
             self.journal("fc", mode=mode_name(vehicle.custom_mode), armed=vehicle.armed,
                          landed=vehicle.landed_state.name.lower())

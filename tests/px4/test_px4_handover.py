@@ -3,7 +3,7 @@
 A GCS on PX4's own GCS link switches to Hold while the daemon flies: the daemon stops
 streaming and never takes control back (px4-offboard.md §3: PX4 would re-enter OFFBOARD by
 itself if setpoints resumed). release / hold / rtl / land each hand the vehicle to a PX4
-mode, confirmed from PX4's reports.
+mode, confirmed from PX4's reports; the flight recorder keeps that flight, arm to disarm.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 
 from offboardd.client import ControlLost
 from offboardd.core.setpoints import PositionNed
+from offboardd.recorder.store import list_flights, read_tlog
 from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
 from tests.px4.stack import flying_stack
@@ -53,7 +54,9 @@ async def test_gcs_mode_change_preempts_and_the_daemon_never_retakes(
 async def test_release_hold_rtl_land_hand_over_to_px4_modes(
     px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
 ) -> None:
-    async with flying_stack(px4, mosquitto, tmp_path) as s:
+    flights = tmp_path / "flights"
+    recorder = {"recorder": {"dir": str(flights), "post_s": 1.0}}
+    async with flying_stack(px4, mosquitto, tmp_path, recorder) as s:
         c, r = s.client, s.record
         await s.take_off(ALT_M)
         seen: dict[str, float] = {}
@@ -75,3 +78,30 @@ async def test_release_hold_rtl_land_hand_over_to_px4_modes(
                       "AUTO.LAND")
         await s.until(lambda rec: not rec.is_armed, 40, "landed and disarmed")
         measured.update({f"{k}_to_mode_s": v for k, v in seen.items()})
+        await c.wait_for_state(lambda st: not st["recorder"]["recording"], 5)
+        for _ in range(50):  # the summary is the recorder thread's last write
+            if list_flights(flights) and list_flights(flights)[0].summary.complete:
+                break
+            await asyncio.sleep(0.1)
+    measured.update(_recorded(flights, px4.system_id))
+
+
+def _recorded(flights: Path, px4_system_id: int) -> dict[str, object]:
+    """The recorder's flight of real PX4: one folder, arm to disarm, both directions."""
+    (flight,) = list_flights(flights)
+    summary = flight.summary
+    assert summary.complete and summary.dropped_batches == 0 and summary.failsafes == 0
+    assert {"OFFBOARD", "AUTO.LOITER", "AUTO.RTL", "AUTO.LAND"} <= set(summary.modes)
+    assert ALT_M - 0.6 <= summary.max_altitude_m <= ALT_M + 1.5, summary
+    counts: dict[tuple[str, bool], int] = {}
+    for _, msg in read_tlog(flight.folder):
+        key = (msg.get_type(), msg.get_srcComponent() == 1 and msg.get_srcSystem() == px4_system_id)
+        counts[key] = counts.get(key, 0) + 1
+    assert counts.get(("HEARTBEAT", True), 0) >= summary.duration_s * 0.8
+    assert counts.get(("SET_POSITION_TARGET_LOCAL_NED", False), 0) > 100
+    assert counts.get(("LOCAL_POSITION_NED", True), 0) >= 20 * summary.duration_s  # 30/s
+    tlog_bytes = (flight.folder / "flight.tlog").stat().st_size
+    return {"recorded_s": round(summary.duration_s, 1),
+            "recorded_frames": sum(counts.values()),
+            "recorded_tlog_kb_s": round(tlog_bytes / 1024 / summary.duration_s, 1),
+            "recorded_modes": summary.modes}

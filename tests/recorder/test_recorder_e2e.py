@@ -65,3 +65,18 @@ async def test_a_flight_is_recorded_arm_to_disarm(tmp_path: Path) -> None:
         ours_counts[kind] = ours_counts.get(kind, 0) + 1
     assert counts == ours_counts  # every frame, no BAD_DATA
     assert counts["SET_POSITION_TARGET_LOCAL_NED"] > 30 and counts["LOCAL_POSITION_NED"] > 30
+
+
+async def test_link_mode_records_while_the_fc_link_is_up(tmp_path: Path) -> None:
+    root = tmp_path / "flights"
+    settings = RecorderSettings(mode="link", dir=str(root), flush_interval_s=0.2)  # type: ignore[arg-type]
+    async with flight(recorder=settings) as fl:
+        await fl.wait_fc_ready()
+        recorder = fl.runtime.recorder
+        assert recorder is not None
+        await fl.wait_for(lambda: recorder.flight_open, 5, "recording, disarmed")
+        await fl.wait_for(lambda: bool(fl.runtime.recorder and fl.runtime.recorder.status()
+                                       ["flight_bytes"]), 5, "bytes on disk")
+    (recorded,) = list_flights(root)  # closed by the daemon's stop
+    assert recorded.summary.complete and recorded.summary.max_altitude_m < 0.5
+    assert any(m.get_type() == "PARAM_VALUE" for _, m in read_tlog(recorded.folder))
