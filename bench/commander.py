@@ -58,6 +58,8 @@ def write_config(path: Path, fc_port: int, broker_port: int, rate_hz: float,  # 
         "engine": [f"setpoint_rate_hz = {rate_hz}", f"command_timeout_s = {LEASE_S}"],
         "mqtt": ['host = "127.0.0.1"', f"port = {broker_port}", f'vehicle_id = "{vehicle_id}"'],
         "log": ['level = "warning"', 'format = "json"'],
+        # the shipped default (recording flights) measured, written beside the config
+        "recorder": [f'dir = "{path.parent / "flights"}"'],
     }
     for setting in extra:
         section, _, assignment = setting.partition(".")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -32,10 +33,9 @@ WORKLOAD = Workload("offboardd", 20.0, "px4")
 _COMMON = ('mavlink.streams = {plan = "px4"}',)
 
 
-def _settings(recording: bool, flights: Path) -> list[str]:
-    if not recording:
-        return [*_COMMON, 'recorder.mode = "off"']
-    return [*_COMMON, 'recorder.mode = "link"', f'recorder.dir = "{flights}"']
+def _settings(recording: bool) -> list[str]:
+    # (the flights go beside the workload's config: bench/commander.py)
+    return [*_COMMON, f'recorder.mode = "{"link" if recording else "off"}"']
 
 
 def _written(flights: Path, window_s: float) -> dict[str, Any]:
@@ -56,7 +56,8 @@ def run(seconds: float, rounds: int, workdir: Path) -> list[dict[str, Any]]:
     runs: list[dict[str, Any]] = []
     for n in range(rounds):
         for recording in (False, True):
-            flights = workdir / f"flights-{n}"
+            flights = workdir / "flights"
+            shutil.rmtree(flights, ignore_errors=True)
             print(f"bench.recorder: round {n + 1}, recording {'on' if recording else 'off'}",
                   flush=True)
             # a broker per run: the workload's vehicle id is its name, and a commander
@@ -64,7 +65,7 @@ def run(seconds: float, rounds: int, workdir: Path) -> list[dict[str, Any]]:
             with Children() as children:
                 broker_port, _ = start_broker(children, workdir)
                 r = run_workload(WORKLOAD, seconds, broker_port, workdir,
-                                 _settings(recording, flights))
+                                 _settings(recording))
             runs.append({"round": n + 1, "recording": recording,
                          "load_msg_s": round(r.load_msg_s), "cpu_pct": 100 * r.cpu_per_s,
                          "rate_hz": r.rate_hz, "dev_p50_ms": r.dev_p50_ms,
