@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, fields
 from enum import StrEnum
 
+from offboardd.core.settings_checks import coerce_choice
 from offboardd.errors import ConfigError
 
 
@@ -113,21 +114,11 @@ class EnvelopeSettings:
                 f"min_thrust ({self.min_thrust}) must be below max_thrust ({self.max_thrust})"
             )
         _range("max_yaw_rate_deg_s", self.max_yaw_rate_deg_s, 1.0, 2000.0)
-        self._enum("polygon_frame", PolygonFrame)
-        self._enum("breach_action", BreachAction)
+        coerce_choice(self, "polygon_frame", PolygonFrame)
+        coerce_choice(self, "breach_action", BreachAction)
         for name in ACTION_FIELDS:
-            self._enum(name, LimitAction)
+            coerce_choice(self, name, LimitAction)
         object.__setattr__(self, "polygon", self._checked_polygon())
-
-    def _enum(self, name: str, enum: type[StrEnum]) -> None:
-        value = getattr(self, name)
-        if isinstance(value, enum):
-            return
-        try:
-            object.__setattr__(self, name, enum(value))
-        except ValueError:
-            allowed = ", ".join(e.value for e in enum)
-            raise ConfigError(f"{name} must be one of {allowed}, got {value!r}") from None
 
     def _checked_polygon(self) -> tuple[tuple[float, float], ...]:
         raw = self.polygon

@@ -13,7 +13,7 @@ from enum import StrEnum
 
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.motion_profile import GRAVITY_M_S2, Limits
-from offboardd.errors import ConfigError
+from offboardd.core.settings_checks import check_ranges, coerce_choice
 
 
 class OnLeaseLapse(StrEnum):
@@ -29,18 +29,8 @@ class MotionSettings:
     max_unleased_s: float = 30.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.on_lease_lapse, OnLeaseLapse):
-            try:
-                object.__setattr__(self, "on_lease_lapse", OnLeaseLapse(self.on_lease_lapse))
-            except ValueError:
-                raise ConfigError(
-                    f"on_lease_lapse must be one of {[m.value for m in OnLeaseLapse]}, "
-                    f"got {self.on_lease_lapse!r}") from None
-        for name, low, high in (("max_jerk_m_s3", 0.5, 100.0), ("max_unleased_s", 0.0, 600.0)):
-            value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, int | float)
-                    or not math.isfinite(value) or not low <= value <= high):
-                raise ConfigError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}")
+        coerce_choice(self, "on_lease_lapse", OnLeaseLapse)
+        check_ranges(self, ("max_jerk_m_s3", 0.5, 100.0), ("max_unleased_s", 0.0, 600.0))
 
     def limits(self, envelope: EnvelopeSettings, speed_m_s: float) -> Limits:
         """A motion's limits at `speed_m_s`: the envelope's, with the tilt limit turned

@@ -22,6 +22,7 @@ from typing import Any
 
 from offboardd.core.actions import SetMessageInterval, Target
 from offboardd.core.events import AckResult
+from offboardd.core.settings_checks import coerce_choice
 from offboardd.errors import ConfigError
 
 # What the daemon itself reads, and how often it wants it (Hz):
@@ -81,12 +82,7 @@ class StreamPlanSettings:
     def __post_init__(self) -> None:
         if self.rates_hz is None:
             object.__setattr__(self, "rates_hz", {})
-        if not isinstance(self.plan, PlanKind):
-            try:
-                object.__setattr__(self, "plan", PlanKind(self.plan))
-            except ValueError:
-                raise ConfigError(f"plan must be one of {[p.value for p in PlanKind]}, "
-                                  f"got {self.plan!r}") from None
+        coerce_choice(self, "plan", PlanKind)
         for name, hz in dict(self.rates_hz).items():
             if (isinstance(hz, bool) or not isinstance(hz, int | float) or not math.isfinite(hz)
                     or not 0 <= hz <= 500):

@@ -8,12 +8,12 @@ left; a flight that alone outgrows the budget stops being written (and says so).
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from offboardd.core.settings_checks import check_ranges, coerce_choice
 from offboardd.errors import ConfigError
 
 
@@ -42,21 +42,12 @@ class RecorderSettings:
     flush_interval_s: float = 0.5
 
     def __post_init__(self) -> None:
-        if not isinstance(self.mode, RecordMode):
-            try:
-                object.__setattr__(self, "mode", RecordMode(self.mode))
-            except ValueError:
-                raise ConfigError(f"mode must be one of {[m.value for m in RecordMode]}, "
-                                  f"got {self.mode!r}") from None
+        coerce_choice(self, "mode", RecordMode)
         if not isinstance(self.dir, str):
             raise ConfigError(f"dir must be a directory path, got {self.dir!r}")
-        for name, low, high in (("pre_s", 0.0, 60.0), ("post_s", 0.0, 600.0),
-                                ("max_total_mb", 1.0, 1e7), ("max_age_days", 0.0, 36500.0),
-                                ("min_free_mb", 0.0, 1e7), ("flush_interval_s", 0.05, 1.0)):
-            value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, int | float)
-                    or not math.isfinite(value) or not low <= value <= high):
-                raise ConfigError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}")
+        check_ranges(self, ("pre_s", 0.0, 60.0), ("post_s", 0.0, 600.0),
+                     ("max_total_mb", 1.0, 1e7), ("max_age_days", 0.0, 36500.0),
+                     ("min_free_mb", 0.0, 1e7), ("flush_interval_s", 0.05, 1.0))
         batches = self.queue_batches
         if isinstance(batches, bool) or not isinstance(batches, int) or not 8 <= batches <= 65536:
             raise ConfigError(f"queue_batches must be an integer in [8, 65536], got {batches!r}")

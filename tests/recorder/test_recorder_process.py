@@ -13,12 +13,19 @@ from pathlib import Path
 
 import pytest
 
+from offboardd.client import OffboardClient
 from offboardd.core.setpoints import PositionNed, VelocityNed
 from offboardd.recorder.store import list_flights, read_journal, read_tlog
 from tests.conftest import Broker
-from tests.integration.test_daemon_process import _fc_ready, deployment
+from tests.integration.test_daemon_process import Deployment, _fc_ready, deployment
 
 pytestmark = pytest.mark.integration
+
+
+async def _take_off(dep: Deployment, c: OffboardClient, up_m: float) -> None:
+    assert (await c.engage(PositionNed(0.0, 0.0, -up_m), arm=True)).ok
+    v = dep.sim.vehicle
+    await dep.wait_for(lambda: abs(v.position_ned_m[2] + up_m) < 0.3, 12, "climb")
 
 
 def _log(*args: str) -> subprocess.CompletedProcess[str]:
@@ -33,9 +40,7 @@ async def test_kill_9_mid_flight_loses_at_most_the_last_second(
     recorder = f'[recorder]\ndir = "{root}"\nflush_interval_s = 0.5\n'
     async with deployment(mosquitto, tmp_path, extra=recorder) as dep, dep.client() as c:
         await _fc_ready(c)
-        assert (await c.engage(PositionNed(0.0, 0.0, -3.0), arm=True)).ok
-        v = dep.sim.vehicle
-        await dep.wait_for(lambda: abs(v.position_ned_m[2] + 3.0) < 0.3, 12, "climb")
+        await _take_off(dep, c, 3.0)
         state = await c.wait_for_state(lambda s: bool(s.get("recorder", {}).get("flight")),
                                        timeout_s=3)
         assert state["recorder"]["recording"] and state["recorder"]["dropped_batches"] == 0
@@ -78,9 +83,8 @@ async def test_flights_command_lists_the_recorded_flights(
     async with deployment(mosquitto, tmp_path, extra=recorder) as dep, dep.client() as c:
         await _fc_ready(c)
         assert await c.flights() == []
-        assert (await c.engage(PositionNed(0.0, 0.0, -2.0), arm=True)).ok
+        await _take_off(dep, c, 2.0)
         v = dep.sim.vehicle
-        await dep.wait_for(lambda: abs(v.position_ned_m[2] + 2.0) < 0.3, 12, "climb")
         assert (await c.land()).ok
         await dep.wait_for(lambda: not v.armed, 30, "landed and disarmed")
         await c.wait_for_state(lambda s: not s["recorder"]["recording"], timeout_s=5)
