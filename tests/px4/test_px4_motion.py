@@ -53,6 +53,8 @@ async def test_a_path_and_an_orbit_planned_by_the_daemon_fly_on_real_px4(
         critical = [t for t in s.record.statustexts[start:] if t[1] <= 2]
         assert not critical, critical
         path_fig, orbit_fig = _judge(s, t0, t1), _judge(s, t1, t2)
+        measured.update({f"path_{k}": v for k, v in path_fig.items()})
+        measured.update({f"orbit_{k}": v for k, v in orbit_fig.items()})
         # the goal (<= 0.3 m) is measured, not asserted; this catches a motion gone wrong
         assert path_fig["max_error_m"] < 2.0 and orbit_fig["max_error_m"] < 2.0, measured
         assert path_fig["max_sent_speed_m_s"] <= SPEED_M_S + 1e-3
