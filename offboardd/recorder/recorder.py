@@ -18,6 +18,8 @@ import queue
 import time
 from typing import Any
 
+import structlog
+
 from offboardd.core.modes import mode_name
 from offboardd.core.offboard import OffboardEngine
 from offboardd.mavlink.codec import MavlinkCodec
@@ -31,6 +33,7 @@ _SAMPLE_PERIOD_S = 0.5  # journal "sample" lines: position, speed, phase, runnin
 # costs: at most this plus flush_interval_s.
 _HAND_OVER_PERIOD_S = 0.2
 _CLOSE_WAIT_S = 3.0
+log = structlog.get_logger("offboardd")
 
 
 class Recorder:
@@ -50,6 +53,7 @@ class Recorder:
         self._max_altitude_m = 0.0
         self._max_speed_m_s = 0.0
         self._fc_seen: tuple[Any, ...] = ()
+        self.failed: str | None = None  # why recording stopped for good (a bug)
 
     def start(self) -> None:
         self._writer.start()
@@ -68,23 +72,39 @@ class Recorder:
 
     def frames_in(self) -> None:
         """After a decode: the frames the codec framed, stamped now."""
-        if self._tap:
+        if self._tap and self.failed is None:
             self._batch.tlog.append((time.time_ns() // 1000, self._tap))
             self._tap = []
             self._codec.frame_tap = self._tap
 
     def frame_out(self, frame: bytes) -> None:
-        self._batch.tlog.append((time.time_ns() // 1000, (frame,)))
+        if self.failed is None:
+            self._batch.tlog.append((time.time_ns() // 1000, (frame,)))
 
     # -- what the daemon did -------------------------------------------------------------
 
     def journal(self, kind: str, **fields: Any) -> None:
-        self._batch.journal.append({"t": round(time.time(), 4), "kind": kind, **fields})
+        if self.failed is None:
+            self._batch.journal.append({"t": round(time.time(), 4), "kind": kind, **fields})
 
     # -- once a cycle --------------------------------------------------------------------
 
     def cycle(self, engine: OffboardEngine, now_s: float) -> None:
-        """Follow the FC (mode, arming), open and close flights, sample, hand over."""
+        """Follow the FC (mode, arming), open and close flights, sample, hand over.
+
+        The recorder is not needed to fly: a bug in it turns recording off (state.recorder
+        says why) rather than failing the cycle that streams the setpoints."""
+        if self.failed is not None:
+            return
+        try:
+            self._cycle(engine, now_s)
+        except Exception as exc:
+            self.failed = f"recording off after an internal error: {exc!r}"
+            self._codec.frame_tap = None
+            self._tap, self._batch = [], Batch()
+            log.exception("recorder_failed")
+
+    def _cycle(self, engine: OffboardEngine, now_s: float) -> None:
         vehicle = engine.vehicle
         fc_state = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
         if fc_state != self._fc_seen and vehicle.custom_mode is not None:  # (FC not heard)
@@ -165,5 +185,5 @@ class Recorder:
             "flight_bytes": writer.flight_bytes,
             "dropped_batches": self.dropped_batches,
             "flights_pruned": writer.flights_pruned,
-            "error": writer.error,
+            "error": self.failed or writer.error,
         }

@@ -158,6 +158,8 @@ class Writer:
                 self._periodic()
             except OSError as exc:  # a full or failing disk: stop the flight, not the daemon
                 self._fail(f"{exc.strerror or exc} ({getattr(exc, 'filename', '')})")
+            except Exception as exc:  # a bug here must not end the thread: the queue would
+                self._fail(f"internal error: {exc!r}")  # fill and every batch be dropped
 
     def _take(self, item: Item | None) -> None:
         if isinstance(item, Batch):

@@ -154,3 +154,16 @@ def test_the_unit_makes_the_default_flights_dir_writable() -> None:
     created = [f"/var/lib/{name}" for name in line.split("=", 1)[1].split()]
     root = flights_root(RecorderSettings(), {"STATE_DIRECTORY": ":".join(created)})
     assert str(root) in created and root == Path("/var/lib/offboardd/flights")
+
+
+def test_a_recorder_bug_turns_recording_off_not_the_cycle(tmp_path: Path) -> None:
+    from offboardd.recorder.recorder import Recorder  # noqa: PLC0415
+
+    codec = MavlinkCodec(1, 191)
+    recorder = Recorder(RecorderSettings(dir=str(tmp_path)), codec, "run")
+    recorder.cycle(None, 0.0)  # type: ignore[arg-type]  # (an engine it cannot read)
+    assert recorder.failed is not None and codec.frame_tap is None
+    assert "internal error" in str(recorder.status()["error"])
+    recorder.journal("fc", mode="x")  # ignored from now on, never raises
+    recorder.frame_out(b"\xfd")
+    recorder.cycle(None, 1.0)  # type: ignore[arg-type]
