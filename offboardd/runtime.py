@@ -43,11 +43,11 @@ from offboardd.mqtt.queries import FlightsQuery
 from offboardd.mqtt.rates import Admit, CommanderRates
 from offboardd.mqtt.schema import encode_command
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
-from offboardd.mqtt.wire import MqttErrorCode, ReplyRoute
+from offboardd.mqtt.wire import MqttErrorCode
 from offboardd.outputs import Outputs
+from offboardd.recorder.queries import FlightsQueries
 from offboardd.recorder.recorder import Recorder
 from offboardd.recorder.settings import RecordMode, flights_root
-from offboardd.recorder.store import list_flights
 from offboardd.replies import ReplySink
 from offboardd.systemd import SystemdNotifier
 
@@ -105,10 +105,11 @@ class Runtime:
             if config.recorder.mode is not RecordMode.OFF else None)
         if self.recorder is not None:
             self.outputs.journal = self.recorder.journal
+        self.queries = (None if self.bridge is None else FlightsQueries(
+            flights_root(config.recorder), self.recorder is not None, self.bridge.reply))
         self._last_watchdog_s = -1e9
         self._last_wake_s = 0.0  # set when run() starts; caps the timer's sleep
         self.internal_errors = 0
-        self._queries: set[asyncio.Task[None]] = set()  # MQTT queries being answered
         self.running = asyncio.Event()
 
     # -- life cycle --------------------------------------------------------------------
@@ -194,7 +195,8 @@ class Runtime:
         command = inbound.command
         if verdict is Admit.ACCEPT:
             if isinstance(command, FlightsQuery):
-                self._answer_flights(command, route)
+                if self.queries is not None:
+                    self.queries.answer(command, route)
             else:
                 self._feed_command(command, route)
         elif verdict is Admit.REFUSE and self.bridge is not None:
@@ -202,21 +204,6 @@ class Runtime:
                               message="more commands than one commander may send "
                               f"({self.rates.settings.cmd_rate_hz:g}/s on cmd, "
                               f"{self.rates.settings.setpoint_rate_hz:g}/s on setpoint)")
-
-    def _answer_flights(self, query: FlightsQuery, route: ReplyRoute) -> None:
-        """The MQTT `flights` command: the folder is read in a worker thread."""
-        root = flights_root(self.config.recorder)
-
-        async def answer() -> None:
-            flights = await asyncio.to_thread(list_flights, root, query.limit)
-            if self.bridge is not None:
-                off = " (recording is off)" if self.recorder is None else ""
-                self.bridge.reply(route, ok=True, message=f"{len(flights)} flights in {root}"
-                                  f"{off}", flights=[f.summary.as_dict() for f in flights])
-
-        task = asyncio.get_running_loop().create_task(answer(), name="flights")
-        self._queries.add(task)
-        task.add_done_callback(self._queries.discard)
 
     def _feed_command(self, command: Command, sink: ReplySink) -> None:
         token = self.outputs.replies.tokenize(command, sink)

@@ -167,3 +167,29 @@ def test_a_recorder_bug_turns_recording_off_not_the_cycle(tmp_path: Path) -> Non
     recorder.journal("fc", mode="x")  # ignored from now on, never raises
     recorder.frame_out(b"\xfd")
     recorder.cycle(None, 1.0)  # type: ignore[arg-type]
+
+
+async def test_flights_queries_run_two_at_a_time(tmp_path: Path) -> None:
+    import asyncio  # noqa: PLC0415
+
+    from offboardd.mqtt.queries import FlightsQuery  # noqa: PLC0415
+    from offboardd.mqtt.wire import ReplyRoute  # noqa: PLC0415
+    from offboardd.recorder.queries import FlightsQueries  # noqa: PLC0415
+
+    (tmp_path / "2026-01-01T00-00-00Z").mkdir()
+    replies: list[dict[str, object]] = []
+    all_in = asyncio.Event()
+
+    def reply(route: ReplyRoute, **doc: object) -> None:
+        replies.append(doc)
+        if len(replies) == 3:
+            all_in.set()
+
+    queries = FlightsQueries(tmp_path, True, reply)
+    for n in range(3):
+        queries.answer(FlightsQuery(f"q{n}"), ReplyRoute("r", f"q{n}"))
+    assert replies == [{"ok": False, "code": "rate_limited",
+                        "message": "2 flights queries still running"}]
+    await asyncio.wait_for(all_in.wait(), 5)
+    assert [r["ok"] for r in replies[1:]] == [True, True]
+    assert replies[1]["message"] == f"1 flights in {tmp_path}"
