@@ -21,7 +21,7 @@ from offboardd.core.reasons import Reason
 from offboardd.mavlink.telemetry import TelemetryCache
 from offboardd.mqtt.bridge import MqttBridge
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
-from offboardd.replies import PendingReplies
+from offboardd.replies import PendingReplies, commander_of
 from offboardd.systemd import SystemdNotifier, status_line
 
 log = structlog.get_logger("offboardd")
@@ -69,7 +69,7 @@ class Outputs:
         journaled = self._was_journaled(token)
         if self.journal is not None and (journaled or not reply.ok):
             self.journal("reply", id=reply.command_id, ok=reply.ok,
-                         commander="local" if isinstance(sink, asyncio.Future) else sink.topic,
+                         commander=commander_of(sink),
                          code=None if reply.code is None else reply.code.value,
                          reason=None if reply.reason is None else reply.reason.value,
                          message=reply.message)

@@ -21,6 +21,12 @@ ReplySink = ReplyRoute | asyncio.Future[Reply]
 _MAX_PENDING = 1024
 
 
+def commander_of(sink: ReplySink) -> str:
+    """Who sent a command, as the flight recorder's journal names it: its reply topic
+    (the Python client's holds its client id), or "local" for the daemon's own."""
+    return "local" if isinstance(sink, asyncio.Future) else sink.topic
+
+
 class PendingReplies:
     def __init__(self, max_pending: int = _MAX_PENDING) -> None:
         self._pending: OrderedDict[str, tuple[str, ReplySink]] = OrderedDict()

@@ -48,7 +48,7 @@ from offboardd.outputs import Outputs
 from offboardd.recorder.queries import FlightsQueries
 from offboardd.recorder.recorder import Recorder
 from offboardd.recorder.settings import RecordMode, flights_root
-from offboardd.replies import ReplySink
+from offboardd.replies import ReplySink, commander_of
 from offboardd.systemd import SystemdNotifier
 
 log = structlog.get_logger("offboardd")
@@ -211,8 +211,8 @@ class Runtime:
             log.info("command", command=command.kind.value, id=command.command_id)
             if self.recorder is not None:  # (their refusals are journaled: outputs.py)
                 self.recorder.journal("command", id=command.command_id,
-                                      commander="local" if isinstance(sink, asyncio.Future)
-                                      else sink.topic, command=encode_command(command))
+                                      commander=commander_of(sink),
+                                      command=encode_command(command))
                 self.outputs.journaled.add(token.command_id)
         self._handle([token], self._now())
 
