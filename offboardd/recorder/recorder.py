@@ -131,7 +131,7 @@ class Recorder:
         self._max_altitude_m = self._max_speed_m_s = 0.0
         start_s = time.time()
         self._hand_over()  # what came before goes to the pre-roll
-        self._put(Start(folder_name(start_s), int(start_s * 1e6)))
+        self._put(Start(folder_name(start_s)))
         target = engine.vehicle.target
         self.journal("flight", event="start", run_id=self.run_id, mode=self.settings.mode.value,
                      phase=engine.phase.value, own_system_id=self._codec.system_id,

@@ -8,7 +8,6 @@ writer flushes at least once a second); its summary is folded from the journal t
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +17,7 @@ from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.mavlink.frame_layout import MAGIC_V1, MAGIC_V2, frame_shape
 from offboardd.recorder.folders import flight_folders
 from offboardd.recorder.summary import FlightSummary
-from offboardd.recorder.writer import JOURNAL_NAME, SUMMARY_NAME, TLOG_NAME
-
-_TIMESTAMP = struct.Struct(">Q")
+from offboardd.recorder.writer import JOURNAL_NAME, SUMMARY_NAME, TLOG_NAME, TLOG_TIMESTAMP
 
 
 @dataclass(frozen=True)
@@ -99,7 +96,7 @@ def read_tlog(folder: Path) -> Iterator[tuple[float, Message]]:
     codec = MavlinkCodec(0, 0)
     pos, end = 0, len(data)
     while pos + 8 < end:
-        (t_us,) = _TIMESTAMP.unpack_from(data, pos)
+        (t_us,) = TLOG_TIMESTAMP.unpack_from(data, pos)
         start = pos + 8
         if data[start] not in (MAGIC_V1, MAGIC_V2):
             return  # not a record boundary: the file is damaged from here on

@@ -2,7 +2,7 @@
 
 The loop hands over batches through a bounded queue (`Recorder`, recorder.py); this thread
 keeps the last `pre_s` of them in memory while no flight is open, opens one folder per
-flight (flight.tlog, journal.jsonl, summary.json when it closes), flushes and fsyncs at
+flight (flight.tlog, journal.jsonl, summary.json when it closes), flushes and syncs at
 least every `flush_interval_s` (a power loss costs at most that), and keeps the folder
 within its disk budget (folders.py). A disk error stops the recording, never the daemon:
 it is reported in `status` and the thread goes on draining the queue.
@@ -14,6 +14,7 @@ wire (either way) behind its 8-byte big-endian microsecond Unix timestamp.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import queue
@@ -32,7 +33,7 @@ from offboardd.recorder.summary import FlightSummary
 
 TLOG_NAME, JOURNAL_NAME, SUMMARY_NAME = "flight.tlog", "journal.jsonl", "summary.json"
 _BUDGET_CHECK_S = 5.0  # the disk budget is checked this often while a flight is open
-_TIMESTAMP = struct.Struct(">Q")
+TLOG_TIMESTAMP = struct.Struct(">Q")  # before each frame: Unix time in microseconds
 # The journal's pre-roll is longer than the tlog's: the engage that led to the arming
 # (a second of warm-up and more before it) belongs to the flight; it is a few lines.
 _JOURNAL_PRE_ROLL_S = 60.0
@@ -56,7 +57,6 @@ class Batch:
 @dataclass(frozen=True)
 class Start:
     name: str  # the folder's name
-    t_us: int
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class _OpenFlight:
     def write(self, batch: Batch) -> None:
         if self.stopped:
             return
-        pack = _TIMESTAMP.pack
+        pack = TLOG_TIMESTAMP.pack
         parts = [pack(t_us) + bytes(frame) for t_us, frames in batch.tlog for frame in frames]
         data = b"".join(parts)
         lines = []
@@ -190,8 +190,8 @@ class Writer:
             return
         self._check_budget(force=True)
         self._flight = flight = _OpenFlight(folders.unique_folder(self.root, start.name))
-        self.status = WriterStatus(flight=flight.folder.name,
-                                   flights_pruned=self.status.flights_pruned)
+        self.status = dataclasses.replace(self.status, flight=flight.folder.name,
+                                          flight_bytes=0, error=None)
         flight.write(Batch(list(self._pre_tlog), list(self._pre_journal)))
         self._pre_tlog.clear()
         self._pre_journal.clear()
@@ -207,8 +207,7 @@ class Writer:
         else:
             flight.summary.add(end)
         flight.close()
-        self.status = WriterStatus(flights_pruned=self.status.flights_pruned,
-                                   error=self.status.error)
+        self.status = dataclasses.replace(self.status, flight=None, flight_bytes=0)
 
     def _periodic(self) -> None:
         flight = self._flight
@@ -218,9 +217,7 @@ class Writer:
         if now_s - self._last_flush_s >= self.settings.flush_interval_s:
             flight.flush()
             self._last_flush_s = now_s
-            self.status = WriterStatus(flight=flight.folder.name, flight_bytes=flight.bytes,
-                                       flights_pruned=self.status.flights_pruned,
-                                       error=self.status.error)
+            self.status = dataclasses.replace(self.status, flight_bytes=flight.bytes)
         self._check_budget(force=False)
 
     def _check_budget(self, *, force: bool) -> None:
@@ -231,9 +228,8 @@ class Writer:
         keep = None if self._flight is None else self._flight.folder
         verdict = folders.enforce_budget(self.root, self.settings, keep=keep)
         if verdict.pruned:
-            self.status = WriterStatus(**{**self.status.__dict__,
-                                          "flights_pruned": self.status.flights_pruned
-                                          + len(verdict.pruned)})
+            pruned = self.status.flights_pruned + len(verdict.pruned)
+            self.status = dataclasses.replace(self.status, flights_pruned=pruned)
         if verdict.over and self._flight is not None:
             self._fail(verdict.over)
 
@@ -243,6 +239,4 @@ class Writer:
             flight.stopped = True
             with contextlib.suppress(OSError):
                 flight.flush()
-        self.status = WriterStatus(flight=self.status.flight, flight_bytes=self.status.flight_bytes,
-                                   flights_pruned=self.status.flights_pruned,
-                                   error=f"recording stopped: {problem}")
+        self.status = dataclasses.replace(self.status, error=f"recording stopped: {problem}")

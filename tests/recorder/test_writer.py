@@ -43,7 +43,7 @@ def test_pre_roll_then_flight_then_summary(tmp_path: Path) -> None:
         writer.queue.put(Batch(tlog=[(now_us - 3_000_000 + i * 100_000, [frame])]))
     writer.queue.put(Batch(journal=[{"t": now_us / 1e6 - 50, "kind": "command",
                                      "commander": "old"}]))
-    writer.queue.put(Start("2026-01-01T00-00-00Z", now_us))
+    writer.queue.put(Start("2026-01-01T00-00-00Z"))
     writer.queue.put(Batch(journal=[{"t": now_us / 1e6, "kind": "sample", "max_altitude_m": 4.5,
                                      "max_speed_m_s": 2.0}], tlog=[(now_us, [frame])]))
     writer.queue.put(Stop(dropped_batches=3))
@@ -124,7 +124,7 @@ def test_a_disk_error_stops_the_flight_not_the_thread(tmp_path: Path) -> None:
     blocker.write_text("a file where the directory should be")
     writer = Writer(RecorderSettings(dir=str(blocker), flush_interval_s=0.05))
     writer.start()
-    writer.queue.put(Start("2026-01-01T00-00-00Z", 0))
+    writer.queue.put(Start("2026-01-01T00-00-00Z"))
     _wait(lambda: writer.status.error is not None)
     assert "recording stopped" in str(writer.status.error)
     writer.queue.put(Batch(journal=[{"t": 1.0, "kind": "fc"}]))  # still drained
