@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from offboardd.core.modes import mode_name
 from offboardd.mavlink.codec import Message
@@ -64,7 +65,8 @@ class Tracks:
 
 def load_tracks(flight: Flight) -> Tracks:
     tracks = Tracks(start_t=flight.summary.start_unix_s or 0.0)
-    fc = _fc_ids(flight)
+    journal = list(read_journal(flight.folder))  # read once: for the FC's ids and below
+    fc = _fc_ids(journal)
     last_mode: tuple[str, bool] | None = None
     for t, msg in read_tlog(flight.folder):
         kind, source = msg.get_type(), (msg.get_srcSystem(), msg.get_srcComponent())
@@ -78,7 +80,7 @@ def load_tracks(flight: Flight) -> Tracks:
             if mode != last_mode:
                 tracks.modes.append((t, *mode))
                 last_mode = mode
-    for record in read_journal(flight.folder):
+    for record in journal:
         stamp = record.get("t")
         if not isinstance(stamp, int | float):
             continue
@@ -93,8 +95,8 @@ def load_tracks(flight: Flight) -> Tracks:
     return tracks
 
 
-def _fc_ids(flight: Flight) -> tuple[int, int]:
-    for record in read_journal(flight.folder):
+def _fc_ids(journal: list[dict[str, Any]]) -> tuple[int, int]:
+    for record in journal:
         ids = record.get("fc_system_id"), record.get("fc_component_id")
         if record.get("kind") == "flight" and all(isinstance(i, int) for i in ids):
             return int(ids[0] or 0), int(ids[1] or 0)
