@@ -22,6 +22,7 @@ import secrets
 import signal
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 import structlog
 
@@ -251,6 +252,9 @@ class Runtime:
         assert self.engine is not None, "Runtime.run() has not started"
         return self.engine
 
+    def _mqtt_writes(self) -> AbstractContextManager[None]:
+        return contextlib.nullcontext() if self.bridge is None else self.bridge.writes_held()
+
     def _now(self) -> float:
         assert self._loop is not None
         return self._loop.time()
@@ -272,7 +276,9 @@ class Runtime:
         self._timer = None
         self._waking = True
         try:
-            self._cycle()
+            # what the cycle publishes (telemetry above all) reaches the broker in one write
+            with self._mqtt_writes():
+                self._cycle()
         except Exception:  # a bug: logged and counted, and the next cycle still comes; if
             # it repeats, the watchdog (fed after the tick) starves and systemd restarts us.
             self.internal_errors += 1

@@ -12,12 +12,13 @@ the client, the only modules that import aiomqtt.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import ssl
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NoReturn
 
 import aiomqtt
 import paho.mqtt.client as paho_mqtt
@@ -131,6 +132,19 @@ def paho_client(client: aiomqtt.Client) -> paho_mqtt.Client:
         raise OffboarddError("this aiomqtt keeps no paho client where offboardd expects it;"
                              " install aiomqtt 2.x (pyproject.toml pins it)")
     return paho
+
+
+async def until_disconnected(client: aiomqtt.Client) -> NoReturn:
+    """Wait for the session to end, then raise the MqttError that ended it, as aiomqtt's
+    message iterator does (the bridge takes messages from paho's callback instead).
+    aiomqtt 2 keeps the future as `_disconnected`; tests/mqtt/test_bridge.py fails if not."""
+    disconnected = getattr(client, "_disconnected", None)
+    if not isinstance(disconnected, asyncio.Future):
+        raise OffboarddError("this aiomqtt keeps no disconnection future where offboardd"
+                             " expects it; install aiomqtt 2.x (pyproject.toml pins it)")
+    await asyncio.wait((disconnected,))  # (never cancels the future: aiomqtt reads it too)
+    cause = None if disconnected.cancelled() else disconnected.exception()
+    raise aiomqtt.MqttError("disconnected from the broker") from cause
 
 
 def security_warnings(settings: MqttSettings) -> list[tuple[str, str]]:
