@@ -59,6 +59,7 @@ _MAX_TIMER_SLEEP_S = 0.5  # wake at least this often: watchdog and state stay fr
 # late. The timer is set this much early and a short precise sleep finishes the wait: the
 # stream's p50 interval deviation goes from ~0.3 ms to ~0.1 ms (bench/README.md).
 _TIMER_EARLY_S = 0.0015
+_NOT_HELD: AbstractContextManager[None] = contextlib.nullcontext()
 _STATE_PERIOD_S = 1.0  # retained state is re-published this often even when unchanged
 _SHUTDOWN_RELEASE_S = 5.0  # SIGTERM while flying: time allowed to hand the vehicle back
 
@@ -253,7 +254,7 @@ class Runtime:
         return self.engine
 
     def _mqtt_writes(self) -> AbstractContextManager[None]:
-        return contextlib.nullcontext() if self.bridge is None else self.bridge.writes_held()
+        return _NOT_HELD if self.bridge is None else self.bridge.writes_held()
 
     def _now(self) -> float:
         assert self._loop is not None

@@ -20,10 +20,13 @@ Pure apart from ruckig (no clock: t is seconds since the profile's start).
 from __future__ import annotations
 
 import bisect
+import importlib
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from ruckig import ControlInterface, InputParameter, Ruckig, RuckigError, Trajectory
+if TYPE_CHECKING:
+    from ruckig import Trajectory
 
 from offboardd.core.motion_path import Line, PathGeometry, Segment, Vec3, add, norm, scale, unit
 
@@ -114,13 +117,20 @@ def _reachable(v_from: float, length_m: float, accel: float, jerk: float, cap: f
     return lo
 
 
+def _ruckig() -> Any:
+    """ruckig, imported on the first motion (~3 ms once): a daemon that only streams
+    setpoints never loads it and its C++ runtime (2.1 MB of RSS, bench/README.md)."""
+    return importlib.import_module("ruckig")
+
+
 def _ruckig_1d(v0: float, a0: float, *, v_max: float, a_max: float, j_max: float,
                target_s: float | None, target_v: float) -> Trajectory:
-    otg, inp, traj = Ruckig(1), InputParameter(1), Trajectory(1)
+    rk = _ruckig()
+    otg, inp, traj = rk.Ruckig(1), rk.InputParameter(1), rk.Trajectory(1)
     inp.current_position, inp.current_velocity, inp.current_acceleration = [0.0], [v0], [a0]
     inp.max_velocity, inp.max_acceleration, inp.max_jerk = [v_max], [a_max], [j_max]
     if target_s is None:
-        inp.control_interface = ControlInterface.Velocity
+        inp.control_interface = rk.ControlInterface.Velocity
         inp.target_velocity, inp.target_acceleration = [target_v], [0.0]
     else:
         inp.target_position, inp.target_velocity, inp.target_acceleration = (
@@ -128,7 +138,7 @@ def _ruckig_1d(v0: float, a0: float, *, v_max: float, a_max: float, j_max: float
         inp.min_velocity = [0.0]  # never backwards along the path
     try:
         otg.calculate(inp, traj)
-    except RuckigError as exc:
+    except rk.RuckigError as exc:
         raise PlanError(f"no jerk-limited profile: {str(exc).splitlines()[0]}") from exc
     return traj
 

@@ -18,6 +18,7 @@ Must not: carry out a concern's details itself; the parts do.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from offboardd.core.actions import Action, Notice, NoticeKind, SendCompanionHeartbeat
@@ -153,7 +154,9 @@ class OffboardEngine:
                  self.guard.home_deadline(self.fc_up)]  # fmt: skip
         if self.fc_up and self.vehicle.last_heartbeat_s is not None:
             times.append(self.vehicle.last_heartbeat_s + self.settings.fc_timeout_s)
-        if self.vehicle.target is not None and self.fc_up:
+        if self.vehicle.target is not None and self.fc_up and times[0] == math.inf:
+            # While streaming, the companion heartbeat rides on the next tick (at most a
+            # stream period late): a wake-up of its own costs as much as a tick (bench/).
             times.append(self.next_companion_hb_s)
         if phase in _LEASE_PHASES:
             times.append(self.lease.deadline())

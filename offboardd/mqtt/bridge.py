@@ -52,6 +52,7 @@ from offboardd.mqtt.wire import (
 
 log = structlog.get_logger("offboardd.mqtt")
 _MAX_BATCH = 64  # messages published concurrently at most (one outbox drain)
+_NOT_HELD: AbstractContextManager[None] = contextlib.nullcontext()
 
 # MqttSettings lives in settings.py; it is re-exported here, next to the bridge it configures.
 __all__ = ["DEFAULT_TELEMETRY_RATES_HZ", "InboundCommand", "InboundDecoder", "MqttBridge",
@@ -117,7 +118,7 @@ class MqttBridge:
     def writes_held(self) -> AbstractContextManager[None]:
         """Within: what is published waits in paho; at the end it is written at once, in one
         write (the runtime wraps its cycle in it; paho_io.py says why)."""
-        return contextlib.nullcontext() if self._writes is None else self._writes.held()
+        return _NOT_HELD if self._writes is None else self._writes.held()
 
     @property
     def outbox_stats(self) -> Any:

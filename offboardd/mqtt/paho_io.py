@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import paho.mqtt.client as paho_mqtt
@@ -44,16 +43,18 @@ class InlineWrites:
         paho.on_socket_register_write = self._on_register_write
         self.inline_writes = 0  # batches written in the loop's pass (counted for tests)
 
-    @contextmanager
-    def held(self) -> Iterator[None]:
-        """Within: packets queue in paho; at the end, one write for them all."""
+    def held(self) -> InlineWrites:
+        """`with writes.held():` packets queue in paho; at the end, one write for them all.
+        (The object is its own context manager: no generator per cycle.)"""
+        return self
+
+    def __enter__(self) -> None:
         self._held += 1
-        try:
-            yield
-        finally:
-            self._held -= 1
-            if not self._held and self._pending:
-                self._write()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._held -= 1
+        if not self._held and self._pending:
+            self._write()
 
     def _on_register_write(self, client: paho_mqtt.Client, userdata: Any, sock: Any) -> None:
         if threading.get_ident() != self._thread_id:  # (connecting, on aiomqtt's executor)

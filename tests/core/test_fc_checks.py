@@ -3,6 +3,7 @@ COM_OF_LOSS_T, parameter retries, warnings; identity and the published snapshot.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -119,6 +120,21 @@ def test_companion_heartbeat_at_1_hz_with_the_vehicle_sysid() -> None:
     hbs = b.actions(SendCompanionHeartbeat, since=t + 1e-9)
     assert len(hbs) == 10
     assert {(a.system_id, a.component_id) for _, a in hbs} == {(FC["source_system"], 191)}
+
+
+def test_while_streaming_the_companion_heartbeat_rides_on_the_ticks() -> None:
+    """No wake-up of its own (each costs the daemon as much as a tick): sent with the
+    first tick (or FC event) at or after it is due, so still 1 Hz, at most a period late."""
+    b = Bench()
+    b.engage(UP)
+    t = b.now
+    for _ in range(200):
+        b.step(0.05)
+        assert b.engine.next_deadline() == b.engine.feed.deadline()
+    hbs = [at for at, _ in b.actions(SendCompanionHeartbeat, since=t)]
+    assert 9 <= len(hbs) <= 11
+    period_s = b.engine.settings.stream_period_s
+    assert max(later - at for at, later in itertools.pairwise(hbs)) <= 1 + period_s
 
 
 def test_commands_refused_by_phase_name_phase_and_command() -> None:
