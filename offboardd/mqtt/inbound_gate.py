@@ -7,7 +7,8 @@ coded refusal on the sender's reply route, and nothing of it reaches `on_command
 from bridge.py, which owns the connection and only hands the gate what arrives.
 
 Must not: interpret commands (the engine does), publish itself (it replies through the
-bridge's non-blocking `reply`), or raise into the bridge's receive loop.
+bridge's non-blocking `reply`), or raise into paho's read callback (the bridge hands it
+what arrives from there).
 """
 
 from __future__ import annotations
