@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-test
 PYTEST_ARGS ?=
 
-.PHONY: test test-px4 demo lint bench bench-motion bench-recorder soak deps system-tools mosquitto clean
+.PHONY: test test-px4 demo lint bench bench-motion bench-recorder soak dialect deps system-tools mosquitto clean
 
 # One install per extra: $(VENV)/.installed-test installs '.[test]', and so on.
 $(VENV)/.installed-%: pyproject.toml
@@ -96,6 +96,12 @@ bench-motion: $(STAMP) mosquitto
 # recording off and on, alternating; writes bench/recorder-results.{md,json}.
 bench-recorder: $(STAMP) mosquitto
 	$(PY) -m bench.recorder
+
+# The daemon's slim MAVLink dialect, generated from pymavlink's definitions: after a
+# pymavlink upgrade or a change of its message list (tests/mavlink/test_slim_dialect.py
+# fails until this is run and the result committed).
+dialect: $(STAMP)
+	$(PY) -m offboardd.mavlink.slim_dialect_gen
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo-out

@@ -18,7 +18,7 @@ import structlog
 
 from offboardd.config import DaemonConfig
 from offboardd.mavlink import translate
-from offboardd.mavlink.codec import MavlinkCodec, message_id
+from offboardd.mavlink.codec import MavlinkCodec, full_dialect, message_id, slim_dialect
 from offboardd.mavlink.signing import SigningSession, load_key
 from offboardd.mavlink.telemetry import decode_plan
 
@@ -40,10 +40,16 @@ def fc_codec(config: DaemonConfig, *, mqtt: bool) -> FcCodec:
         config.mqtt.telemetry_rates_hz if mqtt else {},
         engine_ids=translate.WANTED_MESSAGE_IDS,
         engine_min_interval_s=engine_gaps_s, relay_ids=relay_ids)
+    # The slim dialect holds every message the daemon itself uses; a relayed one it lacks
+    # needs the full dialect (5.7 MB more RSS: codec.py), so only then is it loaded.
+    beyond_slim = sorted(relay_ids - slim_dialect.mavlink_map.keys())
+    if beyond_slim:
+        log.info("mavlink_full_dialect", reason="relayed messages", ids=beyond_slim)
     codec = MavlinkCodec(
         1,  # replaced by the vehicle's sysid once its heartbeat is heard (§5)
         config.engine.companion_component_id,
         wanted_ids=wanted_ids, min_interval_s=min_interval_s, lean_ids=wanted_ids,
+        dialect=full_dialect() if beyond_slim else slim_dialect,
     )
     signing: SigningSession | None = None
     if (m := config.mavlink).signing_key_file:

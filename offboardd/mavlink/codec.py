@@ -6,9 +6,12 @@ that frames we cannot or need not decode are counted and skipped without excepti
 
 This module must not do I/O, read a clock or log: the runtime owns those.
 
-The dialect is `development`, a superset of `common` that also holds CURRENT_MODE (#436),
-which PX4 v1.15+ sends and pymavlink 2.4.50 has only there (px4-offboard.md §5). Messages
-still unknown to it (EVENT #410, CURRENT_EVENT_SEQUENCE...) are counted, not raised.
+The full dialect is `development`, a superset of `common` that also holds CURRENT_MODE
+(#436), which PX4 v1.15+ sends and pymavlink 2.4.50 has only there (px4-offboard.md §5).
+The daemon's codec uses `slim_dialect`, generated from the same definitions with only the
+messages the daemon uses (slim_dialect_gen.py: 1.1 MB of RSS instead of 5.3). Messages
+unknown to a codec's dialect (EVENT #410, CURRENT_EVENT_SEQUENCE...) are counted, not
+raised.
 
 MAVLink 2 signing (`enable_signing`): pymavlink signs what we encode; what we decode is
 judged by `signing.SignatureChecker` (see there why not by pymavlink), and every message
@@ -17,13 +20,13 @@ judged by `signing.SignatureChecker` (see there why not by pymavlink), and every
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from pymavlink.dialects.v20 import development as dialect
-
+from offboardd.mavlink import slim_dialect
 from offboardd.mavlink.frame_layout import (
     CRC_LEN,
     HEADER_LEN_V2,
@@ -37,13 +40,29 @@ from offboardd.mavlink.frame_layout import (
 from offboardd.mavlink.lean import LeanDecoder
 from offboardd.mavlink.signing import SignatureChecker
 
-__all__ = ["CodecStats", "MavlinkCodec", "Message", "dialect", "message_id"]
+# (and `dialect`, the full dialect, through __getattr__)
+__all__ = ["CodecStats", "MavlinkCodec", "Message", "full_dialect", "message_id", "slim_dialect"]
 
 # pymavlink ships no type information and its messages grow attributes per type, so a
 # decoded message is `Any` to mypy; translate.py turns them into typed core events.
 Message: TypeAlias = Any
+FULL_DIALECT = "pymavlink.dialects.v20.development"
 
-_KNOWN_IDS = frozenset(dialect.mavlink_map)
+
+def full_dialect() -> Any:
+    """pymavlink's `development` dialect (every message; 5.7 MB of RSS), imported when first
+    asked for: by the sim, the doctor, the log tools, and a daemon that relays a message
+    the slim dialect lacks. The daemon's own messages are in `slim_dialect` (the same
+    frames: slim_dialect_gen.py)."""
+    return importlib.import_module(FULL_DIALECT)
+
+
+def __getattr__(name: str) -> Any:
+    """`codec.dialect`: the full dialect, loaded on first use (PEP 562)."""
+    if name == "dialect":
+        return full_dialect()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 # Bytes we keep while waiting for the rest of a frame; the largest MAVLink 2 frame is 280.
 _MAX_FRAME_LEN = HEADER_LEN_V2 + 255 + CRC_LEN + SIGNATURE_LEN
 
@@ -86,7 +105,13 @@ class MavlinkCodec:
         wanted_ids: Collection[int] | None = None,
         min_interval_s: Mapping[int, float] | None = None,
         lean_ids: Collection[int] = (),
+        dialect: Any = None,
     ) -> None:
+        """`dialect`: the pymavlink dialect module whose messages it decodes (None: the
+        full one; the daemon passes `slim_dialect`, fc_codec.py)."""
+        dialect = full_dialect() if dialect is None else dialect
+        self.dialect = dialect
+        self._known_ids = frozenset(dialect.mavlink_map)
         self.mav = dialect.MAVLink(None, srcSystem=system_id, srcComponent=component_id)
         self.mav.robust_parsing = True
         # Decoding uses a key-less twin, so pymavlink never judges signatures (we do).
@@ -109,7 +134,7 @@ class MavlinkCodec:
             if self._wanted is not None else gaps_s
         )
         self._last_decoded_s: dict[int, float] = {}
-        self._lean = LeanDecoder(lean_ids)
+        self._lean = LeanDecoder(lean_ids, dialect)
         self._buf = bytearray()
         # The flight recorder's tap (recorder.py): when set, every whole frame decode()
         # frames (decoded, thinned or filtered alike) is appended, as it came on the wire.
@@ -183,6 +208,7 @@ class MavlinkCodec:
         thinning = now_s is not None
         stats = self.stats
         tap = self.frame_tap
+        known_ids = self._known_ids
         filtered = thinned = 0
         out: list[Message] = []
         pos = 0
@@ -230,7 +256,7 @@ class MavlinkCodec:
                         tap.append(buf[pos:after])
                     pos = after
                     continue
-            known = msg_id in _KNOWN_IDS  # pymavlink decodes the rest as MAVLink_unknown
+            known = msg_id in known_ids  # pymavlink decodes the rest as MAVLink_unknown
             msg = self._decode_frame(buf[pos:after], msg_id)
             if msg is None or (not plausible and not known):
                 # A bad frame may be garbage that happened to hold a magic byte:
@@ -286,7 +312,7 @@ class MavlinkCodec:
         while nxt >= 0:
             frame_len, msg_id = frame_shape(buf, nxt, end)
             # only an id our dialect knows has a CRC_EXTRA, so only such a frame proves it
-            if frame_len > 0 and nxt + frame_len <= end and msg_id in _KNOWN_IDS:
+            if frame_len > 0 and nxt + frame_len <= end and msg_id in self._known_ids:
                 try:
                     self._rx.decode(bytearray(buf[nxt : nxt + frame_len]))
                 except Exception:  # not a frame: keep looking
@@ -315,6 +341,11 @@ class MavlinkCodec:
 
 
 def message_id(name: str) -> int | None:
-    """The id of the dialect's message `name` (e.g. "ATTITUDE" -> 30), or None if unknown."""
-    msg_id = getattr(dialect, f"MAVLINK_MSG_ID_{name.upper()}", None)
+    """The id of the message `name` (e.g. "ATTITUDE" -> 30), or None if unknown: looked up
+    in the slim dialect first, so the daemon's own names never load the full one."""
+    attribute = f"MAVLINK_MSG_ID_{name.upper()}"
+    msg_id = getattr(slim_dialect, attribute, None)
+    if msg_id is None:
+        msg_id = getattr(full_dialect(), attribute, None)
     return msg_id if isinstance(msg_id, int) else None
+

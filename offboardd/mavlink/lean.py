@@ -22,8 +22,7 @@ from collections import namedtuple
 from collections.abc import Collection
 from typing import Any
 
-from pymavlink.dialects.v20 import development as dialect
-
+from offboardd.mavlink import slim_dialect
 from offboardd.mavlink.frame_layout import MAGIC_V2
 
 _HEADER_LEN_V2 = 10
@@ -31,7 +30,7 @@ _IFLAG_SIGNED = 0x01
 _SIGNATURE_LEN = 13
 _CRC = struct.Struct("<H")
 # pymavlink's own CRC-16/MCRF4XX (fastcrc, which pymavlink depends on); None without it.
-_mcrf4xx: Any = getattr(dialect, "mcrf4xx", None)
+_mcrf4xx: Any = getattr(slim_dialect, "mcrf4xx", None)
 
 
 class _LeanMethods:
@@ -83,7 +82,7 @@ def _is_scalar(msg_class: Any) -> bool:
 
 
 class LeanDecoder:
-    def __init__(self, msg_ids: Collection[int]) -> None:
+    def __init__(self, msg_ids: Collection[int], dialect: Any = slim_dialect) -> None:
         self._layouts: dict[int, _Layout] = {}
         if _mcrf4xx is None:
             return  # no fast CRC: pymavlink decodes everything

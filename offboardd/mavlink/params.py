@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from offboardd.mavlink.codec import dialect
+from offboardd.mavlink.codec import slim_dialect as dialect
 
 _INT_TYPES = {
     dialect.MAV_PARAM_TYPE_UINT8: "<B",

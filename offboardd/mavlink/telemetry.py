@@ -12,7 +12,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from offboardd.mavlink.codec import Message, dialect
+from offboardd.mavlink.codec import Message
+from offboardd.mavlink.codec import slim_dialect as dialect
 
 Document = dict[str, Any]
 

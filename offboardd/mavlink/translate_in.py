@@ -27,7 +27,8 @@ from offboardd.core.events import (
     FcParamValue,
     FcStatusText,
 )
-from offboardd.mavlink.codec import Message, dialect
+from offboardd.mavlink.codec import Message
+from offboardd.mavlink.codec import slim_dialect as dialect
 from offboardd.mavlink.params import decode_param_value, param_id_str
 from offboardd.mavlink.statustext import StatusText, StatusTextAssembler
 

@@ -38,7 +38,8 @@ from offboardd.core.setpoints import (
     VelocityBody,
     VelocityNed,
 )
-from offboardd.mavlink.codec import Message, dialect
+from offboardd.mavlink.codec import Message
+from offboardd.mavlink.codec import slim_dialect as dialect
 
 # POSITION_TARGET_TYPEMASK bits (bit set = ignore that field)
 IGNORE_POSITION = 1 | 2 | 4
