@@ -123,7 +123,8 @@ def build_plan(settings: StreamPlanSettings, telemetry_rates_hz: Mapping[str, fl
     for name in sorted(wanted):
         if name in UNTOUCHED:
             continue
-        msg_id = message_id(name) or _NEWER_IDS.get(name)
+        # (the newer ids first: looking a name up beyond the slim dialect loads the full one)
+        msg_id = _NEWER_IDS.get(name) or message_id(name)
         if msg_id is None:
             raise ConfigError(f"[mavlink.streams] {name}: not a MAVLink message name")
         rows.append(PlanRow(name, int(msg_id), wanted[name]))

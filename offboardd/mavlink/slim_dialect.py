@@ -1488,6 +1488,7 @@ MAVLINK_MSG_ID_SET_POSITION_TARGET_LOCAL_NED = 84
 MAVLINK_MSG_ID_POSITION_TARGET_LOCAL_NED = 85
 MAVLINK_MSG_ID_SET_POSITION_TARGET_GLOBAL_INT = 86
 MAVLINK_MSG_ID_HIGHRES_IMU = 105
+MAVLINK_MSG_ID_RADIO_STATUS = 109
 MAVLINK_MSG_ID_TIMESYNC = 111
 MAVLINK_MSG_ID_DISTANCE_SENSOR = 132
 MAVLINK_MSG_ID_ALTITUDE = 141
@@ -2529,6 +2530,50 @@ class MAVLink_highres_imu_message(MAVLink_message):
 setattr(MAVLink_highres_imu_message, "name", mavlink_msg_deprecated_name_property())
 
 
+class MAVLink_radio_status_message(MAVLink_message):
+    """
+
+    """
+
+    id = MAVLINK_MSG_ID_RADIO_STATUS
+    msgname = "RADIO_STATUS"
+    fieldnames = ["rssi", "remrssi", "txbuf", "noise", "remnoise", "rxerrors", "fixed"]
+    ordered_fieldnames = ["rxerrors", "fixed", "rssi", "remrssi", "txbuf", "noise", "remnoise"]
+    fieldtypes = ["uint8_t", "uint8_t", "uint8_t", "uint8_t", "uint8_t", "uint16_t", "uint16_t"]
+    fielddisplays_by_name: Dict[str, str] = {}
+    fieldenums_by_name: Dict[str, str] = {}
+    fieldunits_by_name: Dict[str, str] = {"txbuf": "%"}
+    native_format = bytearray(b"<HHBBBBB")
+    orders = [2, 3, 4, 5, 6, 0, 1]
+    lengths = [1, 1, 1, 1, 1, 1, 1]
+    array_lengths = [0, 0, 0, 0, 0, 0, 0]
+    crc_extra = 185
+    unpacker = struct.Struct("<HHBBBBB")
+    instance_field = None
+    instance_offset = -1
+
+    def __init__(self, rssi: int, remrssi: int, txbuf: int, noise: int, remnoise: int, rxerrors: int, fixed: int):
+        MAVLink_message.__init__(self, MAVLink_radio_status_message.id, MAVLink_radio_status_message.msgname)
+        self._fieldnames = MAVLink_radio_status_message.fieldnames
+        self._instance_field = MAVLink_radio_status_message.instance_field
+        self._instance_offset = MAVLink_radio_status_message.instance_offset
+        self.rssi = rssi
+        self.remrssi = remrssi
+        self.txbuf = txbuf
+        self.noise = noise
+        self.remnoise = remnoise
+        self.rxerrors = rxerrors
+        self.fixed = fixed
+
+    def pack(self, mav: "MAVLink", force_mavlink1: bool = False) -> bytes:
+        return self._pack(mav, self.crc_extra, self.unpacker.pack(self.rxerrors, self.fixed, self.rssi, self.remrssi, self.txbuf, self.noise, self.remnoise), force_mavlink1=force_mavlink1)
+
+
+# Define name on the class for backwards compatibility (it is now msgname).
+# Done with setattr to hide the class variable from mypy.
+setattr(MAVLink_radio_status_message, "name", mavlink_msg_deprecated_name_property())
+
+
 class MAVLink_timesync_message(MAVLink_message):
     """
 
@@ -3207,6 +3252,7 @@ mavlink_map: Dict[int, Type[MAVLink_message]] = {
     MAVLINK_MSG_ID_POSITION_TARGET_LOCAL_NED: MAVLink_position_target_local_ned_message,
     MAVLINK_MSG_ID_SET_POSITION_TARGET_GLOBAL_INT: MAVLink_set_position_target_global_int_message,
     MAVLINK_MSG_ID_HIGHRES_IMU: MAVLink_highres_imu_message,
+    MAVLINK_MSG_ID_RADIO_STATUS: MAVLink_radio_status_message,
     MAVLINK_MSG_ID_TIMESYNC: MAVLink_timesync_message,
     MAVLINK_MSG_ID_DISTANCE_SENSOR: MAVLink_distance_sensor_message,
     MAVLINK_MSG_ID_ALTITUDE: MAVLink_altitude_message,
@@ -4386,6 +4432,36 @@ class MAVLink(object):
 
         """
         self.send(self.highres_imu_encode(time_usec, xacc, yacc, zacc, xgyro, ygyro, zgyro, xmag, ymag, zmag, abs_pressure, diff_pressure, pressure_alt, temperature, fields_updated, id), force_mavlink1=force_mavlink1)
+
+    def radio_status_encode(self, rssi: int, remrssi: int, txbuf: int, noise: int, remnoise: int, rxerrors: int, fixed: int) -> MAVLink_radio_status_message:
+        """
+        
+
+        rssi                      :  (type:uint8_t)
+        remrssi                   :  (type:uint8_t)
+        txbuf                     :  [%] (type:uint8_t)
+        noise                     :  (type:uint8_t)
+        remnoise                  :  (type:uint8_t)
+        rxerrors                  :  (type:uint16_t)
+        fixed                     :  (type:uint16_t)
+
+        """
+        return MAVLink_radio_status_message(rssi, remrssi, txbuf, noise, remnoise, rxerrors, fixed)
+
+    def radio_status_send(self, rssi: int, remrssi: int, txbuf: int, noise: int, remnoise: int, rxerrors: int, fixed: int, force_mavlink1: bool = False) -> None:
+        """
+        
+
+        rssi                      :  (type:uint8_t)
+        remrssi                   :  (type:uint8_t)
+        txbuf                     :  [%] (type:uint8_t)
+        noise                     :  (type:uint8_t)
+        remnoise                  :  (type:uint8_t)
+        rxerrors                  :  (type:uint16_t)
+        fixed                     :  (type:uint16_t)
+
+        """
+        self.send(self.radio_status_encode(rssi, remrssi, txbuf, noise, remnoise, rxerrors, fixed), force_mavlink1=force_mavlink1)
 
     def timesync_encode(self, tc1: int, ts1: int) -> MAVLink_timesync_message:
         """

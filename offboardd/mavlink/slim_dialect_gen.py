@@ -24,8 +24,9 @@ from pathlib import Path
 import pymavlink
 from pymavlink.generator import mavgen
 
-# What the daemon encodes, decodes (translate_in, telemetry) and switches off or on in
-# its stream plan (core/stream_plan.py); names must exist in pymavlink's development.xml.
+# What the daemon encodes, decodes (translate_in, telemetry), switches off or on in its
+# stream plan (core/stream_plan.py) or names in its default config; names must exist in
+# pymavlink's development.xml.
 MESSAGES: tuple[str, ...] = (
     # encoded
     "HEARTBEAT", "SET_POSITION_TARGET_LOCAL_NED", "SET_POSITION_TARGET_GLOBAL_INT",
@@ -39,6 +40,8 @@ MESSAGES: tuple[str, ...] = (
     "ODOMETRY", "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM",
     "POSITION_TARGET_LOCAL_NED", "SCALED_PRESSURE", "SERVO_OUTPUT_RAW", "SYSTEM_TIME",
     "TIMESYNC", "VFR_HUD", "VIBRATION", "MISSION_CURRENT",
+    # named by the default config (mavlink.accept_unsigned_messages: a SiK radio's own)
+    "RADIO_STATUS",
 )  # fmt: skip
 # Enums the daemon reads constants of, beyond those the messages' fields name.
 ENUMS: tuple[str, ...] = ("MAV_CMD", "MAV_PARAM_TYPE", "MAV_MODE_FLAG", "MAV_RESULT")

@@ -76,15 +76,17 @@ def test_the_committed_file_is_what_the_generator_makes(tmp_path: Path) -> None:
     assert fresh.read_bytes() == slim_dialect_gen.OUTPUT.read_bytes()
 
 
-def _daemon_codec(relay: str) -> str:
-    """`relay`: a Python list of message names."""
+def _daemon_codec(tmp_path: Path, relay: str) -> str:
+    """The daemon's config loaded (its stream plan resolved) and its FC codec built, in a
+    fresh interpreter; `relay`: a TOML list of message names."""
+    config = tmp_path / f"relay{len(relay)}.toml"
+    config.write_text(f'[mqtt]\nvehicle_id = "v"\nmavlink_relay = {relay}\n', encoding="utf-8")
     probe = textwrap.dedent(f"""
         import sys
-        from offboardd.config import DaemonConfig, MqttSettings
         import offboardd.runtime
+        from offboardd.config import load_config
         from offboardd.fc_codec import fc_codec
-        config = DaemonConfig(mqtt=MqttSettings(vehicle_id="v", mavlink_relay=frozenset({relay})))
-        codec = fc_codec(config, mqtt=True).codec
+        codec = fc_codec(load_config({str(config)!r}), mqtt=True).codec
         print(codec.dialect.__name__, "pymavlink.dialects.v20.development" in sys.modules)
     """)
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
@@ -92,7 +94,10 @@ def _daemon_codec(relay: str) -> str:
     return out.stdout.strip().splitlines()[-1]  # (after the log line saying why)
 
 
-def test_the_daemon_loads_the_full_dialect_only_for_a_relayed_message_beyond_it() -> None:
-    assert _daemon_codec("[]") == "offboardd.mavlink.slim_dialect False"
-    assert _daemon_codec("['VFR_HUD']") == "offboardd.mavlink.slim_dialect False"
-    assert _daemon_codec("['EFI_STATUS']") == "pymavlink.dialects.v20.development True"
+def test_the_daemon_loads_the_full_dialect_only_for_a_relayed_message_beyond_it(
+    tmp_path: Path,
+) -> None:
+    slim, full = "offboardd.mavlink.slim_dialect False", "pymavlink.dialects.v20.development True"
+    assert _daemon_codec(tmp_path, "[]") == slim
+    assert _daemon_codec(tmp_path, '["VFR_HUD"]') == slim
+    assert _daemon_codec(tmp_path, '["EFI_STATUS"]') == full
