@@ -30,6 +30,13 @@ class Outbound:
     retain: bool
     correlation_data: bytes | None = None  # MQTT 5 only; echoed from the request
 
+    def __post_init__(self) -> None:
+        # QoS 0 goes to paho directly (stream_publisher.py), whose writes skip paho's
+        # per-packet QoS 0 completion callback (paho_io.py): through aiomqtt it would wait
+        # for that callback forever.
+        if self.qos < 1:
+            raise ValueError(f"{self.topic}: the outbox carries QoS 1 and 2 only")
+
 
 @dataclass
 class OutboxStats:

@@ -9,7 +9,7 @@ from offboardd.mqtt.bridge import MqttSettings, backoff_s
 from offboardd.mqtt.outbox import Outbound, Outbox
 
 
-def item(topic: str, payload: bytes = b"x", qos: int = 0) -> Outbound:
+def item(topic: str, payload: bytes = b"x", qos: int = 1) -> Outbound:
     return Outbound(topic, payload, qos, False)
 
 
@@ -91,3 +91,10 @@ def test_backoff_grows_exponentially_with_jitter_and_is_capped() -> None:
 def test_settings_refuse_bad_values_naming_the_key(overrides: dict[str, object]) -> None:
     with pytest.raises(ConfigError, match=r"mqtt\."):
         MqttSettings(**overrides)  # type: ignore[arg-type]
+
+
+def test_qos_0_is_refused_it_goes_to_paho_directly() -> None:
+    """(paho_io.py turns paho's QoS 0 completion callback off while it writes; through
+    aiomqtt a QoS 0 publish would wait for that callback forever.)"""
+    with pytest.raises(ValueError, match="QoS 1 and 2 only"):
+        Outbound("t", b"x", 0, False)
