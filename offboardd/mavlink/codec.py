@@ -348,4 +348,3 @@ def message_id(name: str) -> int | None:
     if msg_id is None:
         msg_id = getattr(full_dialect(), attribute, None)
     return msg_id if isinstance(msg_id, int) else None
-

@@ -1415,24 +1415,6 @@ enums["MAV_VTOL_STATE"][4] = EnumEntry("MAV_VTOL_STATE_FW", """""")
 MAV_VTOL_STATE_ENUM_END = 5
 enums["MAV_VTOL_STATE"][5] = EnumEntry("MAV_VTOL_STATE_ENUM_END", """""")
 
-# MISSION_STATE
-enums["MISSION_STATE"] = Enum()
-enums["MISSION_STATE"].bitmask = False
-MISSION_STATE_UNKNOWN = 0
-enums["MISSION_STATE"][0] = EnumEntry("MISSION_STATE_UNKNOWN", """""")
-MISSION_STATE_NO_MISSION = 1
-enums["MISSION_STATE"][1] = EnumEntry("MISSION_STATE_NO_MISSION", """""")
-MISSION_STATE_NOT_STARTED = 2
-enums["MISSION_STATE"][2] = EnumEntry("MISSION_STATE_NOT_STARTED", """""")
-MISSION_STATE_ACTIVE = 3
-enums["MISSION_STATE"][3] = EnumEntry("MISSION_STATE_ACTIVE", """""")
-MISSION_STATE_PAUSED = 4
-enums["MISSION_STATE"][4] = EnumEntry("MISSION_STATE_PAUSED", """""")
-MISSION_STATE_COMPLETE = 5
-enums["MISSION_STATE"][5] = EnumEntry("MISSION_STATE_COMPLETE", """""")
-MISSION_STATE_ENUM_END = 6
-enums["MISSION_STATE"][6] = EnumEntry("MISSION_STATE_ENUM_END", """""")
-
 # POSITION_TARGET_TYPEMASK
 enums["POSITION_TARGET_TYPEMASK"] = Enum()
 enums["POSITION_TARGET_TYPEMASK"].bitmask = True
@@ -1478,7 +1460,6 @@ MAVLINK_MSG_ID_ATTITUDE_QUATERNION = 31
 MAVLINK_MSG_ID_LOCAL_POSITION_NED = 32
 MAVLINK_MSG_ID_GLOBAL_POSITION_INT = 33
 MAVLINK_MSG_ID_SERVO_OUTPUT_RAW = 36
-MAVLINK_MSG_ID_MISSION_CURRENT = 42
 MAVLINK_MSG_ID_VFR_HUD = 74
 MAVLINK_MSG_ID_COMMAND_LONG = 76
 MAVLINK_MSG_ID_COMMAND_ACK = 77
@@ -2053,47 +2034,6 @@ class MAVLink_servo_output_raw_message(MAVLink_message):
 # Define name on the class for backwards compatibility (it is now msgname).
 # Done with setattr to hide the class variable from mypy.
 setattr(MAVLink_servo_output_raw_message, "name", mavlink_msg_deprecated_name_property())
-
-
-class MAVLink_mission_current_message(MAVLink_message):
-    """
-
-    """
-
-    id = MAVLINK_MSG_ID_MISSION_CURRENT
-    msgname = "MISSION_CURRENT"
-    fieldnames = ["seq", "total", "mission_state", "mission_mode"]
-    ordered_fieldnames = ["seq", "total", "mission_state", "mission_mode"]
-    fieldtypes = ["uint16_t", "uint16_t", "uint8_t", "uint8_t"]
-    fielddisplays_by_name: Dict[str, str] = {}
-    fieldenums_by_name: Dict[str, str] = {"mission_state": "MISSION_STATE"}
-    fieldunits_by_name: Dict[str, str] = {}
-    native_format = bytearray(b"<HHBB")
-    orders = [0, 1, 2, 3]
-    lengths = [1, 1, 1, 1]
-    array_lengths = [0, 0, 0, 0]
-    crc_extra = 28
-    unpacker = struct.Struct("<HHBB")
-    instance_field = None
-    instance_offset = -1
-
-    def __init__(self, seq: int, total: int = 0, mission_state: int = 0, mission_mode: int = 0):
-        MAVLink_message.__init__(self, MAVLink_mission_current_message.id, MAVLink_mission_current_message.msgname)
-        self._fieldnames = MAVLink_mission_current_message.fieldnames
-        self._instance_field = MAVLink_mission_current_message.instance_field
-        self._instance_offset = MAVLink_mission_current_message.instance_offset
-        self.seq = seq
-        self.total = total
-        self.mission_state = mission_state
-        self.mission_mode = mission_mode
-
-    def pack(self, mav: "MAVLink", force_mavlink1: bool = False) -> bytes:
-        return self._pack(mav, self.crc_extra, self.unpacker.pack(self.seq, self.total, self.mission_state, self.mission_mode), force_mavlink1=force_mavlink1)
-
-
-# Define name on the class for backwards compatibility (it is now msgname).
-# Done with setattr to hide the class variable from mypy.
-setattr(MAVLink_mission_current_message, "name", mavlink_msg_deprecated_name_property())
 
 
 class MAVLink_vfr_hud_message(MAVLink_message):
@@ -3242,7 +3182,6 @@ mavlink_map: Dict[int, Type[MAVLink_message]] = {
     MAVLINK_MSG_ID_LOCAL_POSITION_NED: MAVLink_local_position_ned_message,
     MAVLINK_MSG_ID_GLOBAL_POSITION_INT: MAVLink_global_position_int_message,
     MAVLINK_MSG_ID_SERVO_OUTPUT_RAW: MAVLink_servo_output_raw_message,
-    MAVLINK_MSG_ID_MISSION_CURRENT: MAVLink_mission_current_message,
     MAVLINK_MSG_ID_VFR_HUD: MAVLink_vfr_hud_message,
     MAVLINK_MSG_ID_COMMAND_LONG: MAVLink_command_long_message,
     MAVLINK_MSG_ID_COMMAND_ACK: MAVLink_command_ack_message,
@@ -4062,30 +4001,6 @@ class MAVLink(object):
 
         """
         self.send(self.servo_output_raw_encode(time_usec, port, servo1_raw, servo2_raw, servo3_raw, servo4_raw, servo5_raw, servo6_raw, servo7_raw, servo8_raw, servo9_raw, servo10_raw, servo11_raw, servo12_raw, servo13_raw, servo14_raw, servo15_raw, servo16_raw), force_mavlink1=force_mavlink1)
-
-    def mission_current_encode(self, seq: int, total: int = 0, mission_state: int = 0, mission_mode: int = 0) -> MAVLink_mission_current_message:
-        """
-        
-
-        seq                       :  (type:uint16_t)
-        total                     :  (type:uint16_t)
-        mission_state             :  (type:uint8_t, values:MISSION_STATE)
-        mission_mode              :  (type:uint8_t)
-
-        """
-        return MAVLink_mission_current_message(seq, total, mission_state, mission_mode)
-
-    def mission_current_send(self, seq: int, total: int = 0, mission_state: int = 0, mission_mode: int = 0, force_mavlink1: bool = False) -> None:
-        """
-        
-
-        seq                       :  (type:uint16_t)
-        total                     :  (type:uint16_t)
-        mission_state             :  (type:uint8_t, values:MISSION_STATE)
-        mission_mode              :  (type:uint8_t)
-
-        """
-        self.send(self.mission_current_encode(seq, total, mission_state, mission_mode), force_mavlink1=force_mavlink1)
 
     def vfr_hud_encode(self, airspeed: float, groundspeed: float, heading: int, throttle: int, alt: float, climb: float) -> MAVLink_vfr_hud_message:
         """

@@ -39,7 +39,7 @@ MESSAGES: tuple[str, ...] = (
     "ALTITUDE", "ATTITUDE_QUATERNION", "ATTITUDE_TARGET", "DISTANCE_SENSOR", "HIGHRES_IMU",
     "ODOMETRY", "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM",
     "POSITION_TARGET_LOCAL_NED", "SCALED_PRESSURE", "SERVO_OUTPUT_RAW", "SYSTEM_TIME",
-    "TIMESYNC", "VFR_HUD", "VIBRATION", "MISSION_CURRENT",
+    "TIMESYNC", "VFR_HUD", "VIBRATION",
     # named by the default config (mavlink.accept_unsigned_messages: a SiK radio's own)
     "RADIO_STATUS",
 )  # fmt: skip
