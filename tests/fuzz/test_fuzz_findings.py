@@ -15,6 +15,7 @@ from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAttitude, FcHomePosition, FcLocalPosition
 from offboardd.core.setpoints import AccelerationNed, VelocityNed
 from offboardd.core.vehicle import VehicleState
+from offboardd.fc_input import FcInput
 from offboardd.mavlink.codec import MavlinkCodec, dialect
 from offboardd.mavlink.links import open_link, parse_link_url
 from tests.conftest import free_port
@@ -108,3 +109,21 @@ def test_a_stray_header_does_not_hold_back_the_next_frames() -> None:
     assert codec.decode(b"\xfd\xff") == []
     frame = MavlinkCodec(1, 1).encode(dialect.MAVLink_heartbeat_message(2, 12, 0, 0, 4, 3))
     assert [m.get_type() for m in codec.decode(frame)] == ["HEARTBEAT"]
+
+
+def test_a_udp_chunk_keeps_no_partial_frame_for_the_next_sender() -> None:
+    """What a chunk decodes vouches for its sender (the runtime's `confirm_sender`), so it
+    must come from that chunk's bytes alone: a frame begun by one sender and finished by
+    the next would vouch for the second (the end-to-end fuzz once saw setpoints follow a
+    garbage sender). UDP chunks hold whole frames (FcInput's `whole_frames`, set from the
+    link): nothing is kept from one chunk to the next. A byte stream keeps its tail."""
+    heartbeat = MavlinkCodec(1, 1).encode(dialect.MAVLink_heartbeat_message(2, 12, 0, 0, 4, 3))
+    first, rest = heartbeat[:9], heartbeat[9:]  # one sender's start, another's end
+    for whole, decoded in ((True, [[], []]), (False, [[], ["FcHeartbeat"]])):
+        fc_input = FcInput(MavlinkCodec(255, 0), 0, None, lambda _msg: None,
+                           whole_frames=whole)
+        seen = []
+        for chunk in (first, rest):
+            fc_input.decode(chunk, 0.0)
+            seen.append([type(e).__name__ for e in fc_input.take()])
+        assert seen == decoded, f"whole_frames={whole}"

@@ -81,6 +81,9 @@ class Link(ABC):
     # cycle (see udp.py for why). Only transports that can (`can_poll`) are ever polled.
     can_poll = False
     polled = False
+    # Each `on_bytes` call holds whole frames (UDP: a MAVLink frame never spans datagrams),
+    # so a partial frame at its end is garbage, never the start of the next call's frame.
+    whole_frames = False
 
     @property
     def up(self) -> bool:

@@ -67,6 +67,7 @@ class _UdpLink(Link):
     """Shared socket handling; subclasses say how to open and where replies go."""
 
     can_poll = True
+    whole_frames = True
 
     def __init__(self, url: LinkUrl, on_bytes: BytesCallback, on_state: StateCallback) -> None:
         super().__init__(url, on_bytes, on_state)
