@@ -87,7 +87,7 @@ class Runtime:
         )
         relay = self.bridge if self.bridge is not None and fc.relay_ids else None
         self.fc_input = FcInput(self.codec, config.mavlink.fc_system_id, relay,
-                                self._on_message_error)
+                                self._on_message_error, whole_frames=self.link.whole_frames)
         self.engine: OffboardEngine | None = None
         self._telemetry_schedule = TelemetrySchedule({}, 0.0)  # set when run() starts
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -230,11 +230,6 @@ class Runtime:
         self.internal_errors += 1
         log.exception("internal_error", message_type=msg.get_type())
 
-    def _poll_link(self) -> None:
-        """Read a polled link: every datagram pending, then their events in one batch."""
-        self.link.poll()
-        self._handle_fc_events()
-
     def _handle_fc_events(self) -> None:
         if events := self.fc_input.take():
             self._handle(events, self._now())
@@ -260,13 +255,16 @@ class Runtime:
         assert self._loop is not None
         return self._loop.time()
 
-    def _handle(self, events: Sequence[Event], now: float) -> None:
+    def _handle(self, events: Sequence[Event], now: float, *, cycle: bool = False) -> None:
+        """`cycle`: the timer's cycle (`OffboardEngine.step`: the events, then the timers
+        once); otherwise events as they come (`handle_all`: the timers before them too)."""
         engine = self.engine
         if engine is None:
             return
         vehicle = engine.vehicle
         before = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
-        self._dispatch(engine.handle_all(events, now), now)
+        actions = engine.step(events, now) if cycle else engine.handle_all(events, now)
+        self._dispatch(actions, now)
         if (vehicle.custom_mode, vehicle.armed, vehicle.landed_state) != before:
             # Subscribers see the FC's mode, arming and landing at once, not a second later.
             self._publish_state(now)
@@ -289,17 +287,19 @@ class Runtime:
         self._rearm()
 
     def _cycle(self) -> None:
-        # A polled link is read first, inside the timer's early margin: the engine judges
-        # timeouts and flies the tick on the freshest FC state. (Read after the tick, a
-        # daemon frozen for a second by its host found its position estimate stale and
-        # took the loss action instead of holding: seen in CI.)
-        self._poll_link()
+        # A polled link is read first, inside the timer's early margin, and what it held
+        # reaches the engine with the timers (`step`: its events, then the timers once): the
+        # engine judges timeouts and flies the tick on the freshest FC state. (Read after
+        # the tick, a daemon frozen for a second by its host found its position estimate
+        # stale and took the loss action instead of holding: seen in CI.) A link that is
+        # not polled has handed its messages over as they came.
+        self.link.poll()
         early_s = self._timer_due_s - self._now()
         if self._timer_precise and 0.0 < early_s <= _TIMER_EARLY_S:
             time.sleep(early_s)  # at most 1.5 ms, once per deadline: precision for the stream
         now = self._last_wake_s = self._now()
         engine = self._engine()
-        self._dispatch(engine.poll(now), now)
+        self._handle(self.fc_input.take(), now, cycle=True)
         self._send_budgeted(now)
         if self.recorder is not None:
             self.recorder.cycle(engine, now)

@@ -5,6 +5,7 @@ How the shell drives it (aioquic style)::
     engine = OffboardEngine(EngineSettings(...), now)
     actions = engine.handle(event, now)   # an FC event (core.events) or a command
     actions = engine.poll(now)            # the one timer, due at engine.next_deadline()
+    actions = engine.step(events, now)    # or: a polled link's messages, then the timer
     state = engine.snapshot(now).as_dict()
 
 Modules: setpoints (validated value types + SetpointKind / EstimateNeed), commands

@@ -129,6 +129,25 @@ class OffboardEngine:
         not per event: PX4's ~100 decoded messages/s would otherwise run them 200 times a
         second (bench/README.md)."""
         self._timers(now)
+        self._feed(events, now)
+        self._timers(now)
+        return self.out.take()
+
+    def poll(self, now: float) -> list[Action]:
+        """The timer entry: call at (or after) `next_deadline()`."""
+        self._timers(now)
+        return self.out.take()
+
+    def step(self, events: Iterable[Event], now: float) -> list[Action]:
+        """The polled link's cycle, at (or after) `next_deadline()`: the FC messages read
+        just before it, then the timers once, the stream's tick among them, on the freshest
+        FC state. (`handle_all` then `poll` ran the timers three times a tick; they were the
+        engine's largest share of the daemon's CPU: bench/stream-plan.md.)"""
+        self._feed(events, now)
+        self._timers(now)
+        return self.out.take()
+
+    def _feed(self, events: Iterable[Event], now: float) -> None:
         for event in events:
             if isinstance(event, FC_MESSAGE_TYPES):
                 on_fc_event(self, event, now)
@@ -138,13 +157,6 @@ class OffboardEngine:
                 detail = event.detail
                 fc_lost(self, now, f"link down: {detail}" if detail else "link down")
             # FcLinkUp: nothing yet; the FC still has to prove itself with a heartbeat
-        self._timers(now)
-        return self.out.take()
-
-    def poll(self, now: float) -> list[Action]:
-        """The timer entry: call at (or after) `next_deadline()`."""
-        self._timers(now)
-        return self.out.take()
 
     def next_deadline(self) -> float:
         """When `poll` must next run (math.inf: nothing scheduled)."""

@@ -10,6 +10,7 @@ import math
 import pytest
 
 from offboardd.core.actions import (
+    Notice,
     NoticeKind,
     RequestMessage,
     RequestParams,
@@ -196,3 +197,21 @@ def test_checks_restart_when_a_px4_autopilot_replaces_a_component_heard_first() 
     b.commander_alive = True
     b.feed(Engage("e", UP))
     assert b.phase() is Phase.WARMUP
+
+
+def test_a_cycle_folds_what_the_link_held_before_it_judges_the_fc_timeout() -> None:
+    """`step` (the polled link's cycle): the FC messages read just now count before the
+    timers run, so a heartbeat that waited in the socket is no lost FC. `handle_all`
+    (messages as they come) runs the timers first: lost, then found again."""
+    b = Bench()
+    b.connect()
+    engine = b.engine
+
+    def late() -> float:
+        assert engine.vehicle.last_heartbeat_s is not None
+        return engine.vehicle.last_heartbeat_s + engine.settings.fc_timeout_s + 0.01
+
+    stepped = engine.step([b.fc.heartbeat()], late())
+    assert engine.fc_up and not [a for a in stepped if isinstance(a, Notice)]
+    handled = engine.handle_all([b.fc.heartbeat()], late())
+    assert [a.kind for a in handled if isinstance(a, Notice)] == [NoticeKind.FC_LINK] * 2

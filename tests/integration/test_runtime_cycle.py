@@ -4,10 +4,12 @@ coming, and FC messages wait at most `read_period_s` for it."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import pytest
 
 from offboardd.core.actions import Action
+from offboardd.core.events import Event
 from tests.integration.harness import flight
 
 pytestmark = pytest.mark.integration
@@ -20,16 +22,16 @@ async def test_a_failing_cycle_is_counted_and_the_stream_goes_on(
         await fl.takeoff(-2.0)
         engine = fl.runtime.engine
         assert engine is not None
-        real_poll = engine.poll
+        real_step = engine.step
         failed: list[float] = []
 
-        def poll_failing_once(now: float) -> list[Action]:
+        def step_failing_once(events: Sequence[Event], now: float) -> list[Action]:
             if not failed:
                 failed.append(now)
                 raise RuntimeError("a bug in the tick")
-            return real_poll(now)
+            return real_step(events, now)
 
-        monkeypatch.setattr(engine, "poll", poll_failing_once)
+        monkeypatch.setattr(engine, "step", step_failing_once)
         sent = len(fl.sim.record.setpoints)
         await fl.wait_for(lambda: len(fl.sim.record.setpoints) >= sent + 10, 5.0,
                           "the stream going on after the failed cycle")
