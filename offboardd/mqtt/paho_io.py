@@ -77,8 +77,8 @@ class InlineWrites:
         if sock is None:  # disconnected meanwhile: aiomqtt already knows
             return
         # For each QoS 0 packet it writes, paho builds a ReasonCode and a Properties for the
-        # completion callback (~6 % of the daemon's CPU at the default telemetry rates,
-        # cProfile). Only aiomqtt's own QoS 0 publishes wait for that callback, and the
+        # completion callback (~6 % of the daemon's Python time at the default telemetry
+        # rates, cProfile). Only aiomqtt's own QoS 0 publishes wait for that callback, and the
         # daemon makes none (outbox.Outbound refuses QoS 0): it is off while we write.
         on_publish = paho.on_publish
         paho.on_publish = None

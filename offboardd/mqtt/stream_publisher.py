@@ -4,7 +4,8 @@ Through aiomqtt, every publish waits until paho has written the packet, even at 
 two asyncio tasks, a timer and an event per message, plus a wake-up of the bridge's
 publisher task per batch. At the default telemetry rates that was about a sixth of the
 daemon's CPU (bench/README.md). A QoS 0 message has nothing to wait for, so the runtime's
-cycle hands it to paho directly and paho writes it when aiomqtt sees the socket writable.
+cycle hands it to paho directly, and paho writes the cycle's batch as the cycle ends
+(paho_io.py; aiomqtt's writer only while the socket is full).
 
 Bounded: while paho still holds bytes it could not write (a slow or stuck broker), at
 most `max_backlog` stream messages are queued behind them; later ones are refused (the
