@@ -97,6 +97,7 @@ class Runtime:
         self._waking = False  # inside _wake, which re-arms once at its end
         self.run_id = secrets.token_hex(6)  # this run of the daemon, in every `state`
         self.fc_budget = FcSendBudget()
+        self._fc_messages = translate.SetpointMessages()  # a held setpoint: built once
         self.rates = CommanderRates()
         self.outputs = Outputs(self.bridge, self.notifier,
                                lambda: refusal_hint(self.codec.stats))
@@ -360,7 +361,7 @@ class Runtime:
             else:
                 if isinstance(action, SendCompanionHeartbeat):
                     self.codec.mav.srcSystem = action.system_id
-                for msg in translate.messages_for(action):
+                for msg in self._fc_messages.messages_for(action):
                     if self.fc_budget.offer(msg, now):  # else it waits its turn (budget.py)
                         self._send(msg)
         if transition:

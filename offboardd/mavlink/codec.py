@@ -139,6 +139,8 @@ class MavlinkCodec:
         # The flight recorder's tap (recorder.py): when set, every whole frame decode()
         # frames (decoded, thinned or filtered alike) is appended, as it came on the wire.
         self.frame_tap: list[bytes | bytearray] | None = None
+        self._last_message: Message = None  # encode()'s last, for _resequenced
+        self._last_frame = b""
 
     @property
     def system_id(self) -> int:
@@ -187,10 +189,32 @@ class MavlinkCodec:
         `pack()` reads `mav.seq` but does not advance it (only `MAVLink.send` does,
         and we never use its file object): the codec is the one place that counts.
         """
-        frame: bytes = msg.pack(self.mav)
-        self.mav.seq = (self.mav.seq + 1) % 256
+        mav = self.mav
+        last = self._last_frame
+        if (msg is self._last_message and not mav.signing.sign_outgoing and last[0] == MAGIC_V2
+                and last[5] == mav.srcSystem and last[6] == mav.srcComponent):
+            frame = self._resequenced(last, msg.crc_extra)
+        else:
+            frame = msg.pack(mav)
+        self._last_message, self._last_frame = msg, frame
+        mav.seq = (mav.seq + 1) % 256
         self.stats.frames_sent += 1
         return frame
+
+    def _resequenced(self, frame: bytes, crc_extra: int) -> bytes:
+        """`frame` (MAVLink 2, unsigned) with our next sequence number and its CRC.
+
+        The stream sends one message object tick after tick while the setpoint holds
+        (translate_out.SetpointMessages); only the sequence byte differs from the last
+        frame, so it is patched rather than the message packed again (bench/stream-plan.md).
+        """
+        out = bytearray(frame)
+        out[4] = self.mav.seq
+        crc = self.dialect.x25crc(out[1:-2])
+        crc.accumulate(bytes((crc_extra,)))
+        out[-2] = crc.crc & 0xFF
+        out[-1] = crc.crc >> 8
+        return bytes(out)
 
     def decode(self, data: bytes, now_s: float | None = None) -> list[Message]:
         """Feed received bytes; return every whole, valid, wanted message in them.

@@ -15,6 +15,7 @@ from offboardd.mavlink.translate_in import (
 from offboardd.mavlink.translate_out import (
     GLOBAL_FRAMES,
     SETPOINT_WIRE,
+    SetpointMessages,
     companion_heartbeat,
     frame_of,
     messages_for,
@@ -28,6 +29,7 @@ __all__ = [
     "WANTED_MESSAGE_IDS",
     "WANTED_MIN_INTERVAL_S",
     "InboundTranslator",
+    "SetpointMessages",
     "companion_heartbeat",
     "frame_of",
     "messages_for",

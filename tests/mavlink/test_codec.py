@@ -84,6 +84,27 @@ def test_sequence_numbers_advance_and_wrap() -> None:
     assert seqs[255:258] == [255, 0, 1]
 
 
+def test_a_message_sent_again_is_the_frame_a_fresh_pack_makes() -> None:
+    """The stream encodes one message object tick after tick: the codec re-sequences the
+    last frame instead of packing again, and must give exactly the bytes a pack would,
+    across the sequence's wrap, a change of our system id, and signing (never reused)."""
+    reused, fresh = MavlinkCodec(1, 191), MavlinkCodec(1, 191)
+    msg = dialect.MAVLink_set_position_target_local_ned_message(
+        0, 1, 1, 1, 0b110111111000, 1.5, -2.25, -3.0, 0, 0, 0, 0, 0, 0, 0.5, 0)
+    for i in range(600):
+        if i == 300:  # the companion heartbeat sets it per target (runtime._dispatch)
+            reused.mav.srcSystem = fresh.mav.srcSystem = 7
+        clone = dialect.MAVLink_set_position_target_local_ned_message(
+            0, 1, 1, 1, 0b110111111000, 1.5, -2.25, -3.0, 0, 0, 0, 0, 0, 0, 0.5, 0)
+        assert reused.encode(msg) == fresh.encode(clone), i
+    for codec in (reused, fresh):
+        codec.enable_signing(bytes(range(32)), timestamp=1000)
+    assert reused.encode(msg) == fresh.encode(clone)  # signed: packed (and signed) anew
+    rx = MavlinkCodec(255, 0)
+    rx.enable_signing(bytes(range(32)), timestamp=0)
+    assert [m.x for m in rx.decode(reused.encode(msg))] == [1.5]
+
+
 def _heartbeats(codec: MavlinkCodec, n: int) -> list[bytes]:
     return [codec.encode(dialect.MAVLink_heartbeat_message(2, 12, 0, 0, 4, 3)) for _ in range(n)]
 

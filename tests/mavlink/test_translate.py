@@ -49,6 +49,7 @@ from offboardd.mavlink.translate import (
     SETPOINT_WIRE,
     WANTED_MESSAGE_IDS,
     InboundTranslator,
+    SetpointMessages,
     frame_of,
     messages_for,
     type_mask,
@@ -323,3 +324,19 @@ def test_anything_constructible_goes_out_as_a_message_px4_accepts_and_can_fly(
             assert mask & group in (0, group)
         if m.coordinate_frame == 8:
             assert mask & 7 == 7 and mask & 56 == 0  # BODY_NED: velocity, all three axes
+
+
+def test_setpoint_messages_build_a_held_setpoint_once() -> None:
+    """The stream repeats one setpoint object while it holds: its message is built once
+    (the codec then re-sequences the frame); a new setpoint or a new target builds anew."""
+    messages = SetpointMessages()
+    hover, target = PositionNed(1.0, 2.0, -3.0), Target(1, 1)
+    (first,) = messages.messages_for(SendSetpoint(target, hover))
+    (again,) = messages.messages_for(SendSetpoint(target, hover))
+    assert again is first
+    (moved,) = messages.messages_for(SendSetpoint(target, PositionNed(1.0, 2.0, -4.0)))
+    assert moved is not first and moved.z == -4.0
+    (other_fc,) = messages.messages_for(SendSetpoint(Target(2, 1), PositionNed(1.0, 2.0, -4.0)))
+    assert other_fc.target_system == 2
+    heartbeat = SendCompanionHeartbeat(1, 191)
+    assert [m.get_type() for m in messages.messages_for(heartbeat)] == ["HEARTBEAT"]
