@@ -112,8 +112,8 @@ def loss_action(eng: OffboardEngine, rule: Rule, now: float, why: str) -> None:
 def check_breach(eng: OffboardEngine, now: float) -> None:
     """The vehicle is outside the fence while ours (drift, wind, an attitude setpoint
     the fence cannot steer): hold here, then hand over to the breach action."""
-    if eng.phase not in _BREACH_PHASES:
-        return
+    if eng.phase not in _BREACH_PHASES or not eng.envelope.fence_enabled:
+        return  # (asked for every LOCAL_POSITION_NED: no table lookup without a fence)
     rule = eng.rule(Trigger.FENCE_BREACH, now)
     if rule.to is Outcome.IGNORE:
         return

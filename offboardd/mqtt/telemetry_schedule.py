@@ -7,6 +7,7 @@ single messages (each wakes the event loop and the broker; bench/README.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 
@@ -18,10 +19,13 @@ class TelemetrySchedule:
         self._start_s = dict.fromkeys(self._period_s, now)
         self._count = dict.fromkeys(self._period_s, 0)
         self._due_s = dict.fromkeys(self._period_s, now)
+        self._next_s = now if self._due_s else math.inf  # the earliest of them
 
     def due(self, now: float) -> list[str]:
         """The kinds to publish now; each is then due one period later on its schedule, or
         one period from now if it fell more than a period behind (no bursts)."""
+        if now < self._next_s:  # most cycles: nothing (asked on every stream tick)
+            return []
         kinds = [kind for kind, due_s in self._due_s.items() if now >= due_s]
         for kind in kinds:
             period_s = self._period_s[kind]
@@ -31,8 +35,9 @@ class TelemetrySchedule:
                 self._start_s[kind], self._count[kind] = now, 1
                 next_s = now + period_s
             self._due_s[kind] = next_s
+        self._next_s = min(self._due_s.values())
         return kinds
 
     def next_due_s(self) -> float | None:
         """The earliest due time; None when every kind is off."""
-        return min(self._due_s.values(), default=None)
+        return self._next_s if self._due_s else None
