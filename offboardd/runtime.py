@@ -51,13 +51,15 @@ from offboardd.recorder.recorder import Recorder
 from offboardd.recorder.settings import RecordMode, flights_root
 from offboardd.replies import ReplySink, commander_of
 from offboardd.systemd import SystemdNotifier
+from offboardd.wake_timer import WakeTimer, wake_timer
 
 log = structlog.get_logger("offboardd")
 
 _MAX_TIMER_SLEEP_S = 0.5  # wake at least this often: watchdog and state stay fresh
-# asyncio's selector waits in whole milliseconds, rounded up, so a timer fires up to 1 ms
-# late. The timer is set this much early and a short precise sleep finishes the wait: the
-# stream's p50 interval deviation goes from ~0.3 ms to ~0.1 ms (bench/README.md).
+# asyncio's selector waits in whole milliseconds, rounded up, so its timer fires up to 1 ms
+# late. Where there is no timerfd (wake_timer.py), the timer is set this much early and a
+# short precise sleep finishes the wait: the stream's p50 interval deviation goes from
+# ~0.3 ms to ~0.1 ms (bench/README.md).
 _TIMER_EARLY_S = 0.0015
 _NOT_HELD: AbstractContextManager[None] = contextlib.nullcontext()
 _STATE_PERIOD_S = 1.0  # retained state is re-published this often even when unchanged
@@ -91,7 +93,8 @@ class Runtime:
         self.engine: OffboardEngine | None = None
         self._telemetry_schedule = TelemetrySchedule({}, 0.0)  # set when run() starts
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: WakeTimer | None = None  # made in run(), on the running loop
+        self._timer_armed = False
         self._timer_due_s = 0.0  # the deadline the pending timer stands for
         self._timer_precise = False  # the deadline is the engine's (a stream tick...)
         self._waking = False  # inside _wake, which re-arms once at its end
@@ -126,6 +129,7 @@ class Runtime:
             self._telemetry_schedule = TelemetrySchedule(
                 self.config.mqtt.telemetry_rates_hz, loop.time())
         self._last_wake_s = loop.time()
+        timer = self._timer = wake_timer(loop, self._wake, early_s=_TIMER_EARLY_S)
         log.info("starting", link=str(self.config.mavlink.url), mqtt=self.bridge is not None)
         if self.recorder is not None:
             self.recorder.start()
@@ -144,8 +148,7 @@ class Runtime:
                 for task in tasks:
                     task.cancel()
         finally:
-            if self._timer is not None:
-                self._timer.cancel()
+            timer.close()
             self._signing_tick(final=True)
             if self.recorder is not None:
                 self.recorder.close()  # the open flight is closed and its summary written
@@ -273,7 +276,7 @@ class Runtime:
 
     def _wake(self) -> None:
         """The one timer: stream ticks, timeouts, heartbeats, watchdog, periodic state."""
-        self._timer = None
+        self._timer_armed = False
         self._waking = True
         try:
             # what the cycle publishes (telemetry above all) reaches the broker in one write
@@ -296,7 +299,7 @@ class Runtime:
         # not polled has handed its messages over as they came.
         self.link.poll()
         early_s = self._timer_due_s - self._now()
-        if self._timer_precise and 0.0 < early_s <= _TIMER_EARLY_S:
+        if self._timer_precise and 0.0 < early_s <= _TIMER_EARLY_S:  # (never with a timerfd)
             time.sleep(early_s)  # at most 1.5 ms, once per deadline: precision for the stream
         now = self._last_wake_s = self._now()
         engine = self._engine()
@@ -327,8 +330,8 @@ class Runtime:
                 log.warning("mavlink_signing", problem=warning)
 
     def _rearm(self) -> None:
-        loop = self._loop
-        if loop is None or self._waking:
+        timer = self._timer
+        if timer is None or self._waking:
             return
         # The caps are anchored to the last wake-up, not to now: every inbound message
         # re-arms, and a cap that slid forward with them would never fire.
@@ -342,13 +345,12 @@ class Runtime:
         period_s = self.notifier.watchdog_period_s
         if period_s is not None:  # a WatchdogSec shorter than 1 s still gets its pings
             deadline = min(deadline, self._last_watchdog_s + period_s / 2)
-        if self._timer is not None:
-            if self._timer_due_s == deadline:
-                return
-            self._timer.cancel()
+        if self._timer_armed and self._timer_due_s == deadline:
+            return
         self._timer_due_s = deadline
-        self._timer_precise = deadline == engine_deadline
-        self._timer = loop.call_at(deadline - _TIMER_EARLY_S, self._wake)
+        self._timer_precise = deadline == engine_deadline and not timer.exact
+        self._timer_armed = True
+        timer.arm(deadline)
 
     def _dispatch(self, actions: list[Action], now: float) -> None:
         transition = False
