@@ -6,7 +6,7 @@ durations in seconds, names from the public enums. Built by OffboardEngine.snaps
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -46,6 +46,11 @@ class EngineSnapshot:
     stream_plan: dict[str, Any] | None = None  # what PX4 was asked to stream, and refused
 
     def as_dict(self) -> dict[str, object]:
-        out = asdict(self)
+        # Shallow: every value is plain, and the dicts in it are built for this snapshot
+        # (`asdict` deep-copied them, leaf by leaf: most of the 1 Hz state's own cost).
+        out: dict[str, object] = {name: getattr(self, name) for name in _FIELD_NAMES}
         out["warnings"] = list(self.warnings)
         return out
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(EngineSnapshot))

@@ -3,6 +3,7 @@ COM_OF_LOSS_T, parameter retries, warnings; identity and the published snapshot.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -161,6 +162,7 @@ def test_snapshot_is_json_friendly_and_next_deadline_is_in_the_future() -> None:
     b.engage(UP)
     snap = b.engine.snapshot(b.now)
     data = json.loads(json.dumps(snap.as_dict()))
+    assert snap.as_dict() == {**dataclasses.asdict(snap), "warnings": list(snap.warnings)}
     assert data["phase"] == "active" and data["fc_mode"] == "OFFBOARD"
     assert data["com_of_loss_t_s"] == 1.0 and data["com_obl_rc_act"] == "Hold"
     assert data["estimates"]["local_position"] is True
