@@ -6,8 +6,8 @@ runtime asked 1.5 ms early and slept the rest, two wake-ups a tick (`CallAtWake`
 Linux, `TimerFdWake` arms a timerfd at the instant itself (absolute, on CLOCK_MONOTONIC,
 the clock of `loop.time()`): one more descriptor in the loop's epoll set, and one wake-up
 per tick, at the instant (within the kernel's timer slack, 50 µs by default). Measured at
-20 Hz under the px4 load, 3 interleaved pairs of 20 s: 1.52 -> 1.30 % of a core, p99
-interval deviation 0.52 -> 0.26 ms (bench/stream-plan.md).
+20 Hz under the px4 load, 6 interleaved pairs of 20 s: 1.50 -> 1.40 % of a core, p99
+interval deviation 0.3-0.8 -> 0.19-0.47 ms; at 100 Hz 5.8 -> 4.1 % (bench/stream-plan.md).
 
 Python 3.11 has no `os.timerfd_create` (3.13 has), hence libc through ctypes. Where that
 is missing (not Linux), `wake_timer` returns a `CallAtWake`.
