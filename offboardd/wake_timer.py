@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import ctypes.util
 import math
 import os
 from collections.abc import Callable
@@ -82,7 +81,8 @@ class _Itimerspec(ctypes.Structure):
 
 
 def _libc() -> ctypes.CDLL:
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    # The interpreter's own symbols, libc's among them (find_library would run ldconfig).
+    libc = ctypes.CDLL(None, use_errno=True)
     if not hasattr(libc, "timerfd_create"):
         raise OSError("no timerfd in this C library")
     return libc
