@@ -28,10 +28,6 @@ from offboardd.recorder.settings import RecorderSettings, RecordMode
 from offboardd.recorder.writer import Batch, Close, Item, Start, Stop, Writer
 
 _SAMPLE_PERIOD_S = 0.5  # journal "sample" lines: position, speed, phase, running maxima
-# Batches go to the writer this often, not every cycle: fewer thread wake-ups (measured in
-# bench/recorder-results.md). With the writer's flush interval it bounds what a power loss
-# costs: at most this plus flush_interval_s.
-_HAND_OVER_PERIOD_S = 0.2
 _CLOSE_WAIT_S = 3.0
 log = structlog.get_logger("offboardd")
 
@@ -122,7 +118,11 @@ class Recorder:
             elif now_s >= self._stop_due_s:
                 self._close_flight()
         self._follow_position(engine, now_s)
-        if now_s - self._last_hand_over_s >= _HAND_OVER_PERIOD_S:
+        # A batch goes to the writer every flush_interval_s, not every cycle, and the writer
+        # syncs each as it comes: a power loss costs at most about that interval, and the
+        # writer wakes twice a second by default (it woke 5 times, and synced on its own
+        # clock, up to 0.7 s late: bench/stream-plan.md).
+        if now_s - self._last_hand_over_s >= self.settings.flush_interval_s:
             self._last_hand_over_s = now_s
             self._hand_over()
 

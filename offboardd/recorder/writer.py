@@ -2,8 +2,9 @@
 
 The loop hands over batches through a bounded queue (`Recorder`, recorder.py); this thread
 keeps the last `pre_s` of them in memory while no flight is open, opens one folder per
-flight (flight.tlog, journal.jsonl, summary.json when it closes), flushes and syncs at
-least every `flush_interval_s` (a power loss costs at most that), and keeps the folder
+flight (flight.tlog, journal.jsonl, summary.json when it closes), writes and syncs each
+batch as it comes (the loop hands one over every `flush_interval_s`: a power loss costs
+at most about that), and keeps the folder
 within its disk budget (folders.py). A disk error stops the recording, never the daemon:
 it is reported in `status` and the thread goes on draining the queue.
 
@@ -90,6 +91,7 @@ class _OpenFlight:
         self.journal: IO[bytes] = open(folder / JOURNAL_NAME, "ab")  # noqa: SIM115
         self.summary = FlightSummary(name=folder.name)
         self.bytes = 0
+        self.unsynced = False  # written since the last flush()
         self.stopped = False  # over budget or a disk error: nothing more is written
 
     def write(self, batch: Batch) -> None:
@@ -106,11 +108,13 @@ class _OpenFlight:
         self.tlog.write(data)
         self.journal.write(text)
         self.bytes += len(data) + len(text)
+        self.unsynced = self.unsynced or bool(data or text)
 
     def flush(self) -> None:
         for f in (self.tlog, self.journal):
             f.flush()
             os.fdatasync(f.fileno())  # on the medium: what a power loss cannot take
+        self.unsynced = False
 
     def close(self) -> None:
         for f in (self.tlog, self.journal):
@@ -130,7 +134,6 @@ class Writer:
         self._pre_tlog: deque[TlogChunk] = deque()
         self._pre_journal: deque[dict[str, Any]] = deque(maxlen=_JOURNAL_PRE_ROLL_LINES)
         self._flight: _OpenFlight | None = None
-        self._last_flush_s = time.monotonic()
         self._last_budget_s = -1e9
         self._thread = threading.Thread(target=self._run, name="offboardd-recorder", daemon=True)
 
@@ -211,12 +214,10 @@ class Writer:
 
     def _periodic(self) -> None:
         flight = self._flight
-        now_s = time.monotonic()
         if flight is None or flight.stopped:
             return
-        if now_s - self._last_flush_s >= self.settings.flush_interval_s:
+        if flight.unsynced:  # each batch at once: the loop's hand-over period is the interval
             flight.flush()
-            self._last_flush_s = now_s
             self.status = dataclasses.replace(self.status, flight_bytes=flight.bytes)
         self._check_budget(force=False)
 
