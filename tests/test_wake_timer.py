@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -59,3 +61,38 @@ async def test_linux_gets_the_exact_timer_and_a_closed_one_releases_its_descript
     timer.close()
     with pytest.raises(OSError):
         os.fstat(fd)  # closed (and no longer read by the loop: remove_reader ran first)
+
+
+_UNDER_MDWE = """
+import asyncio, ctypes, mmap
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.prctl(65, 1, 0, 0, 0) == 0, ctypes.get_errno()  # PR_SET_MDWE, REFUSE_EXEC_GAIN
+try:
+    mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+except OSError:
+    pass
+else:
+    raise SystemExit("W+X memory was not refused")
+from offboardd.wake_timer import TimerFdWake, wake_timer
+
+async def main():
+    loop = asyncio.get_running_loop()
+    fired = asyncio.Event()
+    timer = wake_timer(loop, fired.set, early_s=0.0015)
+    assert isinstance(timer, TimerFdWake)
+    timer.arm(loop.time() + 0.01)
+    await asyncio.wait_for(fired.wait(), 2.0)
+    timer.close()
+    print("fired")
+
+asyncio.run(main())
+"""
+
+
+def test_the_timerfd_works_where_writable_code_is_refused() -> None:
+    """The systemd unit sets MemoryDenyWriteExecute=yes; the timer calls libc through ctypes,
+    which must not need writable executable memory (no callbacks). The kernel's own
+    equivalent, PR_SET_MDWE (Linux 6.3), is set in a child before the timer is made."""
+    done = subprocess.run([sys.executable, "-c", _UNDER_MDWE], capture_output=True, text=True,
+                          timeout=30, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "fired", done.stderr
