@@ -192,6 +192,7 @@ class MavlinkCodec:
         mav = self.mav
         last = self._last_frame
         if (msg is self._last_message and not mav.signing.sign_outgoing and last[0] == MAGIC_V2
+                and not last[2] & IFLAG_SIGNED  # (the CRC is then the frame's last two bytes)
                 and last[5] == mav.srcSystem and last[6] == mav.srcComponent):
             frame = self._resequenced(last, msg.crc_extra)
         else:
