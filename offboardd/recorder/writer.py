@@ -4,9 +4,9 @@ The loop hands over batches through a bounded queue (`Recorder`, recorder.py); t
 keeps the last `pre_s` of them in memory while no flight is open, opens one folder per
 flight (flight.tlog, journal.jsonl, summary.json when it closes), writes and syncs each
 batch as it comes (the loop hands one over every `flush_interval_s`: a power loss costs
-at most about that), and keeps the folder
-within its disk budget (folders.py). A disk error stops the recording, never the daemon:
-it is reported in `status` and the thread goes on draining the queue.
+at most about that), and keeps the folder within its disk budget (folders.py). A disk
+error stops the recording, never the daemon: it is reported in `status` and the thread
+goes on draining the queue.
 
 tlog: what QGroundControl, MAVExplorer and pymavlink read, each frame as it went on the
 wire (either way) behind its 8-byte big-endian microsecond Unix timestamp.
