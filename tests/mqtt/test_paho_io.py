@@ -4,6 +4,8 @@ callback (bridge.py): against a real mosquitto, and with a paho whose socket is 
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +38,32 @@ async def test_what_a_held_cycle_publishes_is_written_before_it_ends(mosquitto: 
         assert paho.on_publish is on_publish
         seen = {body(await next_message(client, "#"))["kind"] for _ in range(3)}
     assert seen == {"position", "velocity", "attitude"}
+
+
+def _segments_sent(sock: socket.socket) -> int:
+    """tcpi_segs_out of struct tcp_info (linux/tcp.h), pure ACKs included."""
+    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 256)
+    return int(struct.unpack_from("I", info, 136)[0])
+
+
+async def test_a_held_cycles_publishes_leave_as_one_tcp_segment(mosquitto: Broker) -> None:
+    async with running_bridge(settings_for(mosquitto.port)) as daemon, \
+            observer(mosquitto.port) as client:
+        await client.subscribe(TOPICS.telemetry_all, 0)
+        bridge = daemon.bridge
+        assert bridge._writes is not None
+        sock = bridge._writes._paho.socket()
+        assert isinstance(sock, socket.socket)
+        kinds = ("position", "velocity", "attitude", "battery", "gps")
+        before = _segments_sent(sock)
+        with bridge.writes_held():
+            for kind in kinds:
+                bridge.publish_telemetry(kind, {"kind": kind})
+        sent = _segments_sent(sock) - before
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CORK) == 0  # pulled: nothing waits
+        seen = {body(await next_message(client, "#"))["kind"] for _ in kinds}
+    assert seen == set(kinds)
+    assert sent <= 2, sent  # one for the five PUBLISHes (a stray ACK at most); uncorked: five
 
 
 async def test_a_publish_outside_a_cycle_is_written_in_the_next_pass(mosquitto: Broker) -> None:
