@@ -51,9 +51,9 @@ def mosquitto_binary() -> str:
 def cpu_s(pid: int) -> float:
     """CPU time (user + system, every thread, exited ones included) the process used so
     far, in seconds, to the nanosecond: the kernel's own account of the process's run time,
-    read through its CPU-time clock. /proc/PID/stat counts in clock ticks (10 ms here), a
-    resolution of 0.1 % of a core over a 10 s window, against figures of ~1.2 %: the
-    comparison the benchmark makes would move by up to ±8 % on rounding alone."""
+    read through its CPU-time clock. /proc/PID/stat counts in clock ticks (10 ms here): over
+    a 10 s window the difference of two counts is off by up to 0.1 % of a core, against
+    figures of ~1.2 %, so a comparison could move by up to ±8 % on rounding alone."""
     try:
         return time.clock_gettime(_process_cpu_clock(pid))
     except OSError:  # (a kernel without per-process CPU clocks: the tick count)

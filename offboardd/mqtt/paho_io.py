@@ -102,7 +102,7 @@ class InlineWrites:
 @contextlib.contextmanager
 def _corked(sock: Any) -> Iterator[None]:
     """paho sends each packet with its own `send`, and sets TCP_NODELAY: a cycle's telemetry
-    (3-5 PUBLISHes) left as as many TCP segments, each waking the broker. Corked, they
+    (3-5 PUBLISHes) went out as 3-5 TCP segments, each waking the broker. Corked, they
     leave together, as the cork is pulled at the end of the write. A TLS socket is corked
     all the same (its records go out together); what is not a TCP socket (a Unix socket,
     paho's websocket wrapper) is written as it is."""
