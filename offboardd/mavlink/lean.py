@@ -23,11 +23,14 @@ from collections.abc import Collection
 from typing import Any
 
 from offboardd.mavlink import slim_dialect
-from offboardd.mavlink.frame_layout import MAGIC_V2
+from offboardd.mavlink.frame_layout import (
+    CRC_LEN,
+    HEADER_LEN_V2,
+    IFLAG_SIGNED,
+    MAGIC_V2,
+    SIGNATURE_LEN,
+)
 
-_HEADER_LEN_V2 = 10
-_IFLAG_SIGNED = 0x01
-_SIGNATURE_LEN = 13
 _CRC = struct.Struct("<H")
 # pymavlink's own CRC-16/MCRF4XX (fastcrc, which pymavlink depends on); None without it.
 _mcrf4xx: Any = getattr(slim_dialect, "mcrf4xx", None)
@@ -107,13 +110,13 @@ class LeanDecoder:
         its CRC is wrong."""
         layout = self._layouts[msg_id]
         payload_len = frame[1]
-        crc_at = _HEADER_LEN_V2 + payload_len
-        if len(frame) != crc_at + 2 + (_SIGNATURE_LEN if frame[2] & _IFLAG_SIGNED else 0):
+        crc_at = HEADER_LEN_V2 + payload_len
+        if len(frame) != crc_at + CRC_LEN + (SIGNATURE_LEN if frame[2] & IFLAG_SIGNED else 0):
             return None
         crc = _mcrf4xx(bytes(frame[1:crc_at]) + layout.crc_extra, 0xFFFF)
         if crc != _CRC.unpack_from(frame, crc_at)[0]:
             return None
-        payload = bytes(frame[_HEADER_LEN_V2:crc_at])
+        payload = bytes(frame[HEADER_LEN_V2:crc_at])
         size = layout.size
         if payload_len < size:  # MAVLink 2 trims trailing zeros; the unpacker wants them
             payload += bytes(size - payload_len)
