@@ -72,8 +72,9 @@ demo: $(DEMO_STAMP) mosquitto
 	$(PY) -m offboardd demo $(DEMO_ARGS)
 
 # The benchmark: offboardd at 20/50/100 Hz, MAVSDK and a pymavlink loop, side by side under
-# the sim's px4 and heavy telemetry loads; writes bench/results.{md,json,png} in a few
-# minutes (e.g. `make bench BENCH_ARGS="--seconds 5 --only 20hz"`; see bench/README.md).
+# the sim's px4 and heavy telemetry loads, three rounds in turn; writes
+# bench/results.{md,json,png} in about ten minutes (a quick look: `make bench
+# BENCH_ARGS="--rounds 1 --seconds 5 --only 20hz"`; see bench/README.md).
 BENCH_STAMP := $(VENV)/.installed-bench
 BENCH_ARGS ?=
 

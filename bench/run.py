@@ -1,8 +1,10 @@
 """`make bench` / `python -m bench`: run every workload side by side, write the results.
 
-Starts one private mosquitto for the whole run, then each workload in turn (a fresh sim and
-proxy each: bench/workloads.py), and writes results.json, results.md and results.png into
-`--out` (bench/ by default). `run_benchmark` is the same thing for the smoke test.
+Starts a private mosquitto (one a round), then each workload in turn (a fresh sim and proxy
+each: bench/workloads.py), and writes results.json, results.md and results.png into `--out`
+(bench/ by default). With `--rounds N` every workload runs N times, the rounds in
+turn, and each row is the workload's median round (bench/rounds.py). `run_benchmark` is
+the same thing for the smoke test.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from bench.procs import Children, free_tcp_port, mosquitto_binary
 from bench.report import machine, write_reports
+from bench.rounds import representative
 from bench.workloads import Result, Workload, run_workload
 
 PROFILES = ("px4", "heavy")
@@ -53,21 +56,29 @@ def start_broker(children: Children, workdir: Path) -> tuple[int, subprocess.Pop
 def run_benchmark(workloads: Sequence[Workload], seconds: float, out_dir: Path,
                   *, log: bool = True, workdir: Path | None = None,
                   daemon_settings: Sequence[str] = (),
-                  daemon_tree: Path | None = None) -> list[Result]:  # fmt: skip
-    """Run `workloads` in order; keep configs and raw captures in `workdir` if given."""
-    results: list[Result] = []
+                  daemon_tree: Path | None = None, rounds: int = 1) -> list[Result]:  # fmt: skip
+    """Run `workloads` in order, `rounds` times; keep configs and raw captures in `workdir`
+    if given (the last round's). Returns a row per workload: its median round."""
+    done: list[list[Result]] = []
     info = machine()
-    with tempfile.TemporaryDirectory(prefix="offboardd-bench-") as tmp, Children() as children:
+    with tempfile.TemporaryDirectory(prefix="offboardd-bench-") as tmp:
         workdir = workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        broker_port, _ = start_broker(children, workdir)
-        for w in workloads:
-            if log:
-                print(f"bench: {w.name} ({seconds:g} s)...", flush=True)
-            results.append(run_workload(w, seconds, broker_port, workdir, daemon_settings,
-                                        daemon_tree))
+        for n in range(rounds):
+            done.append([])
+            # a broker per round: a workload's vehicle id is its name, and a commander must
+            # never take the retained state of the last round's daemon for this one's
+            with Children() as children:
+                broker_port, _ = start_broker(children, workdir)
+                for w in workloads:
+                    if log:
+                        which = f", round {n + 1}/{rounds}" if rounds > 1 else ""
+                        print(f"bench: {w.name} ({seconds:g} s{which})...", flush=True)
+                    done[-1].append(run_workload(w, seconds, broker_port, workdir,
+                                                 daemon_settings, daemon_tree))  # fmt: skip
     info["loadavg_after"] = machine()["loadavg"]
-    write_reports(results, info, seconds, out_dir)
+    results = representative(done)
+    write_reports(results, info, seconds, out_dir, done)
     return results
 
 
@@ -77,6 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="measurement window of each workload (default 10)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent,
                         help="where results.md/.json/.png go (default bench/)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="run every workload this many times, the rounds in turn; "
+                        "each row is the workload's median round (default 3; 1 for a quick "
+                        "look)")  # fmt: skip
     parser.add_argument("--only", nargs="*", default=None, metavar="NAME",
                         help="run only workloads whose name contains one of these "
                         "(e.g. mavsdk 20hz-heavy)")  # fmt: skip
@@ -93,9 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
               if args.only is None or any(key in w.name for key in args.only)]  # fmt: skip
     if not chosen:
         parser.error("no workload matches --only")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     started = time.monotonic()
     run_benchmark(chosen, args.seconds, args.out, workdir=args.keep,
-                  daemon_settings=args.daemon_set, daemon_tree=args.daemon_tree)
+                  daemon_settings=args.daemon_set, daemon_tree=args.daemon_tree,
+                  rounds=args.rounds)
     print(f"bench: done in {time.monotonic() - started:.0f} s; see {args.out}/results.md")
     return 0
 

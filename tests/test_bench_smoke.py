@@ -51,7 +51,7 @@ def test_frame_reader_finds_batched_frames_and_setpoint_fields() -> None:
 
 def test_a_short_run_produces_every_number(tmp_path: Path) -> None:
     workloads = [Workload("offboardd", 50.0, "px4"), Workload("mavsdk", 20.0, "px4")]
-    results = run_benchmark(workloads, 1.5, tmp_path, log=False)
+    results = run_benchmark(workloads, 1.5, tmp_path, log=False, rounds=2)
     for r in results:
         assert r.rate_hz > 0 and not math.isnan(r.dev_p99_ms), r
         assert r.load_msg_s > 0 and r.cpu_per_s > 0 and r.peak_rss_mb > 0, r
@@ -62,6 +62,8 @@ def test_a_short_run_produces_every_number(tmp_path: Path) -> None:
     assert ours.lease_lapse_ms is not None
     doc = json.loads((tmp_path / "results.json").read_text())
     assert len(doc["results"]) == 2
+    assert [len(r) for r in doc["rounds"]] == [2, 2]  # both workloads in each round
+    assert "## CPU over the rounds" in (tmp_path / "results.md").read_text()
     assert "mavsdk-20hz-px4" in (tmp_path / "results.md").read_text()
     assert "steal %" in (tmp_path / "results.md").read_text()
     assert (tmp_path / "results.png").stat().st_size > 0

@@ -1,0 +1,59 @@
+"""`--rounds`: a row per workload from its median round, and a CPU ratio judged on the
+median of the rounds' own ratios (bench/rounds.py, bench/report.py). Pure: made-up rows."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from bench.report import markdown, stream_plan_goal, targets
+from bench.rounds import cpu_ratios, median_ratio, representative
+from bench.workloads import Result, Workload
+
+OURS = Workload("offboardd", 20.0, "px4")
+MAVSDK = Workload("mavsdk", 20.0, "px4")
+INFO = {"cpu": "test", "cores": "2", "python": "3", "kernel": "k", "mavsdk": "m",
+        "pymavlink": "p", "aiomqtt": "a", "loadavg": "0", "date_utc": "now"}  # fmt: skip
+
+
+def _row(workload: Workload, cpu_pct: float, p99_ms: float = 0.2) -> Result:
+    return Result(workload, 10.0, 57.0, 20.0, 0.05, p99_ms, 0.3, 0, cpu_pct / 100, 33.0,
+                  1000.0, None, None)  # fmt: skip
+
+
+def _rounds(pairs: list[tuple[float, float]]) -> list[list[Result]]:
+    """(MAVSDK's CPU %, ours) per round."""
+    return [[_row(MAVSDK, ref), _row(OURS, mine)] for ref, mine in pairs]
+
+
+def test_each_row_is_the_workloads_median_round_a_real_run() -> None:
+    rounds = _rounds([(1.4, 1.30), (1.1, 1.20), (1.2, 1.40)])
+    rounds[1][1] = dataclasses.replace(rounds[1][1], dev_p99_ms=0.9)  # the median round's own
+    ref, ours = representative(rounds)
+    assert (ref.cpu_per_s, ours.cpu_per_s) == (1.2 / 100, 1.3 / 100)
+    assert ours.dev_p99_ms == 0.2  # from the round whose CPU is the median, not mixed
+    assert representative(rounds[:2])[1].cpu_per_s == 1.2 / 100  # even: the lower middle one
+
+
+def test_the_cpu_ratio_is_the_median_of_each_rounds_ratio() -> None:
+    rounds = _rounds([(1.5, 1.05), (1.0, 1.1), (1.2, 0.9)])
+    assert [round(x, 2) for x in cpu_ratios(rounds, OURS, MAVSDK)] == [0.7, 1.1, 0.75]
+    assert round(median_ratio(cpu_ratios(rounds, OURS, MAVSDK)), 2) == 0.75
+    goal = stream_plan_goal(representative(rounds), rounds)[0]
+    # the median rows alone (1.05 % vs 1.2 %, from different rounds) would read 0.88x
+    assert "**met**" in goal and "median of 3 rounds' ratios 0.75×" in goal, goal
+    assert "(0.70×, 1.10×, 0.75×)" in goal and "1.05 % vs 1.20 %: 0.88×" in goal
+
+
+def test_one_round_is_judged_on_its_rows_and_shows_no_rounds_table() -> None:
+    rounds = _rounds([(1.2, 1.3)])
+    rows = representative(rounds)
+    assert "**MISSED**" in targets(rows, rounds)[0]
+    text = markdown(rows, INFO, 10.0, rounds)
+    assert "CPU over the rounds" not in text and "1.30 % vs 1.20 %: 1.08×" in text
+
+
+def test_several_rounds_list_every_rounds_cpu() -> None:
+    rounds = _rounds([(1.4, 1.3), (1.1, 1.2)])
+    text = markdown(representative(rounds), INFO, 10.0, rounds)
+    assert "2 rounds" in text
+    assert "| offboardd-20hz-px4 | 1.30 / 1.20 | 1.20–1.30 |" in text
