@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from bench.report import markdown, stream_plan_goal, targets
-from bench.rounds import cpu_ratios, median_ratio, representative
+from bench.rounds import median, ratios, representative
 from bench.workloads import Result, Workload
 
 OURS = Workload("offboardd", 20.0, "px4")
@@ -36,8 +36,8 @@ def test_each_row_is_the_workloads_median_round_a_real_run() -> None:
 
 def test_the_cpu_ratio_is_the_median_of_each_rounds_ratio() -> None:
     rounds = _rounds([(1.5, 1.05), (1.0, 1.1), (1.2, 0.9)])
-    assert [round(x, 2) for x in cpu_ratios(rounds, OURS, MAVSDK)] == [0.7, 1.1, 0.75]
-    assert round(median_ratio(cpu_ratios(rounds, OURS, MAVSDK)), 2) == 0.75
+    assert [round(x, 2) for x in ratios(rounds, OURS, MAVSDK)] == [0.7, 1.1, 0.75]
+    assert round(median(ratios(rounds, OURS, MAVSDK)), 2) == 0.75
     goal = stream_plan_goal(representative(rounds), rounds)[0]
     # the median rows alone (1.05 % vs 1.2 %, from different rounds) would read 0.88x
     assert "**met**" in goal and "median of 3 rounds' ratios 0.75×" in goal, goal
@@ -57,3 +57,14 @@ def test_several_rounds_list_every_rounds_cpu() -> None:
     text = markdown(representative(rounds), INFO, 10.0, rounds)
     assert "2 rounds" in text
     assert "| offboardd-20hz-px4 | 1.30 / 1.20 | 1.20–1.30 |" in text
+
+
+def test_timing_targets_are_judged_on_the_median_round_and_missed_ticks_on_any() -> None:
+    heavy = Workload("offboardd", 50.0, "heavy")
+    rounds = [[_row(heavy, 1.8, p99)] for p99 in (0.152, 1.061, 0.415)]
+    rows = representative(rounds)
+    assert rows[0].dev_p99_ms == 1.061  # the median round by CPU (all 1.8 %: the lower middle)
+    line = targets(rows, rounds)[3]
+    assert "**met**" in line and "0 missed in 3 rounds, median p99 0.415 ms" in line, line
+    rounds[2][0] = dataclasses.replace(rounds[2][0], missed_ticks=1)
+    assert "**MISSED**" in targets(representative(rounds), rounds)[3]
