@@ -68,3 +68,10 @@ def test_timing_targets_are_judged_on_the_median_round_and_missed_ticks_on_any()
     assert "**met**" in line and "0 missed in 3 rounds, median p99 0.415 ms" in line, line
     rounds[2][0] = dataclasses.replace(rounds[2][0], missed_ticks=1)
     assert "**MISSED**" in targets(representative(rounds), rounds)[3]
+
+
+def test_a_verdict_over_the_rounds_says_when_the_host_stole_in_any_of_them() -> None:
+    rounds = _rounds([(1.4, 1.3), (1.1, 1.2), (1.2, 1.4)])
+    rounds[2][1] = dataclasses.replace(rounds[2][1], steal=0.2)  # not the median round
+    goal = stream_plan_goal(representative(rounds), rounds)[0]
+    assert "not trustworthy: the host stole 20 %" in goal, goal
