@@ -112,10 +112,10 @@ def _judge(out: list[str], text: str, ok: bool | None, detail: str,
 def _measured(rounds: Rounds, *rows: Result | None) -> list[Result]:
     """The rows, and with several rounds every round's run of their workloads: a verdict
     taken over the rounds says so when the host stole the CPU in any of them."""
-    runs = [r for r in rows if r is not None]
-    if len(rounds) > 1:
-        runs += [run for r in list(runs) for run in runs_of(rounds, r.workload)]
-    return runs
+    measured = [r for r in rows if r is not None]
+    if len(rounds) < 2:
+        return measured
+    return [run for r in measured for run in runs_of(rounds, r.workload)]
 
 
 def _versus(ours: Result, ref: Result, rounds: Rounds, figure: str, *, limit: float,
