@@ -14,7 +14,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from bench.rounds import median, ratios, runs_of
+from bench.rounds import ratios, runs_of
+from bench.stats import percentile
 from bench.workloads import Result
 
 Rounds = Sequence[Sequence[Result]]  # each round's results, in round order (bench/rounds.py)
@@ -127,7 +128,7 @@ def _versus(ours: Result, ref: Result, rounds: Rounds, figure: str, *, limit: fl
     each = ratios(rounds, ours.workload, ref.workload, figure)
     if len(each) < 2:
         return mine <= limit * theirs, detail
-    ratio = median(each)
+    ratio = percentile(each, 50.0)
     listed = ", ".join(f"{x:.2f}×" for x in each)
     return ratio <= limit, (f"median of {len(each)} rounds' ratios {ratio:.2f}× ({listed}); "
                             f"the rows above {detail}")
@@ -146,7 +147,7 @@ def _heavy(heavy: Result, rounds: Rounds) -> tuple[bool, str]:
     """No missed tick in any round, and the median of the rounds' p99 within the target."""
     runs = runs_of(rounds, heavy.workload) if len(rounds) > 1 else [heavy]
     missed = sum(r.missed_ticks for r in runs)
-    p99_ms = median([r.dev_p99_ms for r in runs])
+    p99_ms = percentile([r.dev_p99_ms for r in runs], 50.0)
     ok = missed == 0 and p99_ms <= HEAVY_P99_TARGET_MS
     if len(runs) < 2:
         return ok, f"{missed} missed, p99 {p99_ms:.3f} ms"

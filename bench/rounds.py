@@ -14,7 +14,6 @@ Pure: takes results, measures nothing.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 
 from bench.workloads import Result, Workload
@@ -46,7 +45,3 @@ def ratios(rounds: Sequence[Sequence[Result]], ours: Workload, reference: Worklo
         if mine is not None and ref is not None and float(getattr(ref, figure)) > 0:
             out.append(float(getattr(mine, figure)) / float(getattr(ref, figure)))
     return out
-
-
-def median(values: Sequence[float]) -> float:
-    return float(statistics.median(values)) if values else float("nan")
