@@ -185,7 +185,7 @@ class MqttBridge:
         raise_if_cancelling()  # connect and subscribe may have swallowed it (offboardd.aio)
         await client.publish(self.topics.availability, AVAILABILITY_ONLINE, qos=1, retain=True)
         self.connect_count += 1
-        self._stream.attach(paho)
+        self._stream.attach(paho, mqtt5=self._v5)
         self._outbox.on_connected()
         self.connected.set()
         log.info("mqtt_connected", host=self.settings.host, port=self.settings.port,
