@@ -11,6 +11,13 @@ interval deviation 0.3-0.8 -> 0.19-0.47 ms; at 100 Hz 5.8 -> 4.1 % (bench/stream
 
 Python 3.11 has no `os.timerfd_create` (3.13 has), hence libc through ctypes. Where that
 is missing (not Linux), `wake_timer` returns a `CallAtWake`.
+
+A steady stream asks for the same step every time: when the callback arms the next instant
+one step after the last, the timer is left periodic (the kernel's `it_interval`), and while
+each next instant, armed from the callback, falls on that grid, arming is bookkeeping, not
+a system call (`timerfd_settime` cost ~26 µs a tick here, cold after the wake-up:
+bench/stream-plan.md). Any other instant is set as before; a callback that arms nothing
+stops the grid.
 """
 
 from __future__ import annotations
@@ -27,6 +34,13 @@ _TFD_NONBLOCK = os.O_NONBLOCK
 _TFD_CLOEXEC = os.O_CLOEXEC
 _TFD_TIMER_ABSTIME = 1
 _NS_PER_S = 1_000_000_000
+# The kernel's grid is laid this much after the instant it is learned from, and an instant
+# asked for stands on it while the grid is no more than twice that late: a stream's float
+# instants (t0 + k * period) round to the nanosecond either way, and an interval learned
+# from two of them is a nanosecond off; the grid stays usable for a thousand steps or so
+# before it is laid anew. Never early; 1 µs late is nothing beside the kernel's 50 µs slack.
+_GRID_LAG_NS = 1_000
+_ON_THE_GRID_NS = 2 * _GRID_LAG_NS
 
 
 class WakeTimer(Protocol):
@@ -101,8 +115,13 @@ class TimerFdWake:
         self._fd = fd
         self._loop = loop
         self._callback = callback
-        self._spec = _Itimerspec()  # it_interval stays 0: one-shot
+        self._spec = _Itimerspec()
         self._spec_ref = ctypes.byref(self._spec)
+        self._value_ns = 0  # the instant the kernel goes off at next (or went off at last)
+        self._interval_ns = 0  # then every this often; 0: once
+        self._in_expiry = False  # inside the callback
+        self._rearmed = False  # armed since the last expiry was read
+        self.settime_calls = 0  # (counted for tests)
         try:
             loop.add_reader(fd, self._expired)
         except BaseException:
@@ -110,28 +129,52 @@ class TimerFdWake:
             raise
 
     def arm(self, when_s: float) -> None:
+        if self._fd < 0:  # (closed: the daemon is stopping, nothing is to come)
+            return
         # Rounded up: expiring a nanosecond before `when_s` would be a wake-up too early.
-        # (Re-arming also clears an expiry not yet read: only the new instant counts.)
-        if self._fd >= 0:  # (closed: the daemon is stopping, nothing is to come)
-            self._set(max(1, math.ceil(when_s * _NS_PER_S)))
+        when_ns = max(1, math.ceil(when_s * _NS_PER_S))
+        interval_ns = 0
+        if self._in_expiry and not self._rearmed:  # the next instant, from the callback
+            self._rearmed = True
+            on_grid_ns = self._value_ns + self._interval_ns
+            if self._interval_ns and 0 <= on_grid_ns - when_ns <= _ON_THE_GRID_NS:
+                self._value_ns = on_grid_ns  # the kernel goes off then by itself
+                return
+            interval_ns = max(0, when_ns - self._value_ns)  # the step: perhaps the next one's
+            if interval_ns:
+                when_ns += _GRID_LAG_NS
+        self._rearmed = True
+        # (Setting also clears an expiry not yet read: only the new instant counts.)
+        self._set(when_ns, interval_ns)
 
     def close(self) -> None:
         if self._fd < 0:
             return
-        self._set(0)
+        self._set(0, 0)
         self._loop.remove_reader(self._fd)
         os.close(self._fd)
         self._fd = -1
 
-    def _set(self, when_ns: int) -> None:
-        value = self._spec.it_value
-        value.tv_sec, value.tv_nsec = divmod(when_ns, _NS_PER_S)
+    def _set(self, when_ns: int, interval_ns: int) -> None:
+        spec = self._spec
+        spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(when_ns, _NS_PER_S)
+        spec.it_interval.tv_sec, spec.it_interval.tv_nsec = divmod(interval_ns, _NS_PER_S)
         if self._libc.timerfd_settime(self._fd, _TFD_TIMER_ABSTIME, self._spec_ref, None) != 0:
             raise OSError(ctypes.get_errno(), "timerfd_settime failed")
+        self.settime_calls += 1
+        self._value_ns, self._interval_ns = when_ns, interval_ns
 
     def _expired(self) -> None:
         try:
-            os.read(self._fd, 8)  # the expiry count; reading clears it
+            expiries = os.read(self._fd, 8)  # how many since the last read; reading clears it
         except BlockingIOError:
             return  # re-armed after it expired, before this pass: the new instant counts
-        self._callback()
+        # More than one: the loop was late by whole steps, and the kernel is on the next.
+        self._value_ns += (int.from_bytes(expiries, "little") - 1) * self._interval_ns
+        self._in_expiry, self._rearmed = True, False
+        try:
+            self._callback()
+        finally:
+            self._in_expiry = False
+            if not self._rearmed and self._interval_ns and self._fd >= 0:
+                self._set(0, 0)  # not armed again: each instant is asked for once

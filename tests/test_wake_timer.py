@@ -7,6 +7,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -61,6 +62,86 @@ async def test_linux_gets_the_exact_timer_and_a_closed_one_releases_its_descript
     timer.close()
     with pytest.raises(OSError):
         os.fstat(fd)  # closed (and no longer read by the loop: remove_reader ran first)
+
+
+async def test_a_steady_step_is_left_to_the_kernel_and_any_other_instant_replaces_it() -> None:
+    """After one expiry the timer learns the step; while the next instant is one step on,
+    no system call is made, and still never a wake-up early. An instant off that grid,
+    asked at any time, replaces it: nothing goes off at the grid's next point."""
+    loop = asyncio.get_running_loop()
+    step_s = 0.01
+    woke: list[float] = []
+    asked: list[float] = []
+    steps = 12
+    done = asyncio.Event()
+
+    def wake() -> None:
+        woke.append(loop.time())
+        if len(woke) < steps:
+            asked.append(start + len(woke) * step_s)  # as the stream does: t0 + k * period
+            timer.arm(asked[-1])
+        done.set()
+
+    timer = TimerFdWake(loop, wake)
+    try:
+        start = loop.time() + step_s
+        asked.append(start)
+        timer.arm(start)
+        while len(woke) < steps:
+            done.clear()
+            await asyncio.wait_for(done.wait(), 2.0)
+        assert all(w >= a for w, a in zip(woke, asked, strict=True))  # never early
+        await asyncio.sleep(3 * step_s)
+        assert len(woke) == steps  # not re-armed after the last: the grid stopped with it
+        # the first instant, the step learned, the stop: 3 (more on a loaded host, where a
+        # wake-up late by a whole step finds the next instant behind the grid: set anew)
+        assert timer.settime_calls < steps
+
+        before = timer.settime_calls
+        asked.append(loop.time() + step_s)
+        timer.arm(asked[-1])  # a new grid...
+        await asyncio.sleep(step_s / 2)
+        asked[-1] = loop.time() + 4 * step_s
+        timer.arm(asked[-1])  # ...replaced before its first point, from outside a wake-up
+        await asyncio.sleep(7 * step_s)
+        assert len(woke) == steps + 1 and woke[-1] >= asked[-1]
+        assert timer.settime_calls == before + 2
+    finally:
+        timer.close()
+
+
+async def test_a_late_loop_skips_the_missed_steps_and_keeps_the_grid() -> None:
+    """Blocked for several steps: the expiries count as one wake-up; the next instant asked
+    (one step after the first missed one) is already past, so it goes off at once."""
+    loop = asyncio.get_running_loop()
+    step_s = 0.01
+    woke: list[float] = []
+    fired = asyncio.Event()
+    start = loop.time() + step_s
+    missed = start + 2 * step_s
+
+    def wake() -> None:
+        woke.append(loop.time())
+        if len(woke) <= 2:
+            timer.arm(start + len(woke) * step_s)  # one step on, then one the loop slept through
+        fired.set()
+
+    timer = TimerFdWake(loop, wake)
+    try:
+        timer.arm(start)
+        await asyncio.wait_for(fired.wait(), 2.0)
+        fired.clear()
+        time.sleep(6 * step_s)  # noqa: ASYNC251 (the loop blocked: several expiries)
+        while len(woke) < 3:
+            await asyncio.wait_for(fired.wait(), 2.0)
+            fired.clear()
+        assert woke[-1] >= missed
+        await asyncio.sleep(3 * step_s)
+        # one wake-up for the expiries slept through, one for the missed instant, set
+        # alone (no grid after it): nothing else
+        assert len(woke) == 3
+    finally:
+        timer.close()
 
 
 _UNDER_MDWE = """
