@@ -119,6 +119,7 @@ class TimerFdWake:
         self._spec_ref = ctypes.byref(self._spec)
         self._value_ns = 0  # the instant the kernel goes off at next (or went off at last)
         self._interval_ns = 0  # then every this often; 0: once
+        self._asked_ns = 0  # the instant last asked for (the grid is laid _GRID_LAG_NS after)
         self._in_expiry = False  # inside the callback
         self._rearmed = False  # armed since the last expiry was read
         self.settime_calls = 0  # (counted for tests)
@@ -133,19 +134,19 @@ class TimerFdWake:
             return
         # Rounded up: expiring a nanosecond before `when_s` would be a wake-up too early.
         when_ns = max(1, math.ceil(when_s * _NS_PER_S))
-        interval_ns = 0
-        if self._in_expiry and not self._rearmed:  # the next instant, from the callback
-            self._rearmed = True
-            on_grid_ns = self._value_ns + self._interval_ns
-            if self._interval_ns and 0 <= on_grid_ns - when_ns <= _ON_THE_GRID_NS:
-                self._value_ns = on_grid_ns  # the kernel goes off then by itself
-                return
-            interval_ns = max(0, when_ns - self._value_ns)  # the step: perhaps the next one's
-            if interval_ns:
-                when_ns += _GRID_LAG_NS
+        step_ns, self._asked_ns = when_ns - self._asked_ns, when_ns
+        from_expiry = self._in_expiry and not self._rearmed  # the next instant, asked at once
         self._rearmed = True
+        if from_expiry:
+            on_grid_ns = self._value_ns + self._interval_ns  # where the kernel goes off next
+            if self._interval_ns and 0 <= on_grid_ns - when_ns <= _ON_THE_GRID_NS:
+                self._value_ns = on_grid_ns  # it goes off then by itself
+                return
+            if step_ns > 0:  # the step from the last instant asked: perhaps the next one's
+                self._set(when_ns + _GRID_LAG_NS, step_ns)
+                return
         # (Setting also clears an expiry not yet read: only the new instant counts.)
-        self._set(when_ns, interval_ns)
+        self._set(when_ns, 0)
 
     def close(self) -> None:
         if self._fd < 0:

@@ -4,6 +4,7 @@ before it), re-arming replaces the instant, and the call_at fallback behaves the
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import subprocess
 import sys
@@ -106,6 +107,30 @@ async def test_a_steady_step_is_left_to_the_kernel_and_any_other_instant_replace
         await asyncio.sleep(7 * step_s)
         assert len(woke) == steps + 1 and woke[-1] >= asked[-1]
         assert timer.settime_calls == before + 2
+    finally:
+        timer.close()
+
+
+@pytest.mark.parametrize(("rate_hz", "most_settimes"), [(20, 2), (50, 2), (100, 2), (30, 20)])
+async def test_a_streams_float_instants_stay_on_the_grid(rate_hz: float,
+                                                         most_settimes: int) -> None:
+    """20,000 ticks of a stream's instants (t0 + k * period, floats rounded up to the ns),
+    each armed as from the callback: the kernel's next expiry is never before the instant
+    asked, at most 2 µs after it, and the grid is laid anew only when it drifted that far
+    (a period of a whole number of ns: never; 1/30 s: every few thousand ticks). The
+    instants are an hour ahead, so nothing goes off meanwhile."""
+    loop = asyncio.get_running_loop()
+    timer = TimerFdWake(loop, lambda: None)
+    try:
+        t0_s = loop.time() + 3600.0 + 0.123456789
+        for k in range(20_000):
+            timer._in_expiry, timer._rearmed = True, False  # as _expired sets them
+            when_s = t0_s + k / rate_hz
+            timer.arm(when_s)
+            timer._in_expiry = False
+            lag_ns = timer._value_ns - math.ceil(when_s * 1e9)
+            assert 0 <= lag_ns <= 2_000, (k, lag_ns)
+        assert timer.settime_calls <= most_settimes
     finally:
         timer.close()
 
