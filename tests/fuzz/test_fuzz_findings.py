@@ -107,6 +107,52 @@ async def test_a_garbage_datagram_does_not_divert_the_udpin_link() -> None:
             await asyncio.gather(task, return_exceptions=True)
 
 
+async def test_a_frame_split_over_two_datagrams_does_not_divert_the_polled_link() -> None:
+    """The end-to-end fuzz sent a lone b"\\xfd" and then a STATUSTEXT frame short of its
+    magic byte, each garbage on its own; read in one poll, the link joined a sender's
+    consecutive datagrams into one chunk, the two made a whole frame (an EMERGENCY
+    STATUSTEXT reached the engine) and a setpoint went to their sender. Each datagram is
+    now framed on its own."""
+    port = free_port()
+    codec = MavlinkCodec(255, 0)
+    decoded: list[str] = []
+
+    def on_bytes(data: bytes) -> None:  # as the runtime does: a chunk's frames vouch for it
+        messages = codec.decode(data)
+        codec.reset()  # (FcInput with whole_frames: nothing kept from one chunk to the next)
+        decoded.extend(m.get_type() for m in messages)
+        if messages:
+            link.confirm_sender()
+
+    link = open_link(parse_link_url(f"udpin://127.0.0.1:{port}"), on_bytes,
+                     lambda _state: None, confirm_peers=True, polled=True)
+    task = asyncio.create_task(link.run())
+    frame = MavlinkCodec(1, 1).encode(dialect.MAVLink_statustext_message(0, b"%LB"))
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as fc, \
+                socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as stranger:
+            for sock in (fc, stranger):
+                sock.bind(("127.0.0.1", 0))
+                sock.settimeout(0.2)
+            for _ in range(200):  # until the link is open and has the FC as its peer
+                fc.sendto(MavlinkCodec(1, 1).encode(
+                    dialect.MAVLink_heartbeat_message(2, 12, 0, 0, 4, 3)), ("127.0.0.1", port))
+                await asyncio.sleep(0.01)
+                if link.poll():
+                    break
+            stranger.sendto(frame[:1], ("127.0.0.1", port))
+            stranger.sendto(frame[1:], ("127.0.0.1", port))
+            await asyncio.sleep(0.05)
+            assert link.poll() == 2  # both in one poll
+            assert "STATUSTEXT" not in decoded
+            assert link.send(b"setpoint for the FC")
+            heard_by = (received_by(fc, port), received_by(stranger, port))
+            assert heard_by == (b"setpoint for the FC", None)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 def test_a_stray_header_does_not_hold_back_the_next_frames() -> None:
     """Minor (latency): after a datagram ending in b"\\xfd\\xff", whole frames that follow
     are held until 280 bytes have arrived; at PX4's onboard rates a few milliseconds,

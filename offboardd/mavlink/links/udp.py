@@ -100,13 +100,14 @@ class _UdpLink(Link):
         self._opened(sock)
 
     def poll(self) -> int:
-        """Deliver what waits; consecutive datagrams of one sender as one chunk (MAVLink
-        frames never span datagrams, and the consumer's framer keeps state across chunks
-        anyway): one callback per poll instead of one per datagram (~5 per PX4 cycle)."""
+        """Deliver what waits, a datagram at a time. Each is framed on its own: a MAVLink
+        frame never spans datagrams, so what one datagram holds must not complete a frame
+        begun in the one before. (Consecutive datagrams of one sender were once joined into
+        one chunk, a callback per poll: then a lone magic byte and a frame short of its own
+        made a whole frame, and the link replied to their sender: found by the end-to-end
+        fuzz.)"""
         sock = self._sock if self.polled else None
         received = 0
-        chunks: list[bytes] = []
-        sender: Any = None
         while sock is not None and received < _MAX_DATAGRAMS_PER_POLL:
             try:
                 data, addr = sock.recvfrom(_MAX_DATAGRAM_BYTES)
@@ -118,15 +119,9 @@ class _UdpLink(Link):
                 self._end_session(f"socket error: {exc}")
                 break
             received += 1
-            if chunks and addr != sender:
-                self._datagram(b"".join(chunks), sender)
-                chunks.clear()
-                if self._session_over():  # the callback failed: run() ends with its error
-                    return received
-            chunks.append(data)
-            sender = addr
-        if chunks:
-            self._datagram(b"".join(chunks), sender)
+            self._datagram(data, addr)
+            if self._session_over():  # the callback failed: run() ends with its error
+                break
         return received
 
     def _opened(self, sock: socket.socket) -> None:
