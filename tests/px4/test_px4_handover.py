@@ -9,6 +9,7 @@ mode, confirmed from PX4's reports; the flight recorder keeps that flight, arm t
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 
 import pytest
@@ -92,11 +93,19 @@ def _recorded(flights: Path, px4_system_id: int) -> dict[str, object]:
     summary = flight.summary
     assert summary.complete and summary.dropped_batches == 0 and summary.failsafes == 0
     assert {"OFFBOARD", "AUTO.LOITER", "AUTO.RTL", "AUTO.LAND"} <= set(summary.modes)
-    assert ALT_M - 0.6 <= summary.max_altitude_m <= ALT_M + 1.5, summary
     counts: dict[tuple[str, bool], int] = {}
+    top_m = -math.inf  # the highest PX4 reported, in every frame the tlog holds
     for _, msg in read_tlog(flight.folder):
-        key = (msg.get_type(), msg.get_srcComponent() == 1 and msg.get_srcSystem() == px4_system_id)
+        from_px4 = msg.get_srcComponent() == 1 and msg.get_srcSystem() == px4_system_id
+        key = (msg.get_type(), from_px4)
         counts[key] = counts.get(key, 0) + 1
+        if key == ("LOCAL_POSITION_NED", True):
+            top_m = max(top_m, -msg.z)
+    # The flight's highest point is PX4's doing, not ours: AUTO.RTL climbs until the next
+    # engage's OFFBOARD (4.7 to 6.6 m seen for a 5 m take-off). What the recorder owes is
+    # that point, from the positions it decoded (thinned: 1/30 s apart at most).
+    assert summary.max_altitude_m >= ALT_M - 0.6, summary
+    assert top_m - 0.15 <= summary.max_altitude_m <= top_m + 0.01, (top_m, summary)
     assert counts.get(("HEARTBEAT", True), 0) >= summary.duration_s * 0.8
     assert counts.get(("SET_POSITION_TARGET_LOCAL_NED", False), 0) > 100
     assert counts.get(("LOCAL_POSITION_NED", True), 0) >= 20 * summary.duration_s  # 30/s
@@ -104,4 +113,5 @@ def _recorded(flights: Path, px4_system_id: int) -> dict[str, object]:
     return {"recorded_s": round(summary.duration_s, 1),
             "recorded_frames": sum(counts.values()),
             "recorded_tlog_kb_s": round(tlog_bytes / 1024 / summary.duration_s, 1),
-            "recorded_modes": summary.modes}
+            "recorded_modes": summary.modes,
+            "recorded_max_altitude_m": round(summary.max_altitude_m, 2)}
