@@ -6,6 +6,7 @@ test files can run in parallel (pytest-xdist) without colliding.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -36,6 +37,23 @@ def free_port(kind: int = socket.SOCK_DGRAM) -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def datagrams_from(sock: socket.socket, port: int) -> tuple[list[bytes], int]:
+    """What waits on `sock` from 127.0.0.1:`port` (read until the socket has nothing more,
+    or its timeout passes), and how many datagrams came from anyone else. Tests run two at
+    a time: a port the kernel just handed out may still be streamed to by a finished test's
+    daemon, so what a test asserts about a socket must look at the sender."""
+    ours: list[bytes] = []
+    strays = 0
+    with contextlib.suppress(BlockingIOError, TimeoutError):
+        while True:
+            data, addr = sock.recvfrom(65_536)
+            if addr[:2] == ("127.0.0.1", port):
+                ours.append(data)
+            else:
+                strays += 1
+    return ours, strays
 
 
 @pytest.fixture

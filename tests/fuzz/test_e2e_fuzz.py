@@ -39,7 +39,7 @@ from offboardd.mqtt.topics import Topics
 from offboardd.mqtt.wire import MqttErrorCode
 from offboardd.runtime import Runtime
 from offboardd.sim import SimConfig, SimServer
-from tests.conftest import Broker, free_port
+from tests.conftest import Broker, datagrams_from, free_port
 from tests.integration.harness import serving
 from tests.mqtt.helpers import observer, settings_for
 
@@ -230,10 +230,12 @@ async def fuzz_mavlink_link(fz: Fuzzing, garbage: list[bytes], cases: Cases) -> 
             sock.sendto(datagram, ("127.0.0.1", fz.port))
             await asyncio.sleep(0.04)
             assert fz.phase() == "active", f"garbage on the link ended the flight: {fz.phase()}"
-        diverted, strays = received_from(sock, ("127.0.0.1", fz.port))
+        from_daemon, strays = datagrams_from(sock, fz.port)
+    codec = MavlinkCodec(1, 1)  # (named in the failure message)
+    diverted = [" ".join(m.get_type() for m in codec.decode(d)) or d.hex() for d in from_daemon]
     cases.notes["mavlink_garbage_datagrams"] = len(garbage)
     cases.notes["setpoints_diverted_to_the_garbage_sender"] = len(diverted)
-    cases.notes["stray_datagrams_from_other_senders"] = len(strays)
+    cases.notes["stray_datagrams_from_other_senders"] = strays
     assert not diverted, f"{len(diverted)} datagrams went to the garbage sender: {diverted[:3]}"
     assert fz.sim.vehicle.mode_name == "OFFBOARD" and fz.sim.vehicle.armed
     times = [t for t, _, _ in fz.received if t >= start_s] + [fz.sim.now()]
@@ -241,26 +243,6 @@ async def fuzz_mavlink_link(fz: Fuzzing, garbage: list[bytes], cases: Cases) -> 
     cases.notes["worst_setpoint_gap_ms_under_garbage"] = round(max(gaps) * 1000)
     assert times[0] - start_s < MAX_SETPOINT_GAP_S and max(gaps) < MAX_SETPOINT_GAP_S, max(gaps)
     assert loop.time() > start_s
-
-
-def received_from(sock: socket.socket, daemon: tuple[str, int]
-                  ) -> tuple[list[str], list[tuple[Any, bytes]]]:
-    """What waits on `sock`: the daemon's datagrams (decoded, for the failure message),
-    and strays from anyone else. Tests run two at a time (`pytest -n 2`): a port the
-    kernel just handed out may have been a finished test's peer, and that test's daemon
-    may still be streaming to it (CI once counted one such datagram as diverted)."""
-    codec = MavlinkCodec(1, 1)
-    ours: list[str] = []
-    strays: list[tuple[Any, bytes]] = []
-    with contextlib.suppress(BlockingIOError):
-        while True:
-            data, addr = sock.recvfrom(4096)
-            if addr[:2] == daemon:
-                ours.append(" ".join(m.get_type() for m in codec.decode(data)) or data.hex())
-                codec.reset()
-            else:
-                strays.append((addr, data[:16]))
-    return ours, strays
 
 
 def audit(fz: Fuzzing) -> None:

@@ -18,7 +18,7 @@ from offboardd.core.vehicle import VehicleState
 from offboardd.fc_input import FcInput
 from offboardd.mavlink.codec import MavlinkCodec, dialect
 from offboardd.mavlink.links import open_link, parse_link_url
-from tests.conftest import free_port
+from tests.conftest import datagrams_from, free_port
 
 NOW_S = 10.0
 
@@ -51,18 +51,6 @@ def test_a_shaped_acceleration_stays_within_max_acceleration() -> None:
     assert isinstance(shaped, AccelerationNed)
     norm = math.sqrt(shaped.north_m_s2**2 + shaped.east_m_s2**2 + shaped.down_m_s2**2)
     assert norm <= settings.max_acceleration_m_s2 + 1e-9, shaped
-
-
-def received_by(sock: socket.socket, port: int) -> bytes | None:
-    """The next datagram from 127.0.0.1:`port` (the link), skipping strays: with tests
-    two at a time, a port just handed out may still receive a finished test's stream."""
-    try:
-        while True:
-            data, addr = sock.recvfrom(100)
-            if addr[:2] == ("127.0.0.1", port):
-                return data
-    except TimeoutError:
-        return None
 
 
 async def test_a_garbage_datagram_does_not_divert_the_udpin_link() -> None:
@@ -100,8 +88,8 @@ async def test_a_garbage_datagram_does_not_divert_the_udpin_link() -> None:
                     break
             assert link.send(b"setpoint for the FC")
             await asyncio.sleep(0.05)
-            heard_by = (received_by(fc, port), received_by(stranger, port))
-            assert heard_by == (b"setpoint for the FC", None)
+            heard_by = (datagrams_from(fc, port)[0], datagrams_from(stranger, port)[0])
+            assert heard_by == ([b"setpoint for the FC"], [])
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -146,8 +134,8 @@ async def test_a_frame_split_over_two_datagrams_does_not_divert_the_polled_link(
             assert link.poll() == 2  # both in one poll
             assert "STATUSTEXT" not in decoded
             assert link.send(b"setpoint for the FC")
-            heard_by = (received_by(fc, port), received_by(stranger, port))
-            assert heard_by == (b"setpoint for the FC", None)
+            heard_by = (datagrams_from(fc, port)[0], datagrams_from(stranger, port)[0])
+            assert heard_by == ([b"setpoint for the FC"], [])
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

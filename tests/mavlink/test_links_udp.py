@@ -4,13 +4,13 @@ speaker, drops counted, callback errors loud."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 
 import pytest
 
 from offboardd.mavlink.codec import MavlinkCodec
 from offboardd.mavlink.links import open_link
+from tests.conftest import datagrams_from
 from tests.mavlink.conftest import Recorder, heartbeat, markers, running, wait_until
 
 
@@ -19,18 +19,6 @@ def _peer(family: int = socket.AF_INET, host: str = "127.0.0.1") -> socket.socke
     sock.bind((host, 0))
     sock.setblocking(False)
     return sock
-
-
-def _from(sock: socket.socket, port: int) -> list[bytes]:
-    """What waits on `sock` from the link's `port`. Strays from elsewhere are skipped: with
-    tests two at a time, a port just handed out may still receive a finished test's stream."""
-    waiting = []
-    with contextlib.suppress(BlockingIOError):
-        while True:
-            data, addr = sock.recvfrom(65536)
-            if addr[1] == port:
-                waiting.append(data)
-    return waiting
 
 
 async def _recv(sock: socket.socket, codec: MavlinkCodec) -> list[int]:
@@ -62,7 +50,7 @@ async def test_udpin_waits_for_a_peer_then_replies_to_whoever_spoke_last(udp_por
             await wait_until(lambda: rec.markers() == [100, 200], "the second peer's frame")
             assert link.send(heartbeat(gcs, 3)) is True
             assert await _recv(second, MavlinkCodec(9, 9)) == [3]
-            assert not _from(first, udp_port)  # the first peer no longer gets replies
+            assert not datagrams_from(first, udp_port)[0]  # the first peer gets no replies now
 
             assert rec.ups == [True]  # a new peer is not a transition
             assert link.stats.bytes_in == sum(len(c) for c in rec.chunks)
