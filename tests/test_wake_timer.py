@@ -111,14 +111,16 @@ async def test_a_steady_step_is_left_to_the_kernel_and_any_other_instant_replace
         timer.close()
 
 
-@pytest.mark.parametrize(("rate_hz", "most_settimes"), [(20, 2), (50, 2), (100, 2), (30, 20)])
-async def test_a_streams_float_instants_stay_on_the_grid(rate_hz: float,
-                                                         most_settimes: int) -> None:
+@pytest.mark.parametrize("rate_hz", [20, 50, 100, 30])
+async def test_a_streams_float_instants_stay_on_the_grid(rate_hz: float) -> None:
     """20,000 ticks of a stream's instants (t0 + k * period, floats rounded up to the ns),
     each armed as from the callback: the kernel's next expiry is never before the instant
-    asked, at most 2 µs after it, and the grid is laid anew only when it drifted that far
-    (a period of a whole number of ns: never; 1/30 s: every few thousand ticks). The
-    instants are an hour ahead, so nothing goes off meanwhile."""
+    asked, at most 2 µs after it, and the grid is laid anew only when it drifted that far.
+    A step learned from two rounded instants is off by up to ~1.3 ns (1/30 s is no whole
+    number of ns), so the 1 µs lag lasts 750 steps at least. (How often depends on where
+    t0 falls, i.e. on the clock: 2 to 4 times at 100 Hz were seen; the step learned from
+    the lagged grid, before 25cd564, laid it 46 times at 30 Hz.) The instants are an hour
+    ahead, so nothing goes off meanwhile."""
     loop = asyncio.get_running_loop()
     timer = TimerFdWake(loop, lambda: None)
     try:
@@ -130,7 +132,7 @@ async def test_a_streams_float_instants_stay_on_the_grid(rate_hz: float,
             timer._in_expiry = False
             lag_ns = timer._value_ns - math.ceil(when_s * 1e9)
             assert 0 <= lag_ns <= 2_000, (k, lag_ns)
-        assert timer.settime_calls <= most_settimes
+        assert timer.settime_calls <= 2 + 20_000 // 750
     finally:
         timer.close()
 
