@@ -163,7 +163,20 @@ def _on_fc_state(eng: OffboardEngine, now: float, armed_before: bool) -> None:
         preempt(eng, rule, "FC disarmed without being asked")
 
 
+def _ours(eng: OffboardEngine, ack: FcCommandAck) -> bool:
+    """Is this ACK an answer to us? PX4 addresses it to the command's sender and sends it on
+    every link that sender was seen on: behind mavlink-router a ground station's refused
+    arm would otherwise fail our pending arm, and another client's SET_MESSAGE_INTERVAL
+    would be taken for the stream plan's. Our frames carry the vehicle's system id and
+    our component id; an ACK that names no target (0: MAVLink 1, older firmware) counts."""
+    target = eng.vehicle.target
+    return (ack.target_system in (0, target.system_id if target is not None else 0)
+            and ack.target_component in (0, eng.settings.companion_component_id))
+
+
 def _on_ack(eng: OffboardEngine, ack: FcCommandAck, now: float) -> None:
+    if not _ours(eng, ack):
+        return
     if ack.command == MAV_CMD_SET_MESSAGE_INTERVAL and eng.streams.on_ack(ack.result, now):
         return  # the stream plan's (one in flight at a time: stream_plan.py)
     if ack.result in (AckResult.ACCEPTED, AckResult.IN_PROGRESS):

@@ -75,6 +75,11 @@ class FcCurrentMode(FcEvent):
 class FcCommandAck(FcEvent):
     command: int
     result: int  # an AckResult value, kept as int: unknown results must not crash
+    # Whom PX4 answers: the command's sender (MAVLink 2 extension fields; 0 = not said, as
+    # in MAVLink 1 or older firmware). PX4 sends an ACK on every link its target was seen
+    # on, so on a shared link another client's ACKs reach us too (engine_fc._ours).
+    target_system: int = 0
+    target_component: int = 0
 
 
 @dataclass(frozen=True)

@@ -303,9 +303,9 @@ class OffboardEngine:
         if self.fc_up and hb_age is not None and hb_age >= self.settings.fc_timeout_s:
             fc_lost(self, now, f"no HEARTBEAT for {self.settings.fc_timeout_s:g} s")
         if self.fc_up and v.target is not None:
-            actions, warnings = self.checks.poll(now, v.target)
-            self.out.extend(actions)
-            self.out.warn(warnings)
+            # The heartbeat first: it gives our frames the vehicle's system id (the runtime
+            # sets it from this action), so the commands below, the first ones after the FC
+            # appeared included, carry it and their ACKs are recognised as ours (engine_fc).
             if now >= self.next_companion_hb_s:
                 self.out.emit(
                     SendCompanionHeartbeat(v.target.system_id, self.settings.companion_component_id)
@@ -313,6 +313,9 @@ class OffboardEngine:
                 self.next_companion_hb_s += COMPANION_HEARTBEAT_PERIOD_S
                 if self.next_companion_hb_s <= now:  # woke very late: don't burst
                     self.next_companion_hb_s = now + COMPANION_HEARTBEAT_PERIOD_S
+            actions, warnings = self.checks.poll(now, v.target)
+            self.out.extend(actions)
+            self.out.warn(warnings)
             self.guard.request_home(self.fc_up, v.target, now)
             self.out.extend(self.streams.poll(now, v.target))
         if self.phase in _MOTION_PHASES:

@@ -106,7 +106,8 @@ _BUILDERS: dict[int, _Builder] = {
     _d.MAVLINK_MSG_ID_CURRENT_MODE: lambda m, s, c: FcCurrentMode(
         m.custom_mode, m.intended_custom_mode, source_system=s, source_component=c),
     _d.MAVLINK_MSG_ID_COMMAND_ACK: lambda m, s, c: FcCommandAck(
-        m.command, m.result, source_system=s, source_component=c),
+        m.command, m.result, m.target_system, m.target_component,
+        source_system=s, source_component=c),
     _d.MAVLINK_MSG_ID_PARAM_VALUE: lambda m, s, c: FcParamValue(
         param_id_str(m.param_id), decode_param_value(m.param_value, m.param_type),
         source_system=s, source_component=c),

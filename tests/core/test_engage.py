@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import pytest
 
-from offboardd.core.actions import ArmDisarm, Reply, SendSetpoint
+from offboardd.core.actions import (
+    ArmDisarm,
+    Reply,
+    RequestParams,
+    SendCompanionHeartbeat,
+    SendSetpoint,
+)
 from offboardd.core.commands import Engage
-from offboardd.core.events import MAV_CMD_COMPONENT_ARM_DISARM, MAV_CMD_DO_SET_MODE, AckResult
+from offboardd.core.events import (
+    MAV_CMD_COMPONENT_ARM_DISARM,
+    MAV_CMD_DO_SET_MODE,
+    AckResult,
+    FcCommandAck,
+)
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import PositionNed, PositionVelocityNed
 from offboardd.core.settings import EngineSettings
 from offboardd.errors import ConfigError, ErrorCode
 
-from .bench import Bench
+from .bench import FC, Bench
 
 UP = PositionNed(0, 0, -5)
 OFFBOARD = Px4Mode.OFFBOARD
@@ -142,6 +153,36 @@ def test_arming_refused_fails_the_engage() -> None:
     assert reply.reason is Reason.ARM_REFUSED and reply.code is ErrorCode.FC_REFUSED
     assert "vehicle disarmed" in reply.message
     assert not b.engine.stream.running
+
+
+def test_a_refusal_addressed_to_another_client_is_not_ours() -> None:
+    """Behind mavlink-router PX4's ACKs to a ground station reach our link too: its refused
+    arm must not fail our engage; the same refusal addressed to us (or to no one) does."""
+    b = Bench(EngineSettings(mode_retries=0))
+    start(b, arm=True)
+    b.step(1.0)
+    b.set_mode(OFFBOARD)
+    assert b.phase() is Phase.ARMING
+    ours = b.settings.companion_component_id
+    for system, component in ((255, 190), (1, 190), (7, ours)):
+        b.feed(FcCommandAck(MAV_CMD_COMPONENT_ARM_DISARM, int(AckResult.TEMPORARILY_REJECTED),
+                            system, component, **FC))
+        b.feed(FcCommandAck(MAV_CMD_DO_SET_MODE, int(AckResult.DENIED), system, component,
+                            **FC))
+    assert b.phase() is Phase.ARMING and b.no_reply("e")
+    b.feed(FcCommandAck(MAV_CMD_COMPONENT_ARM_DISARM, int(AckResult.TEMPORARILY_REJECTED),
+                        1, ours, **FC))
+    assert b.reply("e").reason is Reason.ARM_REFUSED
+
+
+def test_the_companion_heartbeat_goes_before_the_first_commands() -> None:
+    """It gives our frames the vehicle's system id (the runtime sets it from this action):
+    the first commands after the FC appears must carry it, or their ACKs are not ours."""
+    b = Bench()
+    b.step(0.0)  # the FC's first heartbeat
+    kinds = [type(a) for _, a in b.log]
+    assert SendCompanionHeartbeat in kinds and RequestParams in kinds
+    assert kinds.index(SendCompanionHeartbeat) < kinds.index(RequestParams)
 
 
 def test_lease_lost_during_warmup_aborts_without_requesting_offboard() -> None:

@@ -88,3 +88,20 @@ async def test_restore_on_exit_gives_the_link_back_its_default_rates() -> None:
         # stopped: every rate the plan set is PX4's default again (interval 0)
         await _until(lambda: sum(sim.link("udp").streams.rates_hz.values())
                      >= sum(PROFILES["px4"].values()) - 1, 5)
+
+
+async def test_a_vehicle_that_is_not_system_1_is_answered_as_ours() -> None:
+    """PX4 (and the sim) addresses each COMMAND_ACK to the command's sender, and the daemon
+    takes only ACKs addressed to itself: its frames must carry the vehicle's system id from
+    the first command on, or on system 2 every row would end "no answer"."""
+    port = free_port()
+    sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
+                           gcs_bind=None, profile="px4", system_id=2)
+    async with SimServer(sim_config) as sim, serving(
+            config_from_dict(_config(port, "minimal"), {}), mqtt=False) as runtime:
+        engine = runtime.engine
+        assert engine is not None
+        await _until(lambda: len(engine.streams.applied) == len(engine.streams.rows), 15)
+        assert engine.streams.refused == {}
+        assert runtime.codec.mav.srcSystem == 2
+        assert sum(sim.link("udp").streams.rates_hz.values()) < sum(PROFILES["px4"].values()) / 4

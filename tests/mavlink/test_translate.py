@@ -228,11 +228,20 @@ def test_inbound_messages_become_events() -> None:
     ]
     hb = got[0]
     assert hb.armed and hb.autopilot == 12 and (hb.source_system, hb.source_component) == (1, 1)
+    assert (got[2].target_system, got[2].target_component) == (0, 0)  # the ACK names no one
     assert got[3].value == 5 and isinstance(got[3].value, int)  # byte-wise, not 7e-45
     assert got[4].value == pytest.approx(0.5)
     assert got[7].lat_deg == pytest.approx(47.3977419) and got[7].alt_relative_m == 10.0
     assert got[8].yaw_rad == pytest.approx(1.5)
     assert got[11].text == "Failsafe activated" and got[11].severity == 2
+
+
+def test_an_acks_addressee_comes_through() -> None:
+    ack = dialect.MAVLink_command_ack_message(511, 4, 0, 0, 255, 190)
+    (event,) = InboundTranslator().events(decode_from_px4(ack)[0], now=1.0)
+    assert isinstance(event, ev.FcCommandAck)
+    assert (event.command, event.result, event.target_system, event.target_component) == (
+        511, 4, 255, 190)
 
 
 def test_chunked_statustext_is_joined() -> None:
