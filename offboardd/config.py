@@ -107,7 +107,8 @@ def with_stream_plan(engine: EngineSettings, mavlink: MavlinkSettings,
     """The engine's stream plan rows: [mavlink.streams] joined with what the MQTT side
     publishes (telemetry rates, relayed messages), names resolved to message ids."""
     rows = build_plan(mavlink.streams, mqtt.telemetry_rates_hz, mqtt.mavlink_relay,
-                      mqtt.mavlink_relay_rate_hz, message_id)
+                      mqtt.mavlink_relay_rate_hz, message_id,
+                      estimate_timeout_s=engine.estimate_timeout_s)
     return dataclasses.replace(engine, stream_plan=rows)
 
 

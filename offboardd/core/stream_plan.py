@@ -35,6 +35,12 @@ DAEMON_NEEDS_HZ: dict[str, float] = {
     "HOME_POSITION": 0.5,  # the fence's home (also asked for on demand)
     "SYS_STATUS": 1.0,  # battery, sensor health
 }
+# The two estimates the engine flies on. It calls one stale after [engine]
+# estimate_timeout_s without its message, so each is asked for at least this many times per
+# timeout: GLOBAL_POSITION_INT at 5/s was stale after two lost in a row (0.6 s), and global
+# setpoints were refused.
+ESTIMATE_MESSAGES = ("LOCAL_POSITION_NED", "GLOBAL_POSITION_INT")
+PER_ESTIMATE_TIMEOUT = 4
 # telemetry/<kind> is built from these messages: each gets at least the kind's rate.
 TELEMETRY_SOURCES: dict[str, tuple[str, ...]] = {
     "position": ("GLOBAL_POSITION_INT", "LOCAL_POSITION_NED"),
@@ -60,7 +66,11 @@ PX4_ONBOARD_STREAMS: tuple[str, ...] = (
 # PX4 streams messages newer than pymavlink's common dialect: their ids (common.xml).
 _NEWER_IDS = {"CURRENT_EVENT_SEQUENCE": 411, "GNSS_INTEGRITY": 441}
 # Never touched: HEARTBEAT is PX4's own 1 Hz; CURRENT_MODE is set by the connect checks.
-UNTOUCHED = frozenset({"HEARTBEAT", "CURRENT_MODE"})
+# STATUSTEXT and COMMAND_LONG are streams PX4 adds to every link at start-up (20 Hz and
+# unlimited), outside the modes' default lists: slowed, texts queue and drop (a relayed
+# STATUSTEXT once asked for the relay's 5/s), and "default" (interval 0), which a restore
+# sends, turns them off on that link until PX4 reboots (mavlink_main.cpp).
+UNTOUCHED = frozenset({"HEARTBEAT", "CURRENT_MODE", "STATUSTEXT", "COMMAND_LONG"})
 ACK_TIMEOUT_S = 0.5
 RETRIES = 2
 START_DELAY_S = 0.3  # after the version: the connect checks' own ACKs are in by then
@@ -89,6 +99,9 @@ class StreamPlanSettings:
                 raise ConfigError(f"rates_hz.{name} must be 0 (off) to 500 Hz, got {hz!r}")
             if name in UNTOUCHED:
                 raise ConfigError(f"rates_hz.{name}: {name} is not the stream plan's to set")
+            if hz == 0 and name in DAEMON_NEEDS_HZ:
+                raise ConfigError(f"rates_hz.{name} = 0: the daemon itself reads {name}; "
+                                  "it may be slower, not off")
 
 
 @dataclass(frozen=True)
@@ -103,22 +116,32 @@ class PlanRow:
 
 
 def build_plan(settings: StreamPlanSettings, telemetry_rates_hz: Mapping[str, float],
-               relay: frozenset[str], relay_rate_hz: float,
-               message_id: Any) -> tuple[PlanRow, ...]:
-    """The rows to set: needs, raised to the telemetry and relay rates, then the overrides;
-    the rest of PX4's onboard streams off. `message_id(name)` resolves names (the codec's).
+               relay: frozenset[str], relay_rate_hz: float, message_id: Any,
+               *, estimate_timeout_s: float = 0.5) -> tuple[PlanRow, ...]:
+    """The rows to set: needs (the estimates at least PER_ESTIMATE_TIMEOUT per
+    `estimate_timeout_s`), raised to the telemetry and relay rates, then the overrides; the
+    rest of PX4's onboard streams off. `message_id(name)` resolves names (the codec's).
     Empty for plan "px4" without overrides."""
+    estimate_floor_hz = PER_ESTIMATE_TIMEOUT / estimate_timeout_s
     wanted: dict[str, float] = {}
     if settings.plan is PlanKind.MINIMAL:
         wanted = {name: 0.0 for name in PX4_ONBOARD_STREAMS}
         for name, hz in DAEMON_NEEDS_HZ.items():
-            wanted[name] = max(wanted.get(name, 0.0), hz)
+            floor_hz = estimate_floor_hz if name in ESTIMATE_MESSAGES else 0.0
+            wanted[name] = max(wanted.get(name, 0.0), hz, floor_hz)
         for kind, hz in telemetry_rates_hz.items():
             for name in TELEMETRY_SOURCES.get(kind, ()):
                 wanted[name] = max(wanted.get(name, 0.0), float(hz))
         for name in relay:
             wanted[name] = max(wanted.get(name, 0.0), relay_rate_hz)
     wanted.update({name: float(hz) for name, hz in settings.rates_hz.items()})
+    for name in ESTIMATE_MESSAGES:
+        override_hz = settings.rates_hz.get(name)
+        if override_hz is not None and override_hz < estimate_floor_hz:
+            raise ConfigError(
+                f"rates_hz.{name} = {override_hz:g}: the engine calls the estimate stale after "
+                f"[engine] estimate_timeout_s = {estimate_timeout_s:g} s without it; ask for "
+                f"at least {estimate_floor_hz:g}/s, or raise the timeout")
     rows = []
     for name in sorted(wanted):
         if name in UNTOUCHED:
@@ -140,6 +163,10 @@ class StreamPlanner:
         self._in_flight: PlanRow | None = None
         self._tries = 0
         self._next_s: float | None = None
+        # After a row sent more than once, or never answered, a late ACK of an earlier copy
+        # may still come: until then ACKs are swallowed and the next row waits, or that ACK
+        # would be taken for the next row's and every result after it shifted by one.
+        self._late_acks_until_s = -math.inf
         self.applied: list[str] = []
         self.refused: dict[str, str] = {}  # name -> MAV_RESULT name, or "no answer"
 
@@ -149,6 +176,7 @@ class StreamPlanner:
             return
         self._queue = list(self.rows)
         self._in_flight = None
+        self._late_acks_until_s = -math.inf
         self.applied, self.refused = [], {}
         self._next_s = now + START_DELAY_S
 
@@ -167,6 +195,7 @@ class StreamPlanner:
                 return self._send(self._in_flight, now, target)
             self.refused[self._in_flight.name] = "no answer"
             self._in_flight = None
+            return self._wait_for_late_acks(now)
         if not self._queue:
             self._next_s = None
             return []
@@ -182,7 +211,7 @@ class StreamPlanner:
         """A COMMAND_ACK for SET_MESSAGE_INTERVAL: the one in flight's. True if it was ours."""
         row = self._in_flight
         if row is None:
-            return False
+            return now < self._late_acks_until_s  # a late copy's: ours, and no news
         self._in_flight = None
         if result == AckResult.ACCEPTED:
             self.applied.append(row.name)
@@ -191,13 +220,25 @@ class StreamPlanner:
                 self.refused[row.name] = AckResult(result).name.lower()
             except ValueError:
                 self.refused[row.name] = f"result {result}"
-        self._next_s = now  # the next one at once
+        if self._tries > 1:  # an earlier copy's ACK may still be on its way
+            self._wait_for_late_acks(now)
+        else:
+            self._next_s = now  # the next one at once
         return True
 
+    def _wait_for_late_acks(self, now: float) -> list[SetMessageInterval]:
+        self._late_acks_until_s = self._next_s = now + ACK_TIMEOUT_S
+        return []
+
     def restore(self, target: Target) -> list[SetMessageInterval]:
-        """Back to PX4's defaults (interval 0) for what the plan set: a clean stop."""
+        """Back to PX4's defaults (interval 0) for what the plan may have set: a clean stop.
+        The unanswered rows too (the command may have landed and only its ACK been lost);
+        not the refused ones, which PX4 said it did not apply."""
+        unanswered = {name for name, why in self.refused.items() if why == "no answer"}
+        if self._in_flight is not None:
+            unanswered.add(self._in_flight.name)
         return [SetMessageInterval(target, row.message_id, 0) for row in self.rows
-                if row.name in self.applied]
+                if row.name in self.applied or row.name in unanswered]
 
     def snapshot(self) -> dict[str, Any] | None:
         if not self.rows:

@@ -9,7 +9,12 @@ import dataclasses
 import pytest
 
 from offboardd.core.actions import SetMessageInterval
-from offboardd.core.events import MAV_CMD_SET_MESSAGE_INTERVAL, AckResult, FcAutopilotVersion
+from offboardd.core.events import (
+    MAV_CMD_SET_MESSAGE_INTERVAL,
+    AckResult,
+    FcAutopilotVersion,
+    FcCommandAck,
+)
 from offboardd.core.settings import EngineSettings
 from offboardd.core.stream_plan import (
     DAEMON_NEEDS_HZ,
@@ -48,16 +53,43 @@ def test_the_minimal_plan_keeps_what_is_read_and_turns_off_the_rest() -> None:
 
 
 def test_overrides_win_and_plan_px4_sets_only_them() -> None:
-    assert _rows(rates_hz={"VFR_HUD": 4.0, "ATTITUDE": 0.0})["VFR_HUD"] == 4.0
-    assert _rows(rates_hz={"ATTITUDE": 0.0})["ATTITUDE"] == 0.0
+    assert _rows(rates_hz={"VFR_HUD": 4.0, "GPS_RAW_INT": 0.0})["VFR_HUD"] == 4.0
+    assert _rows(rates_hz={"GPS_RAW_INT": 0.0})["GPS_RAW_INT"] == 0.0
+    assert _rows(rates_hz={"ATTITUDE": 4.0})["ATTITUDE"] == 4.0  # slower than we read it: yes
     assert _rows(plan="px4") == {}
     assert _rows(plan=PlanKind.PX4, rates_hz={"VFR_HUD": 2.0}) == {"VFR_HUD": 2.0}
+
+
+def test_the_estimates_are_asked_for_four_times_per_estimate_timeout() -> None:
+    """The engine calls an estimate stale after estimate_timeout_s without its message: two
+    lost GLOBAL_POSITION_INT at 5/s (0.6 s) ended global setpoints on a lossy radio."""
+    rows = _rows()
+    assert rows["GLOBAL_POSITION_INT"] == 8.0 and rows["LOCAL_POSITION_NED"] == 30.0
+    slower = {r.name: r.rate_hz for r in build_plan(
+        StreamPlanSettings(), {}, frozenset(), 5.0, message_id, estimate_timeout_s=2.0)}
+    assert slower["GLOBAL_POSITION_INT"] == DAEMON_NEEDS_HZ["GLOBAL_POSITION_INT"]
+    with pytest.raises(ConfigError, match="ask for at least 8/s, or raise the timeout"):
+        _rows(rates_hz={"GLOBAL_POSITION_INT": 5.0})
+    with pytest.raises(ConfigError, match="LOCAL_POSITION_NED = 2: the engine calls"):
+        _rows(plan="px4", rates_hz={"LOCAL_POSITION_NED": 2.0})
+
+
+def test_px4s_own_streams_are_never_planned() -> None:
+    """STATUSTEXT and COMMAND_LONG are added to every link outside the modes' lists: a relay
+    must not slow them, and a restore (interval 0) would turn them off until a reboot."""
+    rows = _rows()
+    relayed = {r.name for r in build_plan(StreamPlanSettings(), TELEMETRY,
+                                          frozenset({"STATUSTEXT"}), 5.0, message_id)}
+    assert "STATUSTEXT" not in rows and "STATUSTEXT" not in relayed
 
 
 @pytest.mark.parametrize(("kw", "words"), [
     ({"plan": "most"}, "plan must be one of"),
     ({"rates_hz": {"ATTITUDE": -1}}, "rates_hz.ATTITUDE must be 0 (off) to 500 Hz"),
     ({"rates_hz": {"HEARTBEAT": 2}}, "not the stream plan's to set"),
+    ({"rates_hz": {"STATUSTEXT": 2}}, "not the stream plan's to set"),
+    ({"rates_hz": {"ATTITUDE": 0}}, "the daemon itself reads ATTITUDE; it may be slower"),
+    ({"rates_hz": {"LOCAL_POSITION_NED": 0}}, "the daemon itself reads LOCAL_POSITION_NED"),
 ])
 def test_bad_settings_are_named(kw: dict[str, object], words: str) -> None:
     with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
@@ -118,3 +150,57 @@ def test_a_reboot_plans_again_once_the_version_is_back() -> None:
     b.feed(FcAutopilotVersion(0x010F0200, 0xFFFF, **FC))
     b.step(0.5)
     assert len(_sent(b, before)) == 1  # the plan started over
+
+
+def _in_flight_acked(b: Bench, result: AckResult, **target: int) -> None:
+    b.feed(FcCommandAck(MAV_CMD_SET_MESSAGE_INTERVAL, int(result), **target, **FC))
+
+
+def test_a_late_ack_of_a_retried_row_is_not_taken_for_the_next_one() -> None:
+    """PX4's ACK does not say which message it answers: after a retry, the first copy's late
+    ACK settles the row and the retry's must not settle the next one (every later result
+    would be shifted by one, and the restore act on the wrong rows)."""
+    b = _planned_bench()
+    b.connect()
+    b.step(0.4 + 0.5)  # the first row, sent twice
+    first, second = b.engine.streams.rows[:2]
+    assert [s.message_id for s in _sent(b)] == [first.message_id] * 2
+    _in_flight_acked(b, AckResult.ACCEPTED)  # the first copy's, late
+    _in_flight_acked(b, AckResult.FAILED)  # the retry's: no news
+    assert b.engine.streams.applied == [first.name] and b.engine.streams.refused == {}
+    b.step(0.49)
+    assert len(_sent(b)) == 2  # the next row waits out a late ACK's time
+    b.step(0.02)
+    assert _sent(b)[-1].message_id == second.message_id
+    _in_flight_acked(b, AckResult.FAILED)
+    assert b.engine.streams.refused == {second.name: "failed"}
+
+
+def test_an_ack_addressed_to_another_client_is_not_the_plans() -> None:
+    """On a shared link another client's SET_MESSAGE_INTERVAL is ACKed on our link too."""
+    b = _planned_bench()
+    b.connect()
+    b.step(0.4)
+    first = b.engine.streams.rows[0]
+    _in_flight_acked(b, AckResult.FAILED, target_system=255, target_component=190)
+    assert b.engine.streams.refused == {} and b.engine.streams.applied == []
+    _in_flight_acked(b, AckResult.ACCEPTED, target_system=1,
+                     target_component=b.settings.companion_component_id)
+    assert b.engine.streams.applied == [first.name]
+
+
+def test_a_restore_covers_what_may_have_landed_not_what_px4_refused() -> None:
+    b = _planned_bench()
+    b.connect()
+    b.step(0.4)
+    rows = b.engine.streams.rows
+    _in_flight_acked(b, AckResult.ACCEPTED)  # rows[0] applied
+    b.step(0.01)
+    _in_flight_acked(b, AckResult.FAILED)  # rows[1] refused
+    b.step(0.01 + 3 * 0.5 + 0.5)  # rows[2]: never answered; then rows[3] goes out
+    assert b.engine.streams.refused == {rows[1].name: "failed", rows[2].name: "no answer"}
+    target = b.engine.vehicle.target
+    assert target is not None
+    restored = {a.message_id for a in b.engine.streams.restore(target)}
+    assert restored == {rows[0].message_id, rows[2].message_id, rows[3].message_id}
+    assert all(a.interval_us == 0 for a in b.engine.streams.restore(target))
