@@ -199,7 +199,10 @@ class MqttBridge:
             for task in done:
                 task.result()  # re-raise the MqttError that ended the session
         except asyncio.CancelledError:
-            # A clean stop: a graceful DISCONNECT discards the will, so say it ourselves.
+            # A clean stop: a graceful DISCONNECT discards the will, so say it ourselves,
+            # as the last word: no telemetry queued after `offline` (a subscriber would
+            # take the vehicle for back).
+            self._stream.detach()
             with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
                 async with asyncio.timeout(2.0):
                     await client.publish(

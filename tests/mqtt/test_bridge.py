@@ -17,7 +17,7 @@ import pytest
 from offboardd.core.commands import CommanderHeartbeat, Hold, SetSetpoint
 from offboardd.core.setpoints import PositionNed
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
-from offboardd.mqtt.topics import Topics
+from offboardd.mqtt.topics import AVAILABILITY_OFFLINE, Topics
 from tests.conftest import Broker
 from tests.mavlink.conftest import wait_until
 from tests.mqtt.helpers import (
@@ -256,6 +256,35 @@ async def test_cancel_publishes_offline_and_exits(mosquitto: Broker) -> None:
             assert (await next_message(client, TOPICS.availability)).payload == b"online"
         offline = await next_message(client, TOPICS.availability)
         assert offline.payload == b"offline"
+
+
+async def test_nothing_follows_offline_on_a_clean_stop(
+    mosquitto: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A subscriber takes the vehicle for gone at `offline`: telemetry the runtime publishes
+    while the bridge stops (here: the moment the offline is acknowledged) must not reach
+    the broker after it. It did, until aiomqtt's DISCONNECT."""
+    settings = settings_for(mosquitto.port, telemetry_rates_hz={"battery": 100.0})
+    publish = aiomqtt.Client.publish
+    bridges: list[MqttBridge] = []
+
+    async def publish_then_telemetry(self: aiomqtt.Client, topic: str, payload: Any = None,
+                                     *args: Any, **kwargs: Any) -> None:
+        await publish(self, topic, payload, *args, **kwargs)
+        if payload == AVAILABILITY_OFFLINE:
+            bridges[0].publish_telemetry("battery", {"voltage_v": 15.8})
+
+    monkeypatch.setattr(aiomqtt.Client, "publish", publish_then_telemetry)
+    async with observer(mosquitto.port) as client:
+        await client.subscribe(TOPICS.everything, 0)
+        async with running_bridge(settings) as daemon:
+            bridges.append(daemon.bridge)
+            daemon.bridge.publish_telemetry("battery", {"voltage_v": 15.7})
+            await next_message(client, TOPICS.telemetry("battery"))
+        await next_message(client, TOPICS.availability, where=lambda m: m.payload == b"offline")
+        with pytest.raises(TimeoutError):
+            late = await next_message(client, "#", timeout_s=0.5)
+            raise AssertionError(f"{late.topic.value} after offline: {late.payload!r}")
 
 
 async def test_telemetry_events_and_relay_are_published(mosquitto: Broker) -> None:
