@@ -142,7 +142,10 @@ class StreamScheduler:
 
     def set_interval(self, name: str, interval_us: float, now_s: float) -> None:
         """MAV_CMD_SET_MESSAGE_INTERVAL: -1 stops, 0 restores the default, >0 sets it."""
-        if interval_us < 0:
+        # 0 for a message outside the profile: PX4 "assumes it is disabled by default" and
+        # stops it (mavlink_main.cpp, configure_streams_to_default)
+        if interval_us < 0 or (interval_us == 0 and name != "CURRENT_MODE"
+                               and name not in self._defaults):
             self._period_s.pop(name, None)
             self._next_s.pop(name, None)
             self._fit_to_datarate()
@@ -151,8 +154,8 @@ class StreamScheduler:
             period_s = interval_us / 1e6
         elif name == "CURRENT_MODE":  # 0: PX4's own rate for it, ~1.5-2 Hz at rest [SITL]
             period_s = CURRENT_MODE_MIN_PERIOD_S
-        else:  # 0: the default rate; 1 Hz for a message outside the profile
-            period_s = 1.0 / self._defaults[name] if name in self._defaults else 1.0
+        else:  # 0: the default rate
+            period_s = 1.0 / self._defaults[name]
         if name == "CURRENT_MODE":
             period_s = max(period_s, CURRENT_MODE_MIN_PERIOD_S)
         self._period_s[name] = period_s

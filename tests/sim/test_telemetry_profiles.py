@@ -93,3 +93,17 @@ def test_a_serial_link_fits_the_streams_into_half_the_line_as_px4_does() -> None
     assert planned.rate_mult == 1.0
     assert StreamScheduler(PROFILES["heavy"], 0.0, 1200 / 20).rate_mult == 0.05  # the floor
     assert StreamScheduler(PROFILES["px4"], 0.0).rate_mult == 1.0  # UDP: no fitting
+
+
+def test_interval_0_gives_back_the_default_or_stops_what_has_none() -> None:
+    """MAV_CMD_SET_MESSAGE_INTERVAL with 0: PX4 takes the stream's rate from the link mode's
+    list; a stream not in it is "assumed disabled by default" and stopped (mavlink_main.cpp,
+    configure_streams_to_default). The sim once sent such a message at 1/s."""
+    streams = StreamScheduler({"HEARTBEAT": 1.0, "ATTITUDE": 50.0}, 0.0)  # a link's mode
+    streams.set_interval("ATTITUDE", 1_000_000, 0.0)
+    streams.set_interval("ATTITUDE", 0, 0.0)
+    assert streams.rates_hz["ATTITUDE"] == 50.0
+    streams.set_interval("VFR_HUD", 200_000, 0.0)  # not in the mode's list
+    assert streams.rates_hz["VFR_HUD"] == 5.0
+    streams.set_interval("VFR_HUD", 0, 0.0)
+    assert not streams.enabled("VFR_HUD")
