@@ -167,8 +167,12 @@ class StreamPlanner:
         # may still come: until then ACKs are swallowed and the next row waits, or that ACK
         # would be taken for the next row's and every result after it shifted by one.
         self._late_acks_until_s = -math.inf
+        # Rows unanswered once go again after the rest: a radio gap of 1.5-3 s (shorter than
+        # fc_timeout_s, so the FC is not lost and the plan not restarted) would otherwise
+        # leave them unset until the next reconnect.
+        self._second_round: set[str] = set()
         self.applied: list[str] = []
-        self.refused: dict[str, str] = {}  # name -> MAV_RESULT name, or "no answer"
+        self.refused: dict[str, str] = {}  # name -> MAV_RESULT name, or "no answer" (twice)
 
     def start(self, now: float) -> None:
         """The FC was identified (its version is in): carry the plan out from the top."""
@@ -177,6 +181,7 @@ class StreamPlanner:
         self._queue = list(self.rows)
         self._in_flight = None
         self._late_acks_until_s = -math.inf
+        self._second_round = set()
         self.applied, self.refused = [], {}
         self._next_s = now + START_DELAY_S
 
@@ -193,8 +198,12 @@ class StreamPlanner:
         if self._in_flight is not None:  # no ACK in time
             if self._tries <= RETRIES:
                 return self._send(self._in_flight, now, target)
-            self.refused[self._in_flight.name] = "no answer"
-            self._in_flight = None
+            row, self._in_flight = self._in_flight, None
+            if row.name in self._second_round:
+                self.refused[row.name] = "no answer"
+            else:
+                self._second_round.add(row.name)
+                self._queue.append(row)
             return self._wait_for_late_acks(now)
         if not self._queue:
             self._next_s = None
@@ -234,7 +243,7 @@ class StreamPlanner:
         """Back to PX4's defaults (interval 0) for what the plan may have set: a clean stop.
         The unanswered rows too (the command may have landed and only its ACK been lost);
         not the refused ones, which PX4 said it did not apply."""
-        unanswered = {name for name, why in self.refused.items() if why == "no answer"}
+        unanswered = set(self._second_round)  # (answered later: in `applied` or refused)
         if self._in_flight is not None:
             unanswered.add(self._in_flight.name)
         return [SetMessageInterval(target, row.message_id, 0) for row in self.rows

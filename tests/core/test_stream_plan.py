@@ -128,13 +128,42 @@ def test_one_command_at_a_time_each_ack_moves_on_and_refusals_are_reported() -> 
                     "refused": {"ODOMETRY": "failed"}}
 
 
-def test_an_unanswered_command_is_retried_then_reported_and_the_plan_goes_on() -> None:
+def _answer_all_but(b: Bench, silent: str) -> None:
+    """ACK every row sent but `silent`'s, until nothing more is sent."""
+    answered = 0
+    for _ in range(200):
+        sent = _sent(b)
+        if len(sent) > answered:
+            answered = len(sent)
+            if sent[-1].message_id != message_id(silent):
+                b.ack(MAV_CMD_SET_MESSAGE_INTERVAL, AckResult.ACCEPTED)
+        b.step(0.1)
+
+
+def test_an_unanswered_command_is_retried_goes_again_after_the_rest_then_is_reported() -> None:
+    """Three sends 0.5 s apart; unanswered, the row goes again after the others (a radio gap
+    shorter than fc_timeout_s loses no row for good), then is reported."""
     b = _planned_bench()
     b.connect()
     b.step(0.4 + 3 * 0.5)  # the first row: sent three times, never answered
-    first = b.engine.streams.rows[0]
+    rows = b.engine.streams.rows
+    first = rows[0]
     assert [s.message_id for s in _sent(b)].count(first.message_id) == 3
+    assert b.engine.streams.refused == {}  # not yet: it goes again after the rest
+    _answer_all_but(b, first.name)
+    sent = [s.message_id for s in _sent(b)]
+    assert sent.count(first.message_id) == 6 and sent[-1] == first.message_id
     assert b.engine.streams.refused == {first.name: "no answer"}
+    assert len(b.engine.streams.applied) == len(rows) - 1
+
+
+def test_a_row_unanswered_in_a_radio_gap_is_set_in_the_second_round() -> None:
+    b = _planned_bench()
+    b.connect()
+    b.step(0.4 + 3 * 0.5)  # the gap: the first row unanswered three times
+    _answer_all_but(b, "")  # the link is back: everything answered
+    assert b.engine.streams.refused == {}
+    assert sorted(b.engine.streams.applied) == sorted(r.name for r in b.engine.streams.rows)
 
 
 def test_a_reboot_plans_again_once_the_version_is_back() -> None:
@@ -197,8 +226,8 @@ def test_a_restore_covers_what_may_have_landed_not_what_px4_refused() -> None:
     _in_flight_acked(b, AckResult.ACCEPTED)  # rows[0] applied
     b.step(0.01)
     _in_flight_acked(b, AckResult.FAILED)  # rows[1] refused
-    b.step(0.01 + 3 * 0.5 + 0.5)  # rows[2]: never answered; then rows[3] goes out
-    assert b.engine.streams.refused == {rows[1].name: "failed", rows[2].name: "no answer"}
+    b.step(0.01 + 3 * 0.5 + 0.5)  # rows[2]: unanswered (it goes again later); rows[3] out
+    assert b.engine.streams.refused == {rows[1].name: "failed"}
     target = b.engine.vehicle.target
     assert target is not None
     restored = {a.message_id for a in b.engine.streams.restore(target)}
