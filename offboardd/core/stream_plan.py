@@ -35,6 +35,10 @@ DAEMON_NEEDS_HZ: dict[str, float] = {
     "HOME_POSITION": 0.5,  # the fence's home (also asked for on demand)
     "SYS_STATUS": 1.0,  # battery, sensor health
 }
+# What the engine reads from PX4's streams all along (HOME_POSITION it also asks for on
+# demand; SYS_STATUS only telemetry reads): an override may slow these, never turn them off.
+ENGINE_STREAMS = ("LOCAL_POSITION_NED", "GLOBAL_POSITION_INT", "ATTITUDE",
+                  "EXTENDED_SYS_STATE", "ESTIMATOR_STATUS")
 # The two estimates the engine flies on. It calls one stale after [engine]
 # estimate_timeout_s without its message, so each is asked for at least this many times per
 # timeout: GLOBAL_POSITION_INT at 5/s was stale after two lost in a row (0.6 s), and global
@@ -99,8 +103,8 @@ class StreamPlanSettings:
                 raise ConfigError(f"rates_hz.{name} must be 0 (off) to 500 Hz, got {hz!r}")
             if name in UNTOUCHED:
                 raise ConfigError(f"rates_hz.{name}: {name} is not the stream plan's to set")
-            if hz == 0 and name in DAEMON_NEEDS_HZ:
-                raise ConfigError(f"rates_hz.{name} = 0: the daemon itself reads {name}; "
+            if hz == 0 and name in ENGINE_STREAMS:
+                raise ConfigError(f"rates_hz.{name} = 0: the engine reads {name} all along; "
                                   "it may be slower, not off")
 
 
@@ -220,7 +224,7 @@ class StreamPlanner:
         """A COMMAND_ACK for SET_MESSAGE_INTERVAL: the one in flight's. True if it was ours."""
         row = self._in_flight
         if row is None:
-            return now < self._late_acks_until_s  # a late copy's: ours, and no news
+            return now <= self._late_acks_until_s  # a late copy's: ours, and no news
         self._in_flight = None
         if result == AckResult.ACCEPTED:
             self.applied.append(row.name)
@@ -236,14 +240,18 @@ class StreamPlanner:
         return True
 
     def _wait_for_late_acks(self, now: float) -> list[SetMessageInterval]:
-        self._late_acks_until_s = self._next_s = now + ACK_TIMEOUT_S
+        """After `_tries` copies of a row: if the ACK just in (or the first, late) answered the
+        first copy, the last copy's comes (tries - 1) send intervals later."""
+        self._late_acks_until_s = self._next_s = (
+            now + (self._tries - 1) * ACK_TIMEOUT_S + ACK_TIMEOUT_S / 2)
         return []
 
     def restore(self, target: Target) -> list[SetMessageInterval]:
         """Back to PX4's defaults (interval 0) for what the plan may have set: a clean stop.
         The unanswered rows too (the command may have landed and only its ACK been lost);
         not the refused ones, which PX4 said it did not apply."""
-        unanswered = set(self._second_round)  # (answered later: in `applied` or refused)
+        unanswered = {name for name in self._second_round  # (refused later: PX4 said no)
+                      if self.refused.get(name, "no answer") == "no answer"}
         if self._in_flight is not None:
             unanswered.add(self._in_flight.name)
         return [SetMessageInterval(target, row.message_id, 0) for row in self.rows

@@ -200,9 +200,11 @@ class MqttBridge:
                 task.result()  # re-raise the MqttError that ended the session
         except asyncio.CancelledError:
             # A clean stop: a graceful DISCONNECT discards the will, so say it ourselves,
-            # as the last word: no telemetry queued after `offline` (a subscriber would
-            # take the vehicle for back).
+            # as the last word: no telemetry, state or event after `offline` (a subscriber
+            # would take the vehicle for back). What the outbox still held is dropped.
             self._stream.detach()
+            publisher.cancel()
+            await asyncio.gather(publisher, return_exceptions=True)
             with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
                 async with asyncio.timeout(2.0):
                     await client.publish(

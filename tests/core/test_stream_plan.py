@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from offboardd.core.actions import SetMessageInterval
+from offboardd.core.actions import SetMessageInterval, Target
 from offboardd.core.events import (
     MAV_CMD_SET_MESSAGE_INTERVAL,
     AckResult,
@@ -17,9 +17,12 @@ from offboardd.core.events import (
 )
 from offboardd.core.settings import EngineSettings
 from offboardd.core.stream_plan import (
+    ACK_TIMEOUT_S,
     DAEMON_NEEDS_HZ,
     PX4_ONBOARD_STREAMS,
+    START_DELAY_S,
     PlanKind,
+    StreamPlanner,
     StreamPlanSettings,
     build_plan,
 )
@@ -88,8 +91,8 @@ def test_px4s_own_streams_are_never_planned() -> None:
     ({"rates_hz": {"ATTITUDE": -1}}, "rates_hz.ATTITUDE must be 0 (off) to 500 Hz"),
     ({"rates_hz": {"HEARTBEAT": 2}}, "not the stream plan's to set"),
     ({"rates_hz": {"STATUSTEXT": 2}}, "not the stream plan's to set"),
-    ({"rates_hz": {"ATTITUDE": 0}}, "the daemon itself reads ATTITUDE; it may be slower"),
-    ({"rates_hz": {"LOCAL_POSITION_NED": 0}}, "the daemon itself reads LOCAL_POSITION_NED"),
+    ({"rates_hz": {"ATTITUDE": 0}}, "the engine reads ATTITUDE all along; it may be slower"),
+    ({"rates_hz": {"LOCAL_POSITION_NED": 0}}, "the engine reads LOCAL_POSITION_NED all along"),
 ])
 def test_bad_settings_are_named(kw: dict[str, object], words: str) -> None:
     with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
@@ -197,8 +200,8 @@ def test_a_late_ack_of_a_retried_row_is_not_taken_for_the_next_one() -> None:
     _in_flight_acked(b, AckResult.ACCEPTED)  # the first copy's, late
     _in_flight_acked(b, AckResult.FAILED)  # the retry's: no news
     assert b.engine.streams.applied == [first.name] and b.engine.streams.refused == {}
-    b.step(0.49)
-    assert len(_sent(b)) == 2  # the next row waits out a late ACK's time
+    b.step(0.74)
+    assert len(_sent(b)) == 2  # the next row waits out a late copy's ACK: 0.5 s + margin
     b.step(0.02)
     assert _sent(b)[-1].message_id == second.message_id
     _in_flight_acked(b, AckResult.FAILED)
@@ -226,10 +229,50 @@ def test_a_restore_covers_what_may_have_landed_not_what_px4_refused() -> None:
     _in_flight_acked(b, AckResult.ACCEPTED)  # rows[0] applied
     b.step(0.01)
     _in_flight_acked(b, AckResult.FAILED)  # rows[1] refused
-    b.step(0.01 + 3 * 0.5 + 0.5)  # rows[2]: unanswered (it goes again later); rows[3] out
+    b.step(0.01 + 3 * 0.5 + 1.26)  # rows[2]: unanswered (it goes again later); rows[3] out
     assert b.engine.streams.refused == {rows[1].name: "failed"}
     target = b.engine.vehicle.target
     assert target is not None
     restored = {a.message_id for a in b.engine.streams.restore(target)}
     assert restored == {rows[0].message_id, rows[2].message_id, rows[3].message_id}
     assert all(a.interval_us == 0 for a in b.engine.streams.restore(target))
+
+
+@pytest.mark.parametrize("latency_s", [0.05, 0.7, 1.2])
+def test_each_result_lands_on_its_own_row_whatever_the_ack_latency(latency_s: float) -> None:
+    """A PX4 that answers every copy `latency_s` after it was sent (a busy radio): rows are
+    sent again after 0.5 s, and the copies' late ACKs must not settle the rows after them
+    (at 0.7 s a too-short wait once reported ODOMETRY's refusal against the next row)."""
+    b = _planned_bench()
+    refused = message_id("ODOMETRY")
+
+    def px4(action: object) -> None:
+        if isinstance(action, SetMessageInterval) and action.message_id != 436:
+            result = AckResult.FAILED if action.message_id == refused else AckResult.ACCEPTED
+            b.later(latency_s, FcCommandAck(MAV_CMD_SET_MESSAGE_INTERVAL, int(result), **FC))
+
+    b.hooks.append(px4)
+    b.connect()
+    b.step(120.0)
+    streams = b.engine.streams
+    assert streams.refused == {"ODOMETRY": "failed"}
+    assert sorted(streams.applied) == sorted(r.name for r in streams.rows if r.name != "ODOMETRY")
+
+
+def test_a_row_refused_in_its_second_round_is_not_restored() -> None:
+    rows = tuple(r for r in build_plan(StreamPlanSettings(), TELEMETRY, frozenset(), 5.0,
+                                       message_id) if r.rate_hz > 0)[:2]
+    planner, target = StreamPlanner(rows), Target(1, 1)
+    planner.start(0.0)
+    now = START_DELAY_S
+    for _ in range(3):  # rows[0]: three copies, no answer; it goes again after rows[1]
+        assert planner.poll(now, target)[0].message_id == rows[0].message_id
+        now += ACK_TIMEOUT_S
+    assert planner.poll(now, target) == []  # the wait for a late copy's ACK
+    now = planner.deadline()
+    assert planner.poll(now, target)[0].message_id == rows[1].message_id
+    assert planner.on_ack(AckResult.ACCEPTED, now)
+    assert planner.poll(now, target)[0].message_id == rows[0].message_id
+    assert planner.on_ack(AckResult.DENIED, now)
+    assert planner.refused == {rows[0].name: "denied"}
+    assert [a.message_id for a in planner.restore(target)] == [rows[1].message_id]

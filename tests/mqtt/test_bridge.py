@@ -261,9 +261,9 @@ async def test_cancel_publishes_offline_and_exits(mosquitto: Broker) -> None:
 async def test_nothing_follows_offline_on_a_clean_stop(
     mosquitto: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A subscriber takes the vehicle for gone at `offline`: telemetry the runtime publishes
-    while the bridge stops (here: the moment the offline is acknowledged) must not reach
-    the broker after it. It did, until aiomqtt's DISCONNECT."""
+    """A subscriber takes the vehicle for gone at `offline`: telemetry, state or events the
+    runtime publishes while the bridge stops (here: the moment the offline is acknowledged)
+    must not reach the broker after it. They did, until aiomqtt's DISCONNECT."""
     settings = settings_for(mosquitto.port, telemetry_rates_hz={"battery": 100.0})
     publish = aiomqtt.Client.publish
     bridges: list[MqttBridge] = []
@@ -273,6 +273,9 @@ async def test_nothing_follows_offline_on_a_clean_stop(
         await publish(self, topic, payload, *args, **kwargs)
         if payload == AVAILABILITY_OFFLINE:
             bridges[0].publish_telemetry("battery", {"voltage_v": 15.8})
+            bridges[0].publish_state({"phase": "idle"})
+            bridges[0].publish_event({"event": "transition", "to": "idle"})
+            await asyncio.sleep(0.1)  # the outbox's publisher would have run by now
 
     monkeypatch.setattr(aiomqtt.Client, "publish", publish_then_telemetry)
     async with observer(mosquitto.port) as client:
