@@ -80,6 +80,9 @@ def _fc_appeared(eng: OffboardEngine, now: float) -> None:
     eng.next_companion_hb_s = now
     eng.guard.ask_home_from(now)
     eng.checks.start(now)
+    # (another autopilot may have spoken first): the plan waits for this one's version, and
+    # no ACK of the checks' own commands is taken for a row of the one in flight
+    eng.streams.stop()
     who = "PX4" if v.is_px4 else f"autopilot {v.autopilot} (not PX4)"
     eng.out.notice(
         NoticeKind.FC_LINK,

@@ -14,6 +14,7 @@ from offboardd.core.events import (
     AckResult,
     FcAutopilotVersion,
     FcCommandAck,
+    FcHeartbeat,
 )
 from offboardd.core.settings import EngineSettings
 from offboardd.core.stream_plan import (
@@ -276,3 +277,26 @@ def test_a_row_refused_in_its_second_round_is_not_restored() -> None:
     assert planner.on_ack(AckResult.DENIED, now)
     assert planner.refused == {rows[0].name: "denied"}
     assert [a.message_id for a in planner.restore(target)] == [rows[1].message_id]
+
+
+def test_a_px4_heard_after_another_autopilot_gets_the_plan_from_its_version_on() -> None:
+    """The plan is stopped when the target changes: the checks' own CURRENT_MODE ACK must
+    not settle a row of a plan begun for the component heard first."""
+    b = _planned_bench()
+    b.fc_alive = False  # PX4 (FakeFc, component 1) not heard yet
+    other = {"source_system": 1, "source_component": 50}
+    b.feed(FcHeartbeat(0, 2, 1, 0, 4, **other))  # a non-PX4 autopilot speaks first
+    b.feed(FcAutopilotVersion(0x010F0200, 0xFFFF, **other))
+    b.step(0.4)
+    assert len(_sent(b)) == 1  # a row in flight
+    b.fc_alive = True
+    b.step(1.0)  # PX4's own heartbeat: the target changes
+    assert b.engine.vehicle.target == Target(1, 1)
+    sent = len(_sent(b))
+    _in_flight_acked(b, AckResult.FAILED)  # e.g. the checks' CURRENT_MODE request's
+    assert b.engine.streams.refused == {} and b.engine.streams.applied == []
+    b.step(1.0)
+    assert len(_sent(b)) == sent  # nothing until PX4's version
+    b.feed(FcAutopilotVersion(0x010F0200, 0xFFFF, **FC))
+    b.step(0.4)
+    assert len(_sent(b)) == sent + 1
