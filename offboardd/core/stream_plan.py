@@ -208,7 +208,8 @@ class StreamPlanner:
             else:
                 self._second_round.add(row.name)
                 self._queue.append(row)
-            return self._wait_for_late_acks(now)
+            self._wait_for_late_acks(now)
+            return []
         if not self._queue:
             self._next_s = None
             return []
@@ -239,12 +240,11 @@ class StreamPlanner:
             self._next_s = now  # the next one at once
         return True
 
-    def _wait_for_late_acks(self, now: float) -> list[SetMessageInterval]:
+    def _wait_for_late_acks(self, now: float) -> None:
         """After `_tries` copies of a row: if the ACK just in (or the first, late) answered the
         first copy, the last copy's comes (tries - 1) send intervals later."""
         self._late_acks_until_s = self._next_s = (
             now + (self._tries - 1) * ACK_TIMEOUT_S + ACK_TIMEOUT_S / 2)
-        return []
 
     def restore(self, target: Target) -> list[SetMessageInterval]:
         """Back to PX4's defaults (interval 0) for what the plan may have set: a clean stop.
