@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.procs import cpu_s, peak_rss_mb
+from bench.procs import cpu_s, peak_rss_mb, wakeups
 from offboardd.client import OffboardClient
 from offboardd.core.setpoints import PositionNed, Setpoint, VelocityNed
 from offboardd.mavlink.translate_out import type_mask
@@ -42,6 +42,7 @@ class Drive:
     t1_ns: int = 0
     cpu_per_s: float = 0.0
     peak_rss_mb: float = 0.0
+    wakeups_per_s: float = 0.0
     probes: list[tuple[int, float]] = field(default_factory=list)  # (publish_ns, north_m)
     last_publish_ns: int = 0
     last_type_mask: int = type_mask(_FINAL)
@@ -110,10 +111,12 @@ async def drive(pid: int, broker_port: int, vehicle_id: str,  # noqa: PLR0917
         if not reply.ok:
             raise RuntimeError(f"the daemon refused to engage: {reply}")
         await asyncio.sleep(settle_s)
-        result.t0_ns, cpu0 = time.time_ns(), cpu_s(pid)
+        result.t0_ns, cpu0, wakes0 = time.time_ns(), cpu_s(pid), wakeups(pid)
         await asyncio.sleep(seconds)
-        result.t1_ns, cpu1 = time.time_ns(), cpu_s(pid)
-        result.cpu_per_s = (cpu1 - cpu0) / ((result.t1_ns - result.t0_ns) / 1e9)
+        result.t1_ns, cpu1, wakes1 = time.time_ns(), cpu_s(pid), wakeups(pid)
+        window_s = (result.t1_ns - result.t0_ns) / 1e9
+        result.cpu_per_s = (cpu1 - cpu0) / window_s
+        result.wakeups_per_s = (wakes1 - wakes0) / window_s
         result.peak_rss_mb = peak_rss_mb(pid)
         await _probe(c, result, probe_s)
         beating.cancel()

@@ -2,9 +2,9 @@
 
 `Children` starts processes (their own session, SIGTERM to them if the benchmark dies:
 PR_SET_PDEATHSIG) and stops them newest first, SIGTERM then SIGKILL. `cpu_s` reads
-the process's CPU-time clock (user + system, all threads, to the ns), `peak_rss_mb`
-/proc/PID/status (VmHWM), `machine_cpu_ticks` the machine's CPU steal (a VM's host
-taking its CPUs). No MAVLink or MQTT here.
+the process's CPU-time clock (user + system, all threads, to the ns), `wakeups` its
+threads' voluntary context switches, `peak_rss_mb` /proc/PID/status (VmHWM),
+`machine_cpu_ticks` the machine's CPU steal (a VM's host taking its CPUs). No MAVLink or MQTT here.
 """
 
 from __future__ import annotations
@@ -72,6 +72,20 @@ def _process_cpu_clock(pid: int) -> int:
     encodes the process's scheduler clock as (~pid << 3) | CPUCLOCK_SCHED (linux/posix-
     timers.h: MAKE_PROCESS_CPUCLOCK), and clock_gettime(2) reads it for any visible pid."""
     return (~pid << 3) | _CPUCLOCK_SCHED
+
+
+def wakeups(pid: int) -> int:
+    """How many times the process's threads have gone to sleep (and so woken) so far: the
+    sum of their voluntary context switches. What a wake-up costs on a VM is most of what
+    a process that sleeps between ticks costs (bench/stream-plan.md, "Wake-ups against
+    MAVSDK's"). Live threads only: one that exits takes its count with it."""
+    total = 0
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        with contextlib.suppress(OSError):  # (a thread that exited meanwhile)
+            for line in status.read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+    return total
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -204,12 +204,20 @@ def _rounds_table(rounds: Rounds) -> list[str]:
         return []
     lines = ["## CPU over the rounds", "",
              f"Every workload ran {len(rounds)} times, the rounds in turn; each row above "
-             "is the workload's median round by CPU (bench/rounds.py).", "",
-             "| workload | CPU % per round | min–max |", "|---|---:|---:|"]  # fmt: skip
+             "is the workload's median round by CPU (bench/rounds.py). Wake-ups: the "
+             "peer's threads' voluntary context switches; on this VM what each costs is "
+             "most of a sleeping peer's CPU (bench/stream-plan.md).", "",
+             "| workload | CPU % per round | min–max | wake-ups/s per round "
+             "| CPU µs per wake-up |", "|---|---:|---:|---:|---:|"]  # fmt: skip
     for first in rounds[0]:
-        cpus = [r.cpu_per_s * 100 for r in runs_of(rounds, first.workload)]
+        runs = runs_of(rounds, first.workload)
+        cpus = [r.cpu_per_s * 100 for r in runs]
+        wakes = [r.wakeups_per_s for r in runs]
+        per_wake = [f"{r.cpu_per_s * 1e6 / r.wakeups_per_s:.0f}" if r.wakeups_per_s else "–"
+                    for r in runs]  # fmt: skip
         lines.append(f"| {first.workload.name} | {' / '.join(f'{c:.2f}' for c in cpus)} | "
-                     f"{min(cpus):.2f}–{max(cpus):.2f} |")
+                     f"{min(cpus):.2f}–{max(cpus):.2f} | "
+                     f"{' / '.join(f'{w:.0f}' for w in wakes)} | {' / '.join(per_wake)} |")
     return [*lines, ""]
 
 

@@ -28,6 +28,7 @@ from bench.procs import (
     cpu_s,
     free_udp_port,
     peak_rss_mb,
+    wakeups,
 )
 from bench.stats import NS_PER_MS, NS_PER_S, command_latencies_ms, first_after, spread
 from bench.stats import stream_timing as timing_of
@@ -66,6 +67,7 @@ class Result:
     lease_lapse_ms: float | None  # lease deadline -> first hold setpoint at the FC
     steal: float = 0.0  # fraction of the machine's CPU time its host took during the workload
     steal_peak: float = 0.0  # the same over its worst 0.2 s
+    wakeups_per_s: float = 0.0  # the peer's threads' voluntary context switches per second
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -75,11 +77,12 @@ def _python(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def _measure_window(pid: int, seconds: float) -> tuple[int, int, float, float]:
-    t0_ns, c0 = time.time_ns(), cpu_s(pid)
+def _measure_window(pid: int, seconds: float) -> tuple[int, int, float, float, float]:
+    t0_ns, c0, w0 = time.time_ns(), cpu_s(pid), wakeups(pid)
     time.sleep(seconds)
-    t1_ns, c1 = time.time_ns(), cpu_s(pid)
-    return t0_ns, t1_ns, (c1 - c0) / ((t1_ns - t0_ns) / NS_PER_S), peak_rss_mb(pid)
+    t1_ns, c1, w1 = time.time_ns(), cpu_s(pid), wakeups(pid)
+    window_s = (t1_ns - t0_ns) / NS_PER_S
+    return t0_ns, t1_ns, (c1 - c0) / window_s, peak_rss_mb(pid), (w1 - w0) / window_s
 
 
 def _compile(daemon_tree: Path | None) -> None:
@@ -117,19 +120,20 @@ def run_workload(w: Workload, seconds: float, broker_port: int, workdir: Path,  
             drive = asyncio.run(commander.drive(daemon.pid, broker_port, vehicle_id,
                                                 _SETTLE_S, seconds, min(seconds, _PROBE_S)))
             t0_ns, t1_ns, cpu, rss = drive.t0_ns, drive.t1_ns, drive.cpu_per_s, drive.peak_rss_mb
+            wakes = drive.wakeups_per_s
             children.stop(daemon)
         else:
             peer = children.start(_python(_PEER_MODULES[w.peer], str(peer_port)),
                                   ready="engaged", timeout_s=40.0)  # fmt: skip
             time.sleep(_SETTLE_S)
-            t0_ns, t1_ns, cpu, rss = _measure_window(peer.pid, seconds)
+            t0_ns, t1_ns, cpu, rss, wakes = _measure_window(peer.pid, seconds)
             children.stop(peer)
         children.stop(proxy)  # writes the capture
     cap = json.loads(capture_path.read_text())
     if drive is not None:  # with the capture, enough to re-analyse a run offline
         (workdir / f"{w.name}.drive.json").write_text(json.dumps(asdict(drive)))
     return dataclasses.replace(_result(w, cap, (t0_ns, t1_ns), (cpu, rss), drive),
-                               steal=steal.average, steal_peak=steal.peak)
+                               steal=steal.average, steal_peak=steal.peak, wakeups_per_s=wakes)
 
 
 def _result(w: Workload, cap: dict[str, Any], window_ns: tuple[int, int],

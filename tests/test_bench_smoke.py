@@ -55,6 +55,7 @@ def test_a_short_run_produces_every_number(tmp_path: Path) -> None:
     for r in results:
         assert r.rate_hz > 0 and not math.isnan(r.dev_p99_ms), r
         assert r.load_msg_s > 0 and r.cpu_per_s > 0 and r.peak_rss_mb > 0, r
+        assert r.wakeups_per_s > 0, r  # a peer that streams at 20 Hz sleeps between ticks
         assert r.stream_to_offboard_ms is not None and r.stream_to_offboard_ms > 0, r
         assert 0.0 <= r.steal <= 1.0 and 0.0 <= r.steal_peak <= 1.0, r  # recorded, not judged
     ours = results[0]
@@ -64,6 +65,7 @@ def test_a_short_run_produces_every_number(tmp_path: Path) -> None:
     assert len(doc["results"]) == 2
     assert [len(r) for r in doc["rounds"]] == [2, 2]  # both workloads in each round
     assert "## CPU over the rounds" in (tmp_path / "results.md").read_text()
+    assert "CPU µs per wake-up" in (tmp_path / "results.md").read_text()
     assert "mavsdk-20hz-px4" in (tmp_path / "results.md").read_text()
     assert "steal %" in (tmp_path / "results.md").read_text()
     assert (tmp_path / "results.png").stat().st_size > 0
