@@ -5,9 +5,12 @@ sends each tick what the envelope lets through for it (EnvelopeGuard.shape), rep
 the first shaping per commanded setpoint, not every tick. The engine starts, replaces
 and stops it; the stream never decides when, and never touches the lease or the phase.
 
-A new setpoint goes out at once, but at most one such extra send per stream period: the
-next tick carries the newest anyway, and a flood of setpoint commands (thousands a
-second) must not become a flood of frames on a 57,600-baud link (issue 15).
+A new setpoint goes out at once, but at most one such extra send per stream period: a
+flood of setpoint commands (thousands a second) must not become a flood of frames on a
+57,600-baud link (issue 15). One that comes sooner goes out as soon as a period has
+passed since the last extra send, or with the next tick if that comes first (a commander
+streaming at the stream's own rate, whose messages MQTT delivers a little unevenly, would
+otherwise see one in a few dozen wait up to a whole period: the bench's 20 Hz probes).
 
 A planned motion (core/motion.py) takes the setpoint's place: each send streams its
 setpoint for that instant. It ends with MOTION_DONE (the stream then rests on its last
@@ -31,6 +34,8 @@ from offboardd.core.setpoints import Setpoint
 from offboardd.core.stream import StreamClock
 from offboardd.core.vehicle import VehicleState
 
+_EPSILON_S = 1e-9  # float slack: a wake-up exactly at a deferred send's turn is not early
+
 
 class SetpointStream:
     def __init__(
@@ -44,6 +49,7 @@ class SetpointStream:
         self._vehicle = vehicle
         self._out = out
         self._last_extra_s = -math.inf  # the last send_now that went out
+        self._deferred = False  # a new setpoint waits for the next extra send's turn
 
     @property
     def running(self) -> bool:
@@ -52,25 +58,42 @@ class SetpointStream:
     def start(self, setpoint: Setpoint | Motion, target: Target, now: float) -> None:
         """A fresh schedule from `now`, the first setpoint sent at once."""
         self._replace(setpoint, now)
+        self._deferred = False
         self.clock.start(now)
         self._out.emit(SendSetpoint(target, self._shaped(self._current(now), now)))
 
     def send_now(self, setpoint: Setpoint | Motion, target: Target | None, now: float) -> None:
-        """Replace the setpoint (or motion) and send it at once (unless an extra send
-        already went out this period: then the next tick carries it); the schedule
-        carries on unchanged."""
+        """Replace the setpoint (or motion) and send it at once, unless an extra send went
+        out less than a period ago: then when the period is up (`deadline`), or with the
+        next tick if that comes first. The schedule carries on unchanged."""
         self._replace(setpoint, now)
-        if (target is not None and self.clock.running
-                and now - self._last_extra_s >= self.clock.period_s):
-            self._out.emit(SendSetpoint(target, self._shaped(self._current(now), now)))
-            self.clock.record_send(now)
-            self._last_extra_s = now
+        if target is None or not self.clock.running:
+            return
+        if now - self._last_extra_s >= self.clock.period_s:
+            self._send_extra(target, now)
+        else:
+            self._deferred = True
 
     def tick(self, target: Target | None, now: float) -> None:
-        """The scheduled send, if one is due (one send however late: no burst)."""
-        if self.clock.tick_due(now) and self.setpoint is not None and target is not None:
-            self._out.emit(SendSetpoint(target, self._shaped(self._current(now), now)))
-            self.clock.record_send(now)
+        """The scheduled send, if one is due (one send however late: no burst); else a
+        deferred new setpoint whose turn has come."""
+        if self.clock.tick_due(now):
+            self._deferred = False  # the tick carries the newest
+            if self.setpoint is not None and target is not None:
+                self._out.emit(SendSetpoint(target, self._shaped(self._current(now), now)))
+                self.clock.record_send(now)
+        elif self._deferred and now + _EPSILON_S >= self._extra_turn_s():
+            self._deferred = False
+            if self.setpoint is not None and target is not None:
+                self._send_extra(target, now)
+
+    def _send_extra(self, target: Target, now: float) -> None:
+        self._out.emit(SendSetpoint(target, self._shaped(self._current(now), now)))
+        self.clock.record_send(now)
+        self._last_extra_s = now
+
+    def _extra_turn_s(self) -> float:
+        return self._last_extra_s + self.clock.period_s
 
     # -- a planned motion ----------------------------------------------------------------
 
@@ -114,8 +137,10 @@ class SetpointStream:
         return motion
 
     def deadline(self) -> float:
-        """The next scheduled send (math.inf when not streaming)."""
-        return self.clock.next_deadline()
+        """The next scheduled send, or a deferred new setpoint's turn if sooner (math.inf
+        when not streaming)."""
+        scheduled = self.clock.next_deadline()
+        return min(scheduled, self._extra_turn_s()) if self._deferred else scheduled
 
     def steady_gap_s(self, now: float) -> float:
         """The worst gap between sends since the last restart of the window (an open
@@ -132,6 +157,7 @@ class SetpointStream:
             self._stopped_motion, self.motion = self.motion, None
         self.clock.stop()
         self.setpoint = None
+        self._deferred = False
 
     def report_stopped(self, reason: Reason | None, message: str) -> None:
         motion, self._stopped_motion = self._stopped_motion, None

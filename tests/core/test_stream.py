@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
 
+from offboardd.core.actions import SendSetpoint
 from offboardd.core.commands import SetSetpoint
 from offboardd.core.setpoints import PositionNed
 from offboardd.core.stream import StreamClock
@@ -69,6 +71,57 @@ def test_engine_sends_a_new_setpoint_at_once_and_keeps_the_schedule() -> None:
         abs((x - clock._t0) / clock.period_s - round((x - clock._t0) / clock.period_s)) < 1e-6  # type: ignore[operator]
         for x in times
     )
+
+
+def test_a_setpoint_within_a_period_of_the_last_extra_goes_when_the_period_is_up() -> None:
+    """A commander at the stream's own rate, one message late: the next one must not wait
+    for the next tick (up to a period) but only until a period has passed since the extra
+    send before it, which keeps extra sends at most one a period."""
+    b = Bench()
+    b.engage(PositionNed(0, 0, -5))
+    clock = b.engine.stream
+    period_s = clock.period_s
+    tick = clock.next_deadline()
+    b.step(tick + 0.6 * period_s - b.now)  # a message late by 0.6 period: sent at once
+    extra_s = b.now
+    b.feed(SetSetpoint("late", PositionNed(1, 0, -5)))
+    assert b.setpoint_times(since=extra_s) == [extra_s]
+    b.step(0.5 * period_s)  # the tick at tick + period goes by; then the next, on time
+    on_time_s = b.now
+    assert on_time_s - extra_s < period_s
+    b.feed(SetSetpoint("on time", PositionNed(2, 0, -5)))
+    assert b.setpoint_times(since=on_time_s) == []  # not yet: one extra send a period
+    b.step(period_s)
+    sent = [(t, a.setpoint) for t, a in b.actions(SendSetpoint, since=on_time_s)]
+    # out a period after the last extra send, not at the next tick (tick + 2 periods)
+    assert sent[0][0] == pytest.approx(extra_s + period_s)
+    assert sent[0][0] < tick + 2 * period_s - 1e-6
+    assert sent[0][1] == PositionNed(2, 0, -5)
+    assert clock.next_deadline() == pytest.approx(tick + 3 * period_s)  # schedule unmoved
+
+
+def test_a_setpoint_flood_gets_at_most_one_extra_send_a_period() -> None:
+    b = Bench()
+    b.engage(PositionNed(0, 0, -5))
+    clock = b.engine.stream
+    period_s = clock.period_s
+    t0 = b.now
+    for i in range(2000):  # a setpoint every millisecond for two seconds
+        b.feed(SetSetpoint(f"sp{i}", PositionNed(0.001 * i, 0, -5)))
+        b.step(0.001)
+    times = b.setpoint_times(since=t0)
+    on_grid = [t for t in times if abs((t - clock._t0) / period_s  # type: ignore[operator]
+                                       - round((t - clock._t0) / period_s)) < 1e-6]  # type: ignore[operator]
+    extras = sorted(set(times) - set(on_grid))
+    assert len(on_grid) >= 2.0 / period_s - 1
+    assert all(b2 - a2 >= period_s - 1e-9 for a2, b2 in itertools.pairwise(extras))
+    assert len(times) <= 2 * (2.0 / period_s) + 2
+    # the newest goes out within a period of its arrival
+    newest_s = b.now - 0.001
+    b.step(period_s)
+    first_t, first = b.actions(SendSetpoint, since=newest_s)[0]
+    assert first.setpoint == PositionNed(0.001 * 1999, 0, -5)
+    assert first_t - newest_s <= period_s + 1e-9
 
 
 def test_engine_counts_missed_ticks_when_polled_late() -> None:
