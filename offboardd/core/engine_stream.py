@@ -80,16 +80,18 @@ class SetpointStream:
         if self.clock.tick_due(now):
             self._deferred = False  # the tick carries the newest
             if self.setpoint is not None and target is not None:
-                self._out.emit(SendSetpoint(target, self._shaped(self._current(now), now)))
-                self.clock.record_send(now)
+                self._send(target, now)
         elif self._deferred and now + _EPSILON_S >= self._extra_turn_s():
             self._deferred = False
             if self.setpoint is not None and target is not None:
                 self._send_extra(target, now)
 
-    def _send_extra(self, target: Target, now: float) -> None:
+    def _send(self, target: Target, now: float) -> None:
         self._out.emit(SendSetpoint(target, self._shaped(self._current(now), now)))
         self.clock.record_send(now)
+
+    def _send_extra(self, target: Target, now: float) -> None:
+        self._send(target, now)
         self._last_extra_s = now
 
     def _extra_turn_s(self) -> float:
