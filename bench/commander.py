@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.procs import cpu_s, peak_rss_mb, wakeups
+from bench.procs import Usage, peak_rss_mb
 from offboardd.client import OffboardClient
 from offboardd.core.setpoints import PositionNed, Setpoint, VelocityNed
 from offboardd.mavlink.translate_out import type_mask
@@ -111,12 +111,11 @@ async def drive(pid: int, broker_port: int, vehicle_id: str,  # noqa: PLR0917
         if not reply.ok:
             raise RuntimeError(f"the daemon refused to engage: {reply}")
         await asyncio.sleep(settle_s)
-        result.t0_ns, cpu0, wakes0 = time.time_ns(), cpu_s(pid), wakeups(pid)
+        start = Usage.of(pid)
         await asyncio.sleep(seconds)
-        result.t1_ns, cpu1, wakes1 = time.time_ns(), cpu_s(pid), wakeups(pid)
-        window_s = (result.t1_ns - result.t0_ns) / 1e9
-        result.cpu_per_s = (cpu1 - cpu0) / window_s
-        result.wakeups_per_s = (wakes1 - wakes0) / window_s
+        end = Usage.of(pid)
+        result.t0_ns, result.t1_ns = start.t_ns, end.t_ns
+        result.cpu_per_s, result.wakeups_per_s = start.rates_until(end)
         result.peak_rss_mb = peak_rss_mb(pid)
         await _probe(c, result, probe_s)
         beating.cancel()

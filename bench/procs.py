@@ -18,6 +18,7 @@ import socket
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -86,6 +87,25 @@ def wakeups(pid: int) -> int:
                 if line.startswith("voluntary_ctxt_switches:"):
                     total += int(line.split()[1])
     return total
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a process had used by one instant: the wall clock (ns), its CPU time (s) and
+    its wake-ups. Two of them bracket a measuring window."""
+
+    t_ns: int
+    cpu_s: float
+    wakeups: int
+
+    @classmethod
+    def of(cls, pid: int) -> Usage:
+        return cls(time.time_ns(), cpu_s(pid), wakeups(pid))
+
+    def rates_until(self, later: Usage) -> tuple[float, float]:
+        """(CPU seconds, wake-ups) per wall second from this instant to `later`."""
+        window_s = (later.t_ns - self.t_ns) / 1e9
+        return (later.cpu_s - self.cpu_s) / window_s, (later.wakeups - self.wakeups) / window_s
 
 
 def peak_rss_mb(pid: int) -> float:

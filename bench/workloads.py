@@ -25,10 +25,9 @@ from bench.frames import is_offboard
 from bench.procs import (
     Children,
     StealWatch,
-    cpu_s,
+    Usage,
     free_udp_port,
     peak_rss_mb,
-    wakeups,
 )
 from bench.stats import NS_PER_MS, NS_PER_S, command_latencies_ms, first_after, spread
 from bench.stats import stream_timing as timing_of
@@ -78,11 +77,11 @@ def _python(module: str, *args: str) -> list[str]:
 
 
 def _measure_window(pid: int, seconds: float) -> tuple[int, int, float, float, float]:
-    t0_ns, c0, w0 = time.time_ns(), cpu_s(pid), wakeups(pid)
+    start = Usage.of(pid)
     time.sleep(seconds)
-    t1_ns, c1, w1 = time.time_ns(), cpu_s(pid), wakeups(pid)
-    window_s = (t1_ns - t0_ns) / NS_PER_S
-    return t0_ns, t1_ns, (c1 - c0) / window_s, peak_rss_mb(pid), (w1 - w0) / window_s
+    end = Usage.of(pid)
+    cpu, wakes = start.rates_until(end)
+    return start.t_ns, end.t_ns, cpu, peak_rss_mb(pid), wakes
 
 
 def _compile(daemon_tree: Path | None) -> None:
