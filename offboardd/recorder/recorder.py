@@ -120,7 +120,7 @@ class Recorder:
         self._follow_position(engine, now_s)
         # A batch goes to the writer every flush_interval_s, not every cycle, and the writer
         # syncs each as it comes: a power loss costs at most about that interval, and the
-        # writer wakes twice a second by default (it woke 5 times, and synced on its own
+        # writer wakes about once a second by default (it woke 5 times, and synced on its own
         # clock, up to 0.7 s late: bench/stream-plan.md).
         if now_s - self._last_hand_over_s >= self.settings.flush_interval_s:
             self._last_hand_over_s = now_s
@@ -183,6 +183,7 @@ class Recorder:
             "recording": self.flight_open,
             "flight": writer.flight,
             "flight_bytes": writer.flight_bytes,
+            "sync_max_ms": writer.sync_max_ms,
             "dropped_batches": self.dropped_batches,
             "flights_pruned": writer.flights_pruned,
             "error": self.failed or writer.error,

@@ -37,9 +37,12 @@ class RecorderSettings:
     # Writes are off the control loop: a bounded queue of batches (one a cycle or so) to a
     # writer thread. When it is full a batch is dropped, counted and reported.
     queue_batches: int = 256
-    # flushed and synced to the medium this often; the loop hands batches over every 0.2 s:
-    # a power loss or kill -9 costs at most the last 0.7 s
-    flush_interval_s: float = 0.5
+    # The loop hands a batch over this often and the writer writes and syncs it at once: a
+    # power loss costs at most this plus the medium's sync time (state.recorder.sync_max_ms),
+    # under the second issue 17 allows when a sync takes < 0.1 s. Each hand-over wakes the
+    # writer and syncs two files: at 0.5 s they were ~11 % of the daemon's CPU more than at
+    # 0.9 s (bench/stream-plan.md, "The recorder's hand-overs").
+    flush_interval_s: float = 0.9
 
     def __post_init__(self) -> None:
         coerce_choice(self, "mode", RecordMode)

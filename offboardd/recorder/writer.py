@@ -4,9 +4,9 @@ The loop hands over batches through a bounded queue (`Recorder`, recorder.py); t
 keeps the last `pre_s` of them in memory while no flight is open, opens one folder per
 flight (flight.tlog, journal.jsonl, summary.json when it closes), writes and syncs each
 batch as it comes (the loop hands one over every `flush_interval_s`: a power loss costs
-at most about that), and keeps the folder within its disk budget (folders.py). A disk
-error stops the recording, never the daemon: it is reported in `status` and the thread
-goes on draining the queue.
+at most that and the sync's own time, reported as `sync_max_ms`), and keeps the folder
+within its disk budget (folders.py). A disk error stops the recording, never the daemon:
+it is reported in `status` and the thread goes on draining the queue.
 
 tlog: what QGroundControl, MAVExplorer and pymavlink read, each frame as it went on the
 wire (either way) behind its 8-byte big-endian microsecond Unix timestamp.
@@ -79,6 +79,9 @@ class WriterStatus:
 
     flight: str | None = None  # the folder being written
     flight_bytes: int = 0
+    # The flight's slowest write + sync of a batch, ms: what a power loss costs beyond
+    # flush_interval_s on this medium (an SD card can take hundreds of ms).
+    sync_max_ms: float = 0.0
     flights_pruned: int = 0
     error: str | None = None  # the last disk problem (recording of the flight stopped)
 
@@ -169,7 +172,7 @@ class Writer:
             if self._flight is None:
                 self._keep_pre_roll(item)
             else:
-                self._flight.write(item)
+                self._write(self._flight, item)
         elif isinstance(item, Start):
             self._open(item)
         elif isinstance(item, Stop):
@@ -194,7 +197,7 @@ class Writer:
         self._check_budget(force=True)
         self._flight = flight = _OpenFlight(folders.unique_folder(self.root, start.name))
         self.status = dataclasses.replace(self.status, flight=flight.folder.name,
-                                          flight_bytes=0, error=None)
+                                          flight_bytes=0, sync_max_ms=0.0, error=None)
         flight.write(Batch(list(self._pre_tlog), list(self._pre_journal)))
         self._pre_tlog.clear()
         self._pre_journal.clear()
@@ -212,13 +215,25 @@ class Writer:
         flight.close()
         self.status = dataclasses.replace(self.status, flight=None, flight_bytes=0)
 
+    def _write(self, flight: _OpenFlight, batch: Batch) -> None:
+        """Written and synced at once: the loop's hand-over period is the interval."""
+        started_s = time.monotonic()
+        flight.write(batch)
+        self._sync(flight, started_s)
+
+    def _sync(self, flight: _OpenFlight, started_s: float) -> None:
+        if not flight.unsynced or flight.stopped:
+            return
+        flight.flush()
+        took_ms = round((time.monotonic() - started_s) * 1e3, 1)
+        self.status = dataclasses.replace(self.status, flight_bytes=flight.bytes,
+                                          sync_max_ms=max(self.status.sync_max_ms, took_ms))
+
     def _periodic(self) -> None:
         flight = self._flight
         if flight is None or flight.stopped:
             return
-        if flight.unsynced:  # each batch at once: the loop's hand-over period is the interval
-            flight.flush()
-            self.status = dataclasses.replace(self.status, flight_bytes=flight.bytes)
+        self._sync(flight, time.monotonic())  # what else was written (a flight's pre-roll)
         self._check_budget(force=False)
 
     def _check_budget(self, *, force: bool) -> None:

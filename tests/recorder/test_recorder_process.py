@@ -57,7 +57,8 @@ async def test_kill_9_mid_flight_loses_at_most_the_last_second(
     last_line_s = max(r["t"] for r in read_journal(cut.folder))
     print(f"kill -9: tlog ends {killed_at - last_frame_s:.3f} s, journal "
           f"{killed_at - last_line_s:.3f} s before the kill")
-    # Flushed every 0.5 s: what is lost is the last half second or so, never more than 1 s.
+    # Flushed every 0.5 s here (the default 0.9 s leaves a loaded CI too little margin to
+    # time): what is lost is the last half second or so, never more than 1 s.
     assert killed_at - last_frame_s < 1.0, killed_at - last_frame_s
     # (the journal writes a sample every 0.5 s when nothing else happens)
     assert killed_at - last_line_s < 1.5, killed_at - last_line_s

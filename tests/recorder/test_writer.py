@@ -49,6 +49,8 @@ def test_pre_roll_then_flight_then_summary(tmp_path: Path) -> None:
     writer.queue.put(Stop(dropped_batches=3))
     writer.queue.put(Close(dropped_batches=3))
     assert writer.join(5.0)
+    # the flight's slowest write + sync of a batch (what a power loss costs beyond the interval)
+    assert 0 < writer.status.sync_max_ms < 5000
 
     flight = find_flight(tmp_path, "latest")
     frames = list(read_tlog(flight.folder))
@@ -140,6 +142,8 @@ def test_settings_are_checked_and_the_default_dir_follows_systemd() -> None:
     with pytest.raises(ConfigError, match="queue_batches"):
         RecorderSettings(queue_batches=2)
     default = RecorderSettings()
+    # issue 17: a power loss costs at most the last second; the interval leaves the sync 0.1 s
+    assert default.flush_interval_s <= 0.9
     assert flights_root(default, {}) == Path("/var/lib/offboardd/flights")
     assert flights_root(default, {"STATE_DIRECTORY": "/var/lib/offboardd:/x"}) == Path(
         "/var/lib/offboardd/flights")
