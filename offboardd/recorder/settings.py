@@ -38,10 +38,11 @@ class RecorderSettings:
     # writer thread. When it is full a batch is dropped, counted and reported.
     queue_batches: int = 256
     # The loop hands a batch over this often and the writer writes and syncs it at once: a
-    # power loss costs at most this plus the medium's sync time (state.recorder.sync_max_ms),
-    # under the second issue 17 allows when a sync takes < 0.1 s. Each hand-over wakes the
-    # writer and syncs two files: at 0.5 s they were ~11 % of the daemon's CPU more than at
-    # 0.9 s (bench/stream-plan.md, "The recorder's hand-overs").
+    # power loss costs at most this (and a 50 ms tick) plus the medium's sync time
+    # (state.recorder.sync_max_ms): under the second issue 17 allows while a sync takes
+    # < 0.05 s. Each hand-over wakes the writer and syncs two files: at 0.5 s they were
+    # ~11 % of the daemon's CPU more than at 0.9 s (bench/stream-plan.md, "The recorder's
+    # hand-overs").
     flush_interval_s: float = 0.9
 
     def __post_init__(self) -> None:
