@@ -4,7 +4,9 @@
 PR_SET_PDEATHSIG) and stops them newest first, SIGTERM then SIGKILL. `cpu_s` reads
 the process's CPU-time clock (user + system, all threads, to the ns), `wakeups` its
 threads' voluntary context switches, `peak_rss_mb` /proc/PID/status (VmHWM),
-`machine_cpu_ticks` the machine's CPU steal (a VM's host taking its CPUs). No MAVLink or MQTT here.
+`machine_cpu_ticks` the machine's CPU steal (a VM's host taking its CPUs); two `Usage`s
+(wall clock, CPU time, wake-ups at an instant) bracket a measuring window. No MAVLink or
+MQTT here.
 """
 
 from __future__ import annotations
