@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager
 
 import structlog
 
+from offboardd import heap
 from offboardd.config import DaemonConfig
 from offboardd.core.actions import Action, Notice, NoticeKind, Reply, SendCompanionHeartbeat
 from offboardd.core.commands import Command, Release
@@ -75,8 +76,13 @@ class Runtime:
         *,
         mqtt: bool = True,
         notifier: SystemdNotifier | None = None,
+        freeze_start_up: bool = False,
     ) -> None:
+        """`freeze_start_up`: the daemon's process (`offboardd run`) keeps what start-up
+        left out of the collector's later walks (heap.py); not for a Runtime in a process
+        that does other things too (the tests')."""
         self.config = config
+        self._freeze_start_up = freeze_start_up
         self.notifier = notifier if notifier is not None else SystemdNotifier()
         fc = fc_codec(config, mqtt=mqtt)
         self.codec, self.signing = fc.codec, fc.signing
@@ -138,6 +144,10 @@ class Runtime:
                 tasks = [tg.create_task(self.link.run(), name="link")]
                 if self.bridge is not None:
                     tasks.append(tg.create_task(self.bridge.run(), name="mqtt"))
+                if self._freeze_start_up:
+                    frozen = heap.freeze_start_up()
+                    log.info("heap_frozen", objects=frozen.objects,
+                             collect_ms=round(frozen.collect_ms, 1))
                 self._rearm()
                 # READY as soon as the loops run: never wait for the FC or the broker.
                 self.notifier.ready("waiting for the flight controller")

@@ -32,7 +32,7 @@ def main(args: argparse.Namespace) -> int:
         return 2
     fmt = config.log.format
     configure_logging(config.log.level, json=None if fmt == "auto" else fmt == "json")
-    asyncio.run(Runtime(config, mqtt=not args.no_mqtt).run())
+    asyncio.run(Runtime(config, mqtt=not args.no_mqtt, freeze_start_up=True).run())
     return 0
 
 

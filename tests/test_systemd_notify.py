@@ -170,6 +170,9 @@ async def test_daemon_notifies_ready_watchdog_status_stopping(
         record = json.loads(line[3:])
         assert {"event", "level", "timestamp"} <= record.keys()
     assert any(line.startswith("<6>") and '"event": "starting"' in line for line in lines)
+    # start-up's heap out of the cycle collector's later walks (offboardd/heap.py)
+    frozen = [json.loads(line[3:]) for line in lines if '"event": "heap_frozen"' in line]
+    assert len(frozen) == 1 and frozen[0]["objects"] > 10_000, frozen
 
 
 async def test_stalled_event_loop_misses_its_watchdog(notify_socket: NotifySocket) -> None:
