@@ -138,6 +138,7 @@ class Writer:
         self._pre_journal: deque[dict[str, Any]] = deque(maxlen=_JOURNAL_PRE_ROLL_LINES)
         self._flight: _OpenFlight | None = None
         self._last_budget_s = -1e9
+        self._closed_bytes: int | None = None  # the closed flights' folders, last walked
         self._thread = threading.Thread(target=self._run, name="offboardd-recorder", daemon=True)
 
     def start(self) -> None:
@@ -241,8 +242,14 @@ class Writer:
         if not force and now_s - self._last_budget_s < _BUDGET_CHECK_S:
             return
         self._last_budget_s = now_s
-        keep = None if self._flight is None else self._flight.folder
+        flight = self._flight
+        if (not force and flight is not None and self._closed_bytes is not None
+                and folders.within_budget(self.root, self.settings, self._closed_bytes,
+                                          flight.bytes)):
+            return  # (the closed flights' folders have not changed: no walk)
+        keep = None if flight is None else flight.folder
         verdict = folders.enforce_budget(self.root, self.settings, keep=keep)
+        self._closed_bytes = verdict.closed_bytes
         if verdict.pruned:
             pruned = self.status.flights_pruned + len(verdict.pruned)
             self.status = dataclasses.replace(self.status, flights_pruned=pruned)

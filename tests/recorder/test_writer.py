@@ -121,6 +121,40 @@ def test_budget_prunes_by_age(tmp_path: Path) -> None:
     assert verdict.pruned == [old.name] and new.exists()
 
 
+def test_the_budget_check_in_flight_walks_the_folders_only_when_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a closed flight's folder does not change: in flight, the check adds what the last walk
+    # found to what the open flight wrote (one statvfs), and walks only when that is over
+    old = [f"2026-01-{day:02d}T00-00-00Z" for day in range(1, 5)]
+    for name in old:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "flight.tlog").write_bytes(b"x" * _MB)
+    walks: list[Path | None] = []
+    enforce = folders.enforce_budget
+
+    def counted(root: Path, settings: RecorderSettings, *, keep: Path | None) -> object:
+        walks.append(keep)
+        return enforce(root, settings, keep=keep)
+
+    monkeypatch.setattr(folders, "enforce_budget", counted)
+    writer = Writer(RecorderSettings(dir=str(tmp_path), max_total_mb=5.5, min_free_mb=0))
+    writer._open(Start("2026-02-01T00-00-00Z"))  # (the thread is not started: driven here)
+    assert walks == [None] and writer._closed_bytes == 4 * _MB
+    flight = writer._flight
+    assert flight is not None
+    for _ in range(3):  # under budget: no walk
+        writer._last_budget_s = -1e9
+        writer._check_budget(force=False)
+    assert walks == [None]
+    flight.bytes = 2 * _MB  # 4 + 2 > 5.5 MB: walk, and the oldest closed flight goes
+    (flight.folder / "flight.tlog").write_bytes(b"x" * (2 * _MB))
+    writer._last_budget_s = -1e9
+    writer._check_budget(force=False)
+    assert walks == [None, flight.folder]
+    assert writer.status.flights_pruned == 1 and not (tmp_path / old[0]).exists()
+    assert writer._closed_bytes == 3 * _MB and writer.status.error is None
+
+
 def test_a_disk_error_stops_the_flight_not_the_thread(tmp_path: Path) -> None:
     blocker = tmp_path / "flights"
     blocker.write_text("a file where the directory should be")
