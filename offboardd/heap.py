@@ -2,7 +2,7 @@
 
 A full collection walks every object the collector tracks, and the loop waits for it: the
 daemon's start-up (modules, the generated dialect, settings, the engine) leaves ~33,000,
-and a full collection of them took 7-17 ms on the bench's VM (a Raspberry Pi is slower):
+and a full collection of them took 7-16 ms on the bench's VM (a Raspberry Pi is slower):
 at 50 Hz, a late tick. CPython starts one when enough objects have outlived the younger
 collections. The daemon makes few such objects (none came in 150 s of hover, nor in 30 s
 of MQTT setpoints at 20/s; bench/stream-plan.md, "The collector's pauses"), but a long
