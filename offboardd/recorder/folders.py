@@ -70,8 +70,7 @@ def enforce_budget(root: Path, settings: RecorderSettings, *, keep: Path | None,
     now_unix_s = time.time() if now_unix_s is None else now_unix_s
     folders = [(p, folder_bytes(p), p.stat().st_mtime) for p in flight_folders(root)]
     old = [f for f in folders if f[0] != keep]
-    budget = int(settings.max_total_mb * _MB)
-    min_free = int(settings.min_free_mb * _MB)
+    budget, min_free = _limits_bytes(settings)
 
     def prune(folder: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)
@@ -102,9 +101,14 @@ def within_budget(root: Path, settings: RecorderSettings, closed_bytes: int,
     """True when the closed flights (`closed_bytes`, as last walked) and the open one
     (`open_bytes`, as written) fit `max_total_mb` and the file system keeps `min_free_mb`.
     False means: walk the folders (`enforce_budget`)."""
+    budget, min_free = _limits_bytes(settings)
     try:
         free = shutil.disk_usage(root).free
     except OSError:
         return False
-    return (closed_bytes + open_bytes <= int(settings.max_total_mb * _MB)
-            and free >= int(settings.min_free_mb * _MB))
+    return closed_bytes + open_bytes <= budget and free >= min_free
+
+
+def _limits_bytes(settings: RecorderSettings) -> tuple[int, int]:
+    """(max_total_mb, min_free_mb) in bytes: the one reading of the budget's two bounds."""
+    return int(settings.max_total_mb * _MB), int(settings.min_free_mb * _MB)
