@@ -21,8 +21,9 @@ COM_OBL_RC_ACT_NAMES = {0: "Position", 1: "Altitude", 2: "Stabilized", 3: "Retur
 # NAV_RCL_ACT: the RC-loss action; 7 "Hold mode (no failsafe)" is new in v1.18 (#27792).
 NAV_RCL_ACT_NAMES = {0: "Disabled", 1: "Hold", 2: "Return", 3: "Land", 5: "Terminate",
                      6: "Disarm", 7: "Hold (no failsafe)"}  # fmt: skip
-# Loss actions that need a pilot on the sticks (RC): without one, v1.16 "descends and
-# lands" in Position [SITL v1.16.2], and from v1.17 NAV_RCL_ACT's action is taken instead.
+# Loss actions that need a pilot on the sticks (RC): without one, v1.16 descends in
+# Position (POSCTL) until it lands [SITL v1.16.2: 5 m -> 3.0 m in the 3 s after the
+# fallback], and from v1.17 NAV_RCL_ACT's action is taken instead.
 _MANUAL_ACTIONS = frozenset({0, 1, 2})
 _CUTS_MOTORS = frozenset({6, 7})
 
@@ -99,7 +100,7 @@ def loss_action(rules: Px4Rules | None, params: Mapping[str, int | float]) -> st
     if rules is None:
         return f"{name} (from PX4 v1.17 without RC: NAV_RCL_ACT's action)"
     if not rules.manual_loss_action_without_rc_uses_nav_rcl_act:
-        return name
+        return f"{name} (without RC: descends until it lands)" if action == 0 else name
     if "NAV_RCL_ACT" not in params:
         return f"{name} (without RC: NAV_RCL_ACT's action)"
     rcl = int(params["NAV_RCL_ACT"])

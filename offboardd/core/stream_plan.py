@@ -56,14 +56,15 @@ TELEMETRY_SOURCES: dict[str, tuple[str, ...]] = {
 }
 # What PX4 streams by default on an onboard link (MAVLINK_MODE_ONBOARD, the link
 # instance offboardd talks to), measured at the tee on PX4 SIH main (v1.19.0-dev, Aug
-# 2026: tests/px4/test_px4_stream_plan.py) and in the v1.16 list the sim copies. Whatever
-# of these the plan does not need is off. (CURRENT_EVENT_SEQUENCE, sent on v1.16, and
-# MISSION_CURRENT, ~1/s, are refused "failed" by main: left alone.)
+# 2026) and v1.16.2 (tests/px4/test_px4_stream_plan.py). Whatever of these the plan does
+# not need is off. (CURRENT_EVENT_SEQUENCE, sent on v1.16, and MISSION_CURRENT, ~1/s, are
+# refused "failed" by main: left alone. GNSS_INTEGRITY is refused "failed" by v1.16.2,
+# which has no such stream.)
 PX4_ONBOARD_STREAMS: tuple[str, ...] = (
     "ALTITUDE", "ATTITUDE", "ATTITUDE_QUATERNION", "ATTITUDE_TARGET", "BATTERY_STATUS",
     "DISTANCE_SENSOR", "ESTIMATOR_STATUS", "EXTENDED_SYS_STATE", "GLOBAL_POSITION_INT",
     "GNSS_INTEGRITY", "GPS_RAW_INT", "HIGHRES_IMU", "HOME_POSITION", "LOCAL_POSITION_NED",
-    "ODOMETRY", "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM",
+    "ODOMETRY", "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM", "PING",
     "POSITION_TARGET_LOCAL_NED", "SCALED_PRESSURE", "SERVO_OUTPUT_RAW", "SYS_STATUS",
     "SYSTEM_TIME", "TIMESYNC", "VFR_HUD", "VIBRATION",
 )  # fmt: skip

@@ -30,7 +30,8 @@ def test_rules_follow_the_release() -> None:
 
 def test_v1_17_offboard_loss_without_rc_is_nav_rcl_act_return() -> None:
     params = {"COM_OBL_RC_ACT": 0, "NAV_RCL_ACT": 2}
-    assert loss_action(rules_for(1, 16), params) == "Position"
+    assert loss_action(rules_for(1, 16), params) == "Position (without RC: descends until it lands)"
+    assert loss_action(rules_for(1, 16), {"COM_OBL_RC_ACT": 1}) == "Altitude"  # (unmeasured)
     assert loss_action(rules_for(1, 17), params) == \
         "Position (without RC: Return, NAV_RCL_ACT=2)"
     assert loss_action(None, params) == \

@@ -49,9 +49,9 @@ def test_the_minimal_plan_keeps_what_is_read_and_turns_off_the_rest() -> None:
     off = {name for name, hz in rows.items() if hz == 0}
     assert off == {"ALTITUDE", "ATTITUDE_QUATERNION", "ATTITUDE_TARGET", "BATTERY_STATUS",
                    "DISTANCE_SENSOR", "GNSS_INTEGRITY", "HIGHRES_IMU", "ODOMETRY",
-                   "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM", "POSITION_TARGET_LOCAL_NED",
-                   "SCALED_PRESSURE", "SERVO_OUTPUT_RAW", "SYSTEM_TIME", "TIMESYNC", "VFR_HUD",
-                   "VIBRATION"}
+                   "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM", "PING",
+                   "POSITION_TARGET_LOCAL_NED", "SCALED_PRESSURE", "SERVO_OUTPUT_RAW",
+                   "SYSTEM_TIME", "TIMESYNC", "VFR_HUD", "VIBRATION"}
     assert set(PX4_ONBOARD_STREAMS) <= set(rows)
     assert "HEARTBEAT" not in rows and "CURRENT_MODE" not in rows
 

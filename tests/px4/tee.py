@@ -24,7 +24,11 @@ from pymavlink.dialects.v20 import development as mavlink
 
 SETPOINT_TYPES = frozenset({"SET_POSITION_TARGET_LOCAL_NED", "SET_POSITION_TARGET_GLOBAL_INT",
                             "SET_ATTITUDE_TARGET"})  # fmt: skip
-OFFBOARD = 6 << 16  # PX4 custom_mode of OFFBOARD (main mode 6, px4_custom_mode.h)
+# PX4 custom_mode values (main mode << 16 | sub mode << 24, px4_custom_mode.h)
+OFFBOARD = 6 << 16
+POSCTL = 3 << 16
+AUTO_LOITER = 4 << 16 | 3 << 24
+AUTO_RTL = 4 << 16 | 5 << 24
 MAV_MODE_FLAG_SAFETY_ARMED = 128
 
 

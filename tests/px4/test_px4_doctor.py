@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
+from tests.px4.release import override_param, release_of
 from tests.px4.stack import daemon_config
 
 
@@ -25,8 +26,14 @@ async def test_doctor_names_the_release_and_its_offboard_loss_action(
     named = {line.split()[1]: line for line in lines if len(line.split()) > 1}
     version, loss = named["PX4"], named["COM_OBL_RC_ACT"]
     assert "PX4 v1." in version, lines
-    # the defaults on PX4 >= 1.17 without RC: Position becomes NAV_RCL_ACT's Return
-    assert loss.startswith("warn") and "NAV_RCL_ACT=2 (Return)" in loss, lines
-    assert "NAV_RCL_ACT" in named and "MAN_OVERRIDE_SPD" in named, lines
+    release = release_of(version)
+    # The default COM_OBL_RC_ACT = 0 (Position) without RC: warned on every release, and
+    # said as what that release does (release.py: v1.16 descends in POSCTL, v1.17+ Return).
+    assert loss.startswith("warn"), lines
+    if release >= (1, 17):
+        assert "NAV_RCL_ACT=2 (Return)" in loss and "NAV_RCL_ACT" in named, lines
+    else:
+        assert "descend" in loss and "NAV_RCL_ACT" not in named, lines
+    assert override_param(release) in named, lines
     assert not any("could not be read" in line for line in lines), lines
     measured.update(version_line=version.strip(), loss_line=loss.strip()[:160])

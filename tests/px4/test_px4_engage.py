@@ -32,8 +32,12 @@ async def test_offboard_takeoff_streams_1_s_before_asking_and_px4_confirms(
         climbed_t = await s.at_altitude(5.0, timeout_s=20)
         now = s.client.state
         assert now is not None and now["phase"] == "active" and now["in_control"]
+        # DO_SET_MODE's answers (v1.16.2 sent two, main one): the daemon confirms the mode
+        # from telemetry either way; counted, never required
+        mode_acks = [a for a in r.acks if a.fields["command"] == 176 and request.t <= a.t < armed_t]
         measured.update(
             px4_version=state["fc_version"],
+            do_set_mode_acks=[int(a.fields["result"]) for a in mode_acks],
             warmup_to_request_s=round(request.t - first_setpoint_t, 3),
             request_to_offboard_s=round(offboard_t - request.t, 3),
             offboard_to_armed_s=round(armed_t - offboard_t, 3),

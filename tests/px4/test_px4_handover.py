@@ -20,10 +20,8 @@ from offboardd.recorder.store import list_flights, read_tlog
 from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
 from tests.px4.stack import flying_stack
-from tests.px4.tee import OFFBOARD, main_mode
+from tests.px4.tee import AUTO_LOITER, AUTO_RTL, OFFBOARD, main_mode
 
-AUTO_LOITER = 50593792
-AUTO_RTL = 84148224
 AUTO_LAND = 100925440
 ALT_M = 5.0
 
