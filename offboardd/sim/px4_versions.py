@@ -58,6 +58,10 @@ class Px4Version:
     # MAV_CMD_* answered UNSUPPORTED because the release removed them (#27251, #27252):
     # use MAV_CMD_REQUEST_MESSAGE.
     removed_commands: frozenset[int]
+    # Message ids the release has no stream for: MAV_CMD_SET_MESSAGE_INTERVAL on them,
+    # even to stop one, is answered FAILED. [SITL v1.16.2] GNSS_INTEGRITY (#441) -> FAILED;
+    # [SITL main] it is accepted.
+    streamless_ids: frozenset[int] = frozenset()
 
 
 _RC_LOSS_ACTIONS_V1_16 = ((1, "AUTO.LOITER"), (2, "AUTO.RTL"), (3, "AUTO.LAND"), (5, ""), (6, ""))
@@ -81,6 +85,7 @@ V1_16 = Px4Version(
     rc_override_param="COM_RC_OVERRIDE",
     current_mode_on_status=False,
     removed_commands=frozenset(),
+    streamless_ids=frozenset({441}),  # GNSS_INTEGRITY
 )
 V1_17 = Px4Version(
     name="1.17",

@@ -197,3 +197,14 @@ def test_cli_px4_version_and_ack_switches() -> None:
         parser.parse_args(["--single-ack", "--double-ack"])
     args = parser.parse_args(["--px4-version", "1.18", "--param", "COM_RC_OVERRIDE=2"])
     assert cli.main(args) == 2  # v1.18 has no COM_RC_OVERRIDE: refused before serving
+
+
+@pytest.mark.parametrize(("version", "result"), [("1.16", d.MAV_RESULT_FAILED),
+                                                 ("1.18", d.MAV_RESULT_ACCEPTED)])  # fmt: skip
+async def test_stopping_gnss_integrity_fails_on_v1_16_which_has_no_such_stream(
+    version: str, result: int
+) -> None:
+    """[SITL v1.16.2] the stream plan's GNSS_INTEGRITY row was refused FAILED; main takes it."""
+    async with running_sim(px4_version=version) as (_sim, peer):
+        peer.command(d.MAV_CMD_SET_MESSAGE_INTERVAL, 441, -1)  # GNSS_INTEGRITY, off
+        assert (await peer.ack(d.MAV_CMD_SET_MESSAGE_INTERVAL)).result == result
