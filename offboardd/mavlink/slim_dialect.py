@@ -1451,6 +1451,7 @@ MAVLINK_MSG_ID_UNKNOWN = -2
 MAVLINK_MSG_ID_HEARTBEAT = 0
 MAVLINK_MSG_ID_SYS_STATUS = 1
 MAVLINK_MSG_ID_SYSTEM_TIME = 2
+MAVLINK_MSG_ID_PING = 4
 MAVLINK_MSG_ID_PARAM_REQUEST_READ = 20
 MAVLINK_MSG_ID_PARAM_VALUE = 22
 MAVLINK_MSG_ID_GPS_RAW_INT = 24
@@ -1619,6 +1620,47 @@ class MAVLink_system_time_message(MAVLink_message):
 # Define name on the class for backwards compatibility (it is now msgname).
 # Done with setattr to hide the class variable from mypy.
 setattr(MAVLink_system_time_message, "name", mavlink_msg_deprecated_name_property())
+
+
+class MAVLink_ping_message(MAVLink_message):
+    """
+
+    """
+
+    id = MAVLINK_MSG_ID_PING
+    msgname = "PING"
+    fieldnames = ["time_usec", "seq", "target_system", "target_component"]
+    ordered_fieldnames = ["time_usec", "seq", "target_system", "target_component"]
+    fieldtypes = ["uint64_t", "uint32_t", "uint8_t", "uint8_t"]
+    fielddisplays_by_name: Dict[str, str] = {}
+    fieldenums_by_name: Dict[str, str] = {}
+    fieldunits_by_name: Dict[str, str] = {"time_usec": "us"}
+    native_format = bytearray(b"<QIBB")
+    orders = [0, 1, 2, 3]
+    lengths = [1, 1, 1, 1]
+    array_lengths = [0, 0, 0, 0]
+    crc_extra = 237
+    unpacker = struct.Struct("<QIBB")
+    instance_field = None
+    instance_offset = -1
+
+    def __init__(self, time_usec: int, seq: int, target_system: int, target_component: int):
+        MAVLink_message.__init__(self, MAVLink_ping_message.id, MAVLink_ping_message.msgname)
+        self._fieldnames = MAVLink_ping_message.fieldnames
+        self._instance_field = MAVLink_ping_message.instance_field
+        self._instance_offset = MAVLink_ping_message.instance_offset
+        self.time_usec = time_usec
+        self.seq = seq
+        self.target_system = target_system
+        self.target_component = target_component
+
+    def pack(self, mav: "MAVLink", force_mavlink1: bool = False) -> bytes:
+        return self._pack(mav, self.crc_extra, self.unpacker.pack(self.time_usec, self.seq, self.target_system, self.target_component), force_mavlink1=force_mavlink1)
+
+
+# Define name on the class for backwards compatibility (it is now msgname).
+# Done with setattr to hide the class variable from mypy.
+setattr(MAVLink_ping_message, "name", mavlink_msg_deprecated_name_property())
 
 
 class MAVLink_param_request_read_message(MAVLink_message):
@@ -3173,6 +3215,7 @@ mavlink_map: Dict[int, Type[MAVLink_message]] = {
     MAVLINK_MSG_ID_HEARTBEAT: MAVLink_heartbeat_message,
     MAVLINK_MSG_ID_SYS_STATUS: MAVLink_sys_status_message,
     MAVLINK_MSG_ID_SYSTEM_TIME: MAVLink_system_time_message,
+    MAVLINK_MSG_ID_PING: MAVLink_ping_message,
     MAVLINK_MSG_ID_PARAM_REQUEST_READ: MAVLink_param_request_read_message,
     MAVLINK_MSG_ID_PARAM_VALUE: MAVLink_param_value_message,
     MAVLINK_MSG_ID_GPS_RAW_INT: MAVLink_gps_raw_int_message,
@@ -3697,6 +3740,30 @@ class MAVLink(object):
 
         """
         self.send(self.system_time_encode(time_unix_usec, time_boot_ms), force_mavlink1=force_mavlink1)
+
+    def ping_encode(self, time_usec: int, seq: int, target_system: int, target_component: int) -> MAVLink_ping_message:
+        """
+        
+
+        time_usec                 :  [us] (type:uint64_t)
+        seq                       :  (type:uint32_t)
+        target_system             :  (type:uint8_t)
+        target_component          :  (type:uint8_t)
+
+        """
+        return MAVLink_ping_message(time_usec, seq, target_system, target_component)
+
+    def ping_send(self, time_usec: int, seq: int, target_system: int, target_component: int, force_mavlink1: bool = False) -> None:
+        """
+        
+
+        time_usec                 :  [us] (type:uint64_t)
+        seq                       :  (type:uint32_t)
+        target_system             :  (type:uint8_t)
+        target_component          :  (type:uint8_t)
+
+        """
+        self.send(self.ping_encode(time_usec, seq, target_system, target_component), force_mavlink1=force_mavlink1)
 
     def param_request_read_encode(self, target_system: int, target_component: int, param_id: bytes, param_index: int) -> MAVLink_param_request_read_message:
         """

@@ -37,7 +37,7 @@ MESSAGES: tuple[str, ...] = (
     "EXTENDED_SYS_STATE", "ESTIMATOR_STATUS", "SYS_STATUS", "BATTERY_STATUS", "GPS_RAW_INT",
     # named by the stream plan (PX4's onboard streams)
     "ALTITUDE", "ATTITUDE_QUATERNION", "ATTITUDE_TARGET", "DISTANCE_SENSOR", "HIGHRES_IMU",
-    "ODOMETRY", "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM",
+    "ODOMETRY", "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM", "PING",
     "POSITION_TARGET_LOCAL_NED", "SCALED_PRESSURE", "SERVO_OUTPUT_RAW", "SYSTEM_TIME",
     "TIMESYNC", "VFR_HUD", "VIBRATION",
     # named by the default config (mavlink.accept_unsigned_messages: a SiK radio's own)

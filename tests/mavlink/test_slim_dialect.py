@@ -12,6 +12,12 @@ from typing import Any
 
 import pytest
 
+from offboardd.core.stream_plan import (
+    _NEWER_IDS,
+    DAEMON_NEEDS_HZ,
+    ENGINE_STREAMS,
+    PX4_ONBOARD_STREAMS,
+)
 from offboardd.mavlink import slim_dialect, slim_dialect_gen
 from offboardd.mavlink.codec import MavlinkCodec, full_dialect
 
@@ -33,6 +39,13 @@ def test_each_message_has_the_full_dialects_layout_and_crc_extra(msg_class: Any)
 def test_it_holds_the_messages_the_generator_lists_and_only_those() -> None:
     names = {c.msgname for c in SLIM_CLASSES}
     assert names == set(slim_dialect_gen.MESSAGES)
+
+
+def test_it_holds_every_message_the_stream_plan_may_name() -> None:
+    """A plan row beyond it would load the full dialect (5.7 MB) to find its id."""
+    names = {c.msgname for c in SLIM_CLASSES}
+    plan = set(PX4_ONBOARD_STREAMS) | set(DAEMON_NEEDS_HZ) | set(ENGINE_STREAMS)
+    assert plan - set(_NEWER_IDS) <= names, sorted(plan - set(_NEWER_IDS) - names)
 
 
 def test_every_constant_it_defines_has_the_full_dialects_value() -> None:
