@@ -73,9 +73,10 @@ class EnvelopeGuard:
         self._shaping_noted = False
 
     def shape(self, setpoint: Setpoint, vehicle: VehicleState, now: float) -> Setpoint:
-        """What the envelope lets us stream for `setpoint` now (stopping at the fence)."""
+        """What the envelope lets us stream for `setpoint` now (stopping at the fence), a
+        relative altitude in AMSL (Envelope.in_amsl: PX4 converts relative ones wrong)."""
         try:
-            out, why = self.envelope.shape(setpoint, vehicle, now)
+            out, why = self.envelope.shape(self.envelope.in_amsl(setpoint), vehicle, now)
         except SetpointError:  # cannot happen with finite inputs; never crash the stream
             out, why = setpoint, None
         if why is not None and not self._shaping_noted:

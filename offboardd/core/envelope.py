@@ -126,6 +126,10 @@ class Envelope:
             r = limited.rejection
             return Verdict(None, limited.clamps, r.reason, f"refused: {r.describe()}")
         out = limited.setpoint
+        if _relative(out) and self.home is None:  # streamed in AMSL from home (in_amsl)
+            return Verdict(None, limited.clamps, Reason.HOME_UNKNOWN,
+                           "refused: a relative altitude needs PX4's home position "
+                           "(HOME_POSITION), not known yet")  # fmt: skip
         if self.fence is not None:
             refusal = self._fence_refusal(out)
             if refusal is not None:
@@ -159,6 +163,21 @@ class Envelope:
             f"refused: position ({n:.1f}, {e:.1f}, {d:.1f}) m NED is outside the fence: "
             + describe_face(face, self.settings)
         )
+
+    def in_amsl(self, sp: Setpoint) -> Setpoint:
+        """A relative-altitude global setpoint as PX4 should fly it: AMSL, from its home.
+
+        PX4 (v1.16.2 to main, mavlink_receiver.cpp) turns MAV_FRAME_GLOBAL_RELATIVE_ALT_INT
+        into local z as home.alt - alt - ref_alt instead of ref_alt - (home.alt + alt): off
+        by twice the height of home above the local origin. On PX4 v1.17.0 SIH it flew a
+        5 m relative setpoint at 3.44 m (tests/px4/test_px4_setpoints.py); on a real vehicle
+        home and origin can be metres apart. MAV_FRAME_GLOBAL_INT it converts right, so
+        the daemon sends that, from the home it was told (HOME_POSITION), every send."""
+        if not _relative(sp) or self.home is None:
+            return sp
+        assert isinstance(sp, GlobalPosition)
+        return dataclasses.replace(sp, alt_m=self.home.alt_amsl_m + sp.alt_m,
+                                   altitude_frame=AltitudeFrame.AMSL)  # fmt: skip
 
     # -- every stream tick -------------------------------------------------------------
 
@@ -326,6 +345,10 @@ class Envelope:
         if self.inside_seen and face.distance_m < -self.settings.breach_tolerance_m:
             return face
         return None
+
+
+def _relative(sp: Setpoint) -> bool:
+    return isinstance(sp, GlobalPosition) and sp.altitude_frame is AltitudeFrame.RELATIVE
 
 
 def _velocity_ned(sp: Setpoint, yaw_rad: float) -> Vec3:

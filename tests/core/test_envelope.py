@@ -167,6 +167,25 @@ def test_global_polygon_and_global_setpoints_are_checked_about_home() -> None:
     assert env.admit(terrain).reason is Reason.FENCE_TERRAIN_ALTITUDE
 
 
+def test_a_relative_altitude_needs_home_and_is_streamed_in_amsl_from_it() -> None:
+    """PX4 converts MAV_FRAME_GLOBAL_RELATIVE_ALT_INT wrong (Envelope.in_amsl): the daemon
+    admits a relative altitude only with PX4's home known and streams it as AMSL."""
+    env = Envelope(EnvelopeSettings())  # no fence, no home yet
+    relative = GlobalPosition(HOME.lat_deg, HOME.lon_deg, 5.0, AltitudeFrame.RELATIVE)
+    verdict = env.admit(relative)
+    assert verdict.setpoint is None and verdict.reason is Reason.HOME_UNKNOWN
+    assert env.in_amsl(relative) is relative  # (never streamed without home: admitted first)
+    env.set_home(FcHomePosition(HOME.lat_deg, HOME.lon_deg, 488.0, 0.0, 0.0, -0.8))
+    assert env.admit(relative).setpoint is relative
+    sent = env.in_amsl(relative)
+    assert isinstance(sent, GlobalPosition) and sent.altitude_frame is AltitudeFrame.AMSL
+    assert (sent.lat_deg, sent.lon_deg, sent.alt_m) == (HOME.lat_deg, HOME.lon_deg, 493.0)
+    for other in (GlobalPosition(HOME.lat_deg, HOME.lon_deg, 493.0),
+                  GlobalPosition(HOME.lat_deg, HOME.lon_deg, 5.0, AltitudeFrame.TERRAIN),
+                  PositionNed(1.0, 2.0, -3.0)):  # fmt: skip
+        assert env.in_amsl(other) is other
+
+
 def test_home_elsewhere_in_the_local_frame_moves_the_fence() -> None:
     env = envelope(max_distance_m=10.0)
     env.set_home(FcHomePosition(HOME.lat_deg, HOME.lon_deg, 488.0, 100.0, 0.0, -2.0))

@@ -26,6 +26,8 @@ from offboardd.core.setpoints import (
 )
 from tests.integration.harness import flight
 
+MAV_FRAME_GLOBAL_INT = 5  # common.xml MAV_FRAME
+
 pytestmark = pytest.mark.integration
 
 
@@ -98,6 +100,10 @@ async def test_global_position_setpoint_flies_to_the_coordinates() -> None:
             and abs(vehicle.position_ned_m[2] + 4.0) < 0.5,
             8.0, "global target",
         )
+        # streamed in AMSL from PX4's home, never as PX4's mis-converted relative frame
+        frames = {e.frame for e in fl.sim.record.setpoints
+                  if e.msg_type == "SET_POSITION_TARGET_GLOBAL_INT"}  # fmt: skip
+        assert frames == {MAV_FRAME_GLOBAL_INT}, frames
 
 
 async def test_release_hands_over_to_hold_and_stops_streaming() -> None:

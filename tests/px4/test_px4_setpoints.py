@@ -81,13 +81,20 @@ async def test_every_setpoint_kind_flies_on_real_px4(
 
         lat, lon, amsl_m = r.global_position
         rel_m = r.relative_alt_m
+        # PX4 turns a relative altitude into local z off by twice this (envelope.in_amsl):
+        # home AMSL (alt - relative_alt) above the local origin (alt + z)
+        measured["home_above_origin_m"] = round(-rel_m - r.position_ned_m[2], 2)
         north_lat = lat + 3.0 / M_PER_DEG_LAT
         for frame, alt_m in ((AltitudeFrame.AMSL, amsl_m), (AltitudeFrame.RELATIVE, rel_m),
                              (AltitudeFrame.TERRAIN, ALT_M)):
             await fly(s, GlobalPosition(north_lat, lon, alt_m, frame), 5.0)
             assert abs(r.position_ned_m[0] - 3.0) < 0.6, frame
             assert abs(-r.position_ned_m[2] - ALT_M) < 1.0, frame
+            measured[f"{frame.value}_altitude_error_m"] = round(-r.position_ned_m[2] - ALT_M, 2)
             await back_to(s, 0, 0)
+        wire_frames = {sp.fields["coordinate_frame"] for sp in r.setpoints
+                       if sp.name == "SET_POSITION_TARGET_GLOBAL_INT"}  # fmt: skip
+        assert wire_frames == {5, 11}, wire_frames  # GLOBAL_INT, TERRAIN_ALT_INT; no relative
 
         await fly(s, Attitude(1.0, 0.0, 0.0, 0.0, thrust=0.5), 2.0)
         assert abs(r.attitude_rad[0]) < 0.1 and abs(r.attitude_rad[1]) < 0.1
