@@ -29,8 +29,8 @@ def flight_sw_version(major: int, minor: int, patch: int, kind: int = 255) -> in
 class Px4Version:
     name: str  # "1.16": what --px4-version takes
     flight_sw_version: int
-    # DO_SET_MODE answered twice, the first ACK always ACCEPTED ([SITL] v1.16.2);
-    # [SITL main] once.
+    # DO_SET_MODE answered twice, the first ACK always ACCEPTED ([SITL] v1.16.2 and
+    # v1.17.0); [SITL main] once.
     double_set_mode_ack: bool
     # PX4-Autopilot#26391 (backport of #26289, v1.17): an offboard loss action that is a
     # manual mode (COM_OBL_RC_ACT 0 Position, 1 Altitude, 2 Stabilized) without manual
@@ -90,7 +90,7 @@ V1_16 = Px4Version(
 V1_17 = Px4Version(
     name="1.17",
     flight_sw_version=flight_sw_version(1, 17, 0),
-    double_set_mode_ack=False,  # unmeasured on v1.17: taken from main
+    double_set_mode_ack=True,  # [SITL v1.17.0] two ACCEPTED ACKs, as v1.16.2
     manual_loss_action_needs_rc=True,  # #26391 was a backport to the v1.17 branch
     rc_loss_actions=_RC_LOSS_ACTIONS_V1_16,
     removed_params=frozenset(),

@@ -43,8 +43,9 @@ async def test_v1_18_do_set_mode_answers_one_ack() -> None:
         assert [a.result for a in sim.record.acks_for(SET_MODE)] == [0]
 
 
-async def test_v1_16_do_set_mode_answers_two_acks_first_accepted() -> None:
-    async with running_sim(px4_version="1.16") as (_sim, peer):
+@pytest.mark.parametrize("version", ["1.16", "1.17"])  # [SITL v1.16.2, v1.17.0]
+async def test_v1_16_and_v1_17_do_set_mode_answer_two_acks_first_accepted(version: str) -> None:
+    async with running_sim(px4_version=version) as (_sim, peer):
         assert await _set_mode_acks(peer, LOITER) == [0, 0]
 
 

@@ -152,7 +152,7 @@ async def test_s4_attitude_mask_7_level_thrust_0_5_in_offboard_on_ground_slow_cl
 async def test_s4_arm_disarm_ack_fast_rejected_in_offboard_without_stream_force_disarm() -> None:
     async with running_sim() as (sim, peer):
         peer.set_mode(OFFBOARD)
-        await _wait_acks(peer, SET_MODE, 1)  # one ACK from v1.17 (v1.16.2: two)
+        await _wait_acks(peer, SET_MODE, 1)  # one ACK from v1.18 (v1.16.2, v1.17.0: two)
         sent = asyncio.get_running_loop().time()
         peer.arm()
         t, result = (await _wait_acks(peer, ARM, 1))[0]
