@@ -167,12 +167,13 @@ class Envelope:
     def in_amsl(self, sp: Setpoint) -> Setpoint:
         """A relative-altitude global setpoint as PX4 should fly it: AMSL, from its home.
 
-        PX4 (v1.16.2 to main, mavlink_receiver.cpp) turns MAV_FRAME_GLOBAL_RELATIVE_ALT_INT
-        into local z as home.alt - alt - ref_alt instead of ref_alt - (home.alt + alt): off
-        by twice the height of home above the local origin. On PX4 v1.17.0 SIH it flew a
-        5 m relative setpoint at 3.44 m (tests/px4/test_px4_setpoints.py); on a real vehicle
-        home and origin can be metres apart. MAV_FRAME_GLOBAL_INT it converts right, so
-        the daemon sends that, from the home it was told (HOME_POSITION), every send."""
+        PX4 (v1.16.2, v1.17.0, main of March 2026: mavlink_receiver.cpp) turns
+        MAV_FRAME_GLOBAL_RELATIVE_ALT_INT into local z as home.alt - alt - ref_alt instead
+        of ref_alt - (home.alt + alt): off by twice the height of home above the local
+        origin. On PX4 v1.17.0 SIH it flew a 5 m relative setpoint at 3.44 m
+        (tests/px4/test_px4_setpoints.py); on a real vehicle home and origin can be metres
+        apart. MAV_FRAME_GLOBAL_INT it converts right, so the daemon sends that, from the
+        home it was told (HOME_POSITION), every send."""
         if not _relative(sp) or self.home is None:
             return sp
         assert isinstance(sp, GlobalPosition)
