@@ -75,8 +75,9 @@ class EnvelopeGuard:
     def shape(self, setpoint: Setpoint, vehicle: VehicleState, now: float) -> Setpoint:
         """What the envelope lets us stream for `setpoint` now (stopping at the fence), a
         relative altitude in AMSL (Envelope.in_amsl: PX4 converts relative ones wrong)."""
+        setpoint = self.envelope.in_amsl(setpoint)  # (the fallback below must not undo it)
         try:
-            out, why = self.envelope.shape(self.envelope.in_amsl(setpoint), vehicle, now)
+            out, why = self.envelope.shape(setpoint, vehicle, now)
         except SetpointError:  # cannot happen with finite inputs; never crash the stream
             out, why = setpoint, None
         if why is not None and not self._shaping_noted:
