@@ -130,10 +130,11 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
             return ACCEPTED, ""
         return TEMPORARILY_REJECTED, f"{target.name} is currently not possible"
     if cmd == d.MAV_CMD_SET_MESSAGE_INTERVAL:
-        name = BUILDER_IDS.get(int(p[0]))
+        msg_id = int(p[0])
+        name = BUILDER_IDS.get(msg_id)
         if name == "AUTOPILOT_VERSION":
             return DENIED, ""
-        if int(p[0]) in v.px4.streamless_ids:  # (v1.16.2: GNSS_INTEGRITY)
+        if msg_id in v.px4.streamless_ids:  # (v1.16.2: GNSS_INTEGRITY)
             return FAILED, ""
         if name is None:
             # PX4 main: stopping a stream it has but is not sending is accepted (nothing to

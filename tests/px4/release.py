@@ -1,6 +1,6 @@
 """What each PX4 release does where the tier's expectations differ, as measured on it.
 
-The tier runs against whatever build PX4_SITL names (v1.16.2 and main were flown). Its
+The tier runs against whatever build PX4_SITL names (v1.16.2, v1.17.0 and main were flown). Its
 expectations come from PX4's behaviour, measured here, never from offboardd's own table
 (`offboardd/core/px4_rules.py`), which is what the tier checks.
 """
@@ -24,9 +24,9 @@ def loss_fallback_without_rc(release: tuple[int, int], com_obl_rc_act: int) -> i
     """The mode PX4 takes when offboard setpoints stop, with no RC, at default parameters.
 
     COM_OBL_RC_ACT = 0 (Position): v1.16.2 enters POSCTL and, with no sticks, descends
-    (measured: "Matching flight task was not able to run", 2.5 m lost in the 3 s after);
+    (measured: "Matching flight task was not able to run", 5 m -> 3.0-3.2 m ~3 s later);
     from v1.17 (#26391) NAV_RCL_ACT's action instead, Return by default (main: AUTO.RTL).
-    5 (Hold): AUTO.LOITER on both."""
+    5 (Hold): AUTO.LOITER on all three."""
     if com_obl_rc_act == 5:
         return AUTO_LOITER
     assert com_obl_rc_act == 0, "the tier flies 0 and 5"
