@@ -22,7 +22,7 @@ from offboardd.client import OffboardClient
 from offboardd.core.setpoints import PositionNed
 from tests.conftest import Broker, free_port
 from tests.px4.px4_process import Px4Sitl
-from tests.px4.tee import OFFBOARD, GcsPeer, Px4Tee, Record
+from tests.px4.tee import OFFBOARD, GcsPeer, Px4Tee, Record, TeeRecorder
 
 VEHICLE = "px4"
 
@@ -84,7 +84,7 @@ class Daemon:
 @dataclass
 class Stack:
     px4: Px4Sitl
-    tee: Px4Tee
+    tee: TeeRecorder
     daemon: Daemon
     broker: Broker
     client: OffboardClient
@@ -129,11 +129,14 @@ class Stack:
 
 @contextlib.asynccontextmanager
 async def flying_stack(px4: Px4Sitl, broker: Broker, tmp_path: Path,
-                       sections: dict[str, dict[str, Any]] | None = None
-                       ) -> AsyncIterator[Stack]:
-    """Tee + daemon + client around a running, ready PX4; torn down on the way out."""
+                       sections: dict[str, dict[str, Any]] | None = None,
+                       tee: TeeRecorder | None = None) -> AsyncIterator[Stack]:
+    """Tee + daemon + client around a running, ready PX4; torn down on the way out. By
+    default the daemon reaches PX4's onboard UDP link through a UDP tee; `tee` is another
+    way (a serial line, whose url `sections` gives), closed here as well."""
     daemon_port = free_port()
-    tee = await Px4Tee.open(px4.companion_port, px4.px4_port, daemon_port)
+    if tee is None:
+        tee = await Px4Tee.open(px4.companion_port, px4.px4_port, daemon_port)
     config = daemon_config(tmp_path / "offboardd.toml", daemon_port=daemon_port, px4=px4,
                            broker_port=broker.port, sections=sections or {})
     daemon = Daemon(config, tmp_path / "offboardd.log")

@@ -74,41 +74,28 @@ class Record:
                 and int(c.fields["param2"]) == 6]
 
 
-class Px4Tee(asyncio.DatagramProtocol):
-    def __init__(self, px4_port: int, daemon_port: int) -> None:
-        self.px4 = ("127.0.0.1", px4_port)
-        self.daemon = ("127.0.0.1", daemon_port)
+class TeeRecorder:
+    """Decodes and records what crosses between PX4 and the daemon, both ways: the oracle.
+    Subclasses carry the bytes (a UDP tee here, a serial line in serial_line.py) and hand
+    each chunk to `from_px4` / `from_daemon` as it passes."""
+
+    def __init__(self) -> None:
         self.record = Record()
         self._from_px4 = mavlink.MAVLink(None)
         self._from_daemon = mavlink.MAVLink(None)
         for parser in (self._from_px4, self._from_daemon):
             parser.robust_parsing = True
-        self.transport: asyncio.DatagramTransport | None = None
         self.changed = asyncio.Event()
 
-    @classmethod
-    async def open(cls, listen_port: int, px4_port: int, daemon_port: int) -> Px4Tee:
-        loop = asyncio.get_running_loop()
-        _, tee = await loop.create_datagram_endpoint(
-            lambda: cls(px4_port, daemon_port), local_addr=("127.0.0.1", listen_port))
-        return tee
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.DatagramTransport, transport)
-
     def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
+        raise NotImplementedError
 
-    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
-        assert self.transport is not None
-        now = time.monotonic()
-        if addr[1] == self.px4[1]:
-            self.transport.sendto(data, self.daemon)
-            self._decode(self._from_px4, data, now, self._on_px4)
-        else:
-            self.transport.sendto(data, self.px4)
-            self._decode(self._from_daemon, data, now, self._on_daemon)
+    def from_px4(self, data: bytes, now: float) -> None:
+        self._decode(self._from_px4, data, now, self._on_px4)
+        self.changed.set()
+
+    def from_daemon(self, data: bytes, now: float) -> None:
+        self._decode(self._from_daemon, data, now, self._on_daemon)
         self.changed.set()
 
     def _decode(self, parser: Any, data: bytes, now: float,
@@ -177,6 +164,38 @@ class Px4Tee(asyncio.DatagramProtocol):
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.changed.wait(), min(remaining, 0.2))
         return time.monotonic()
+
+
+class Px4Tee(TeeRecorder, asyncio.DatagramProtocol):
+    def __init__(self, px4_port: int, daemon_port: int) -> None:
+        super().__init__()
+        self.px4 = ("127.0.0.1", px4_port)
+        self.daemon = ("127.0.0.1", daemon_port)
+        self.transport: asyncio.DatagramTransport | None = None
+
+    @classmethod
+    async def open(cls, listen_port: int, px4_port: int, daemon_port: int) -> Px4Tee:
+        loop = asyncio.get_running_loop()
+        _, tee = await loop.create_datagram_endpoint(
+            lambda: cls(px4_port, daemon_port), local_addr=("127.0.0.1", listen_port))
+        return tee
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.DatagramTransport, transport)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
+        assert self.transport is not None
+        now = time.monotonic()
+        if addr[1] == self.px4[1]:
+            self.transport.sendto(data, self.daemon)
+            self.from_px4(data, now)
+        else:
+            self.transport.sendto(data, self.px4)
+            self.from_daemon(data, now)
 
 
 class GcsPeer:
