@@ -54,22 +54,42 @@ TELEMETRY_SOURCES: dict[str, tuple[str, ...]] = {
     "gps": ("GPS_RAW_INT",),
     "home": ("HOME_POSITION",),
 }
-# What PX4 streams by default on an onboard link (MAVLINK_MODE_ONBOARD, the link
-# instance offboardd talks to), measured at the tee on PX4 SIH main (v1.19.0-dev, Aug
-# 2026) and v1.16.2 (tests/px4/test_px4_stream_plan.py). Whatever of these the plan does
-# not need is off. (CURRENT_EVENT_SEQUENCE, sent on v1.16, and MISSION_CURRENT, ~1/s, are
-# refused "failed" by main: left alone. GNSS_INTEGRITY is refused "failed" by v1.16.2,
-# which has no such stream.)
-PX4_ONBOARD_STREAMS: tuple[str, ...] = (
-    "ALTITUDE", "ATTITUDE", "ATTITUDE_QUATERNION", "ATTITUDE_TARGET", "BATTERY_STATUS",
-    "DISTANCE_SENSOR", "ESTIMATOR_STATUS", "EXTENDED_SYS_STATE", "GLOBAL_POSITION_INT",
-    "GNSS_INTEGRITY", "GPS_RAW_INT", "HIGHRES_IMU", "HOME_POSITION", "LOCAL_POSITION_NED",
-    "ODOMETRY", "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM", "PING",
-    "POSITION_TARGET_LOCAL_NED", "SCALED_PRESSURE", "SERVO_OUTPUT_RAW", "SYS_STATUS",
-    "SYSTEM_TIME", "TIMESYNC", "VFR_HUD", "VIBRATION",
-)  # fmt: skip
-# PX4 streams messages newer than pymavlink's common dialect: their ids (common.xml).
-_NEWER_IDS = {"CURRENT_EVENT_SEQUENCE": 411, "GNSS_INTEGRITY": 441}
+# What PX4 streams by default on an onboard link (MAVLINK_MODE_ONBOARD, the link instance
+# offboardd talks to), name -> message id: the mode's list in PX4 main's mavlink_main.cpp
+# (`mavlink status streams` of an onboard instance on PX4 SIH main, Nov 2026), which v1.16
+# and v1.17 hold too but for a few newer ones. Whatever of these the plan does not need is
+# off. Every stream counts, sending or not: PX4 fits a serial link's streams into its data
+# rate by their configured rates and sizes (mavlink_main.cpp, update_rate_mult), so a stream
+# left on that sends little still slows what the daemon asked for (a 57,600-baud line: the
+# plan's LOCAL_POSITION_NED came at 9/s instead of 30 with ESC_INFO, ESC_STATUS and
+# POSITION_TARGET_GLOBAL_INT left on; tests/px4/test_px4_slow_link.py). The ids are fixed by
+# MAVLink; five pymavlink 2.4.50 does not know were read off PX4 main's wire, each set to
+# 10/s and seen at that rate (290, 291, 514) or seen at its default rate (8, 380). Left out:
+# ESC_EEPROM, FIGURE_EIGHT_EXECUTION_STATUS and FUEL_STATUS, silent on SIH, ids not seen.
+# A release without a stream answers "failed" (v1.16.2: GNSS_INTEGRITY), reported in
+# `refused`. (CURRENT_EVENT_SEQUENCE, sent on v1.16, and MISSION_CURRENT, ~1/s, are refused
+# "failed" by main: left alone.)
+PX4_ONBOARD_STREAMS: dict[str, int] = {
+    "SYS_STATUS": 1, "SYSTEM_TIME": 2, "PING": 4, "LINK_NODE_STATUS": 8, "GPS_RAW_INT": 24,
+    "GPS_STATUS": 25, "SCALED_PRESSURE": 29, "ATTITUDE": 30, "ATTITUDE_QUATERNION": 31,
+    "LOCAL_POSITION_NED": 32, "GLOBAL_POSITION_INT": 33, "SERVO_OUTPUT_RAW": 36,
+    "GPS_GLOBAL_ORIGIN": 49, "NAV_CONTROLLER_OUTPUT": 62, "RC_CHANNELS": 65, "VFR_HUD": 74,
+    "ATTITUDE_TARGET": 83, "POSITION_TARGET_LOCAL_NED": 85, "POSITION_TARGET_GLOBAL_INT": 87,
+    "HIGHRES_IMU": 105, "OPTICAL_FLOW_RAD": 106, "TIMESYNC": 111, "CAMERA_TRIGGER": 112,
+    "GPS2_RAW": 124, "DISTANCE_SENSOR": 132, "ALTITUDE": 141, "BATTERY_STATUS": 147,
+    "EFI_STATUS": 225, "ESTIMATOR_STATUS": 230, "WIND_COV": 231, "VIBRATION": 241,
+    "HOME_POSITION": 242, "EXTENDED_SYS_STATE": 245, "ADSB_VEHICLE": 246, "DEBUG_VECT": 250,
+    "NAMED_VALUE_FLOAT": 251, "DEBUG": 254, "CAMERA_IMAGE_CAPTURED": 263,
+    "MOUNT_ORIENTATION": 265, "GIMBAL_MANAGER_STATUS": 281, "GIMBAL_DEVICE_SET_ATTITUDE": 284,
+    "GIMBAL_DEVICE_ATTITUDE_STATUS": 285, "ESC_INFO": 290, "ESC_STATUS": 291,
+    "OBSTACLE_DISTANCE": 330, "ODOMETRY": 331, "RAW_RPM": 339, "DEBUG_FLOAT_ARRAY": 350,
+    "ORBIT_EXECUTION_STATUS": 360, "TIME_ESTIMATE_TO_TARGET": 380, "AVAILABLE_MODES": 435,
+    "GNSS_INTEGRITY": 441, "ESTIMATOR_SENSOR_FUSION_STATUS": 514,
+    "OPEN_DRONE_ID_LOCATION": 12901, "OPEN_DRONE_ID_SYSTEM": 12904,
+    "OPEN_DRONE_ID_ARM_STATUS": 12918, "HYGROMETER_SENSOR": 12920,
+}  # fmt: skip
+# Looked up here before the codec: a name beyond the slim dialect would load the full one.
+_KNOWN_IDS = {**PX4_ONBOARD_STREAMS, "CURRENT_EVENT_SEQUENCE": 411}
 # Never touched: HEARTBEAT is PX4's own 1 Hz; CURRENT_MODE is set by the connect checks.
 # STATUSTEXT and COMMAND_LONG are streams PX4 adds to every link at start-up (20 Hz and
 # unlimited), outside the modes' default lists: slowed, texts queue and drop (a relayed
@@ -151,8 +171,7 @@ def build_plan(settings: StreamPlanSettings, telemetry_rates_hz: Mapping[str, fl
     for name in sorted(wanted):
         if name in UNTOUCHED:
             continue
-        # (the newer ids first: looking a name up beyond the slim dialect loads the full one)
-        msg_id = _NEWER_IDS.get(name) or message_id(name)
+        msg_id = _KNOWN_IDS.get(name) or message_id(name)
         if msg_id is None:
             raise ConfigError(f"[mavlink.streams] {name}: not a MAVLink message name")
         rows.append(PlanRow(name, int(msg_id), wanted[name]))
