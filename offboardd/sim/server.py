@@ -114,12 +114,16 @@ class SimServer:
     def _add_link(self, name: str, profile: str) -> SimLink:
         cfg, now = self.config, self.now()
         link = SimLink(len(self.links), name, profile, link_codec(cfg, len(self.links)),
-                       StreamScheduler(PROFILES[profile], now, self._datarate_b_s(name)))
+                       self._streams(name, profile, now))
         if profile == "heavy":
             link.prebuilt = PrebuiltFrames(cfg.system_id, cfg.component_id)
             link.filler = StreamScheduler(HEAVY_FILLER_HZ, now)
         self.links.append(link)
         return link
+
+    def _streams(self, link_name: str, profile: str, now: float) -> StreamScheduler:
+        return StreamScheduler(PROFILES[profile], now, self._datarate_b_s(link_name),
+                               unsent=profile in ("px4", "heavy"))
 
     def _datarate_b_s(self, link_name: str) -> float | None:
         """An emulated UART's stream budget: PX4's default, half the line (baud/20)."""
@@ -292,8 +296,7 @@ class SimServer:
         cfg = self.config
         for link in self.links:  # a rebooted PX4 starts its sequence numbers afresh
             link.codec = link_codec(cfg, link.link_id, link.codec)
-            link.streams = StreamScheduler(PROFILES[link.profile], now,
-                                           self._datarate_b_s(link.name))
+            link.streams = self._streams(link.name, link.profile, now)
             link.current_mode = None
             link.pending.clear()
 

@@ -59,7 +59,20 @@ _MAX_LATE_S = 0.25  # further behind than this (a pause, a stall): restart, do n
 # commands, acks) unless MAV_x_RATE says otherwise; every stream but the constant-rate
 # ones is slowed by one multiplier (at most 1 without flow control, at least 0.05) so the
 # streams' bytes fit. Sizes are whole MAVLink 2 frames with full payloads, as PX4 counts.
-CONST_RATE_STREAMS = frozenset({"HEARTBEAT"})
+CONST_RATE_STREAMS = frozenset({"HEARTBEAT", "ADSB_VEHICLE"})
+# What PX4 main's onboard mode also counts against a serial link's data rate, though the sim
+# does not send it: update_rate_mult sums every stream's configured rate x frame size,
+# sending or not (`mavlink status streams` of an onboard instance of PX4 SIH main at 57,600
+# baud). STATUSTEXT is budgeted at 20/s whether texts come or not; ESC_INFO and ESC_STATUS
+# PX4 SIH does send, 10/s each (pymavlink 2.4.50 cannot build them); the rest it sends
+# seldom or never. name -> (message id, Hz, frame bytes); SET_MESSAGE_INTERVAL changes them.
+PX4_UNSENT_STREAMS: dict[str, tuple[int, float, int]] = {
+    "STATUSTEXT": (253, 20.0, 66), "ESC_INFO": (290, 10.0, 174), "ESC_STATUS": (291, 10.0, 207),
+    "POSITION_TARGET_GLOBAL_INT": (87, 10.0, 63), "ADSB_VEHICLE": (246, 5.0, 50),
+    "ESTIMATOR_SENSOR_FUSION_STATUS": (514, 1.0, 66), "GPS_GLOBAL_ORIGIN": (49, 1.0, 32),
+    "TIME_ESTIMATE_TO_TARGET": (380, 1.0, 32), "LINK_NODE_STATUS": (8, 1.0, 48),
+}  # fmt: skip
+UNSENT_STREAM_IDS: dict[int, str] = {mid: n for n, (mid, _, _) in PX4_UNSENT_STREAMS.items()}
 _MIN_RATE_MULT = 0.05
 _NON_PAYLOAD_BYTES = 12  # MAVLink 2 header (10) and checksum (2)
 
@@ -109,9 +122,12 @@ class StreamScheduler:
     """Which stream messages are due on one link; rates changeable per message."""
 
     def __init__(self, rates_hz: Mapping[str, float], now_s: float,
-                 datarate_b_s: float | None = None) -> None:
+                 datarate_b_s: float | None = None, *, unsent: bool = False) -> None:
+        """`unsent`: count PX4_UNSENT_STREAMS in the fitting, as PX4's onboard mode does."""
         self._defaults = dict(rates_hz)
         self._period_s: dict[str, float] = {n: 1.0 / r for n, r in rates_hz.items() if r > 0}
+        self._unsent_hz = ({n: hz for n, (_, hz, _) in PX4_UNSENT_STREAMS.items()}
+                           if unsent else {})
         self._next_s: dict[str, float] = {}
         self.datarate_b_s = datarate_b_s  # a serial link's: streams fit into it (PX4's rule)
         self.rate_mult = 1.0
@@ -124,11 +140,13 @@ class StreamScheduler:
         if self.datarate_b_s is None:
             return
         const_b_s = scaled_b_s = 0.0
-        for name, period_s in self._period_s.items():
+        budgeted = [(n, frame_bytes(n) / p) for n, p in self._period_s.items()]
+        budgeted += [(n, PX4_UNSENT_STREAMS[n][2] * hz) for n, hz in self._unsent_hz.items()]
+        for name, b_s in budgeted:
             if name in CONST_RATE_STREAMS:
-                const_b_s += frame_bytes(name) / period_s
+                const_b_s += b_s
             else:
-                scaled_b_s += frame_bytes(name) / period_s
+                scaled_b_s += b_s
         mult = (self.datarate_b_s - const_b_s) / scaled_b_s if scaled_b_s else 1.0
         self.rate_mult = max(_MIN_RATE_MULT, min(1.0, mult))
 
@@ -142,6 +160,9 @@ class StreamScheduler:
 
     def set_interval(self, name: str, interval_us: float, now_s: float) -> None:
         """MAV_CMD_SET_MESSAGE_INTERVAL: -1 stops, 0 restores the default, >0 sets it."""
+        if name in PX4_UNSENT_STREAMS and name not in self._period_s:
+            self._set_unsent(name, interval_us)
+            return
         # 0 for a message outside the profile: PX4 "assumes it is disabled by default" and
         # stops it (mavlink_main.cpp, configure_streams_to_default)
         if interval_us < 0 or (interval_us == 0 and name != "CURRENT_MODE"
@@ -160,6 +181,15 @@ class StreamScheduler:
             period_s = max(period_s, CURRENT_MODE_MIN_PERIOD_S)
         self._period_s[name] = period_s
         self._next_s[name] = now_s
+        self._fit_to_datarate()
+
+    def _set_unsent(self, name: str, interval_us: float) -> None:
+        if interval_us < 0:
+            self._unsent_hz.pop(name, None)
+        elif interval_us == 0:
+            self._unsent_hz[name] = PX4_UNSENT_STREAMS[name][1]
+        else:
+            self._unsent_hz[name] = 1e6 / interval_us
         self._fit_to_datarate()
 
     def enabled(self, name: str) -> bool:

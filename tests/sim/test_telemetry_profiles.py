@@ -7,7 +7,13 @@ from collections import Counter
 
 import pytest
 
-from offboardd.sim.streams import HEAVY_FILLER_HZ, PROFILES, StreamScheduler, frame_bytes
+from offboardd.sim.streams import (
+    HEAVY_FILLER_HZ,
+    PROFILES,
+    PX4_UNSENT_STREAMS,
+    StreamScheduler,
+    frame_bytes,
+)
 from tests.sim.client import d, running_sim
 
 WINDOW_S = 2.0
@@ -73,26 +79,42 @@ async def test_set_message_interval_changes_one_stream_on_one_link() -> None:
 
 def test_a_serial_link_fits_the_streams_into_half_the_line_as_px4_does() -> None:
     """PX4 (mavlink_main.cpp, update_rate_mult) slows every stream but HEARTBEAT by one
-    multiplier so they take at most baud/20 bytes/s; a plan that asks for less is not slowed."""
+    multiplier so they take at most baud/20 bytes/s, counting what it budgets but does not
+    send (PX4_UNSENT_STREAMS); a plan that asks for less is not slowed."""
     datarate_b_s = 57600 / 20
-    full = StreamScheduler(PROFILES["px4"], 0.0, datarate_b_s)
-    assert 0.10 < full.rate_mult < 0.13
+    full = StreamScheduler(PROFILES["px4"], 0.0, datarate_b_s, unsent=True)
+    assert 0.075 < full.rate_mult < 0.09  # PX4 SIH main at 57,600 baud: 0.083
     sent: Counter[str] = Counter()
     for tick in range(1, 1001):  # 10 s at 100 Hz, time injected
         sent.update(full.due(tick / 100))
     stream_b_s = sum(frame_bytes(name) * n for name, n in sent.items()) / 10
     assert stream_b_s <= datarate_b_s * 1.05, stream_b_s
     assert sent["HEARTBEAT"] in (10, 11)  # constant rate: never scaled
-    assert 30 <= sent["LOCAL_POSITION_NED"] <= 36  # 30/s x 0.113
+    assert 22 <= sent["LOCAL_POSITION_NED"] <= 28  # 30/s x 0.083
 
-    planned = StreamScheduler(PROFILES["px4"], 0.0, datarate_b_s)
-    for name in PROFILES["px4"]:
+    planned = StreamScheduler(PROFILES["px4"], 0.0, datarate_b_s, unsent=True)
+    for name in [*PROFILES["px4"], *PX4_UNSENT_STREAMS]:
         if name not in ("HEARTBEAT", "LOCAL_POSITION_NED", "ATTITUDE"):
             planned.set_interval(name, -1, 0.0)
     planned.set_interval("ATTITUDE", 100_000, 0.0)  # 10/s
     assert planned.rate_mult == 1.0
     assert StreamScheduler(PROFILES["heavy"], 0.0, 1200 / 20).rate_mult == 0.05  # the floor
     assert StreamScheduler(PROFILES["px4"], 0.0).rate_mult == 1.0  # UDP: no fitting
+
+
+def test_what_px4_budgets_but_the_sim_does_not_send_slows_the_rest_until_turned_off() -> None:
+    """ESC_INFO and ESC_STATUS (10/s, 381 B a pair) count until stopped; STATUSTEXT's 20/s x
+    66 B, which nobody stops, keeps LOCAL_POSITION_NED 30/s + ATTITUDE 10/s at ~0.98."""
+    streams = StreamScheduler({"HEARTBEAT": 1.0, "LOCAL_POSITION_NED": 30.0, "ATTITUDE": 10.0},
+                              0.0, 57600 / 20, unsent=True)
+    before = streams.rate_mult
+    for name in PX4_UNSENT_STREAMS:
+        if name != "STATUSTEXT":
+            streams.set_interval(name, -1, 0.0)
+    assert before < 0.5 < streams.rate_mult
+    assert 0.95 < streams.rate_mult < 1.0
+    streams.set_interval("ESC_INFO", 0, 0.0)  # back to PX4's default 10/s: slowed again
+    assert streams.rate_mult < 0.75
 
 
 def test_interval_0_gives_back_the_default_or_stops_what_has_none() -> None:
