@@ -137,6 +137,8 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
             return DENIED, ""
         if msg_id in v.px4.streamless_ids:  # (v1.16.2: GNSS_INTEGRITY)
             return FAILED, ""
+        if name == "MISSION_CURRENT":  # the mission manager's, not a stream: main says FAILED
+            return FAILED, ""
         if name is None:
             # PX4 main: stopping a stream it has but is not sending is accepted (nothing to
             # stop here either); one it has no stream for fails (measured: CURRENT_EVENT_

@@ -32,7 +32,7 @@ from offboardd.sim.streams import (
     SimLink,
     StreamScheduler,
 )
-from offboardd.sim.telemetry import BUILDERS
+from offboardd.sim.telemetry import BUILDER_IDS, BUILDERS
 from offboardd.sim.transports import Endpoint, PtyEndpoint, TcpSender, UdpEndpoint
 from offboardd.sim.vehicle import Vehicle
 
@@ -122,7 +122,10 @@ class SimServer:
         return link
 
     def _streams(self, link_name: str, profile: str, now: float) -> StreamScheduler:
-        return StreamScheduler(PROFILES[profile], now, self._datarate_b_s(link_name),
+        """The profile's streams, less those the release has none of (v1.16: GNSS_INTEGRITY)."""
+        absent = {BUILDER_IDS.get(i) for i in self.vehicle.px4.streamless_ids}
+        rates = {n: hz for n, hz in PROFILES[profile].items() if n not in absent}
+        return StreamScheduler(rates, now, self._datarate_b_s(link_name),
                                unsent=profile in ("px4", "heavy"))
 
     def _datarate_b_s(self, link_name: str) -> float | None:

@@ -1,10 +1,12 @@
 """Telemetry profiles (rates per message type) and the per-link stream scheduler.
 
-"px4" copies what PX4 v1.16 SITL sends on its onboard link :14580 -> :14540
-(px4-offboard.md §5: ~400 msg/s, ATTITUDE 100/s, ATTITUDE_QUATERNION,
-GLOBAL_POSITION_INT and HIGHRES_IMU 50/s, LOCAL_POSITION_NED and ODOMETRY 30/s, ~10/s
-of the rest; used for every release the sim plays: measured on PX4 main, the same 32
-types at ~400/s); "gcs" is PX4's normal-mode GCS link; "light" suits a slow serial link;
+"px4" copies what PX4 SIH main sends on its onboard link :14580 -> :14540, counted by
+message id on the wire (Nov 2026, ~430 msg/s of 35 types: ATTITUDE 100/s,
+ATTITUDE_QUATERNION, GLOBAL_POSITION_INT and HIGHRES_IMU 50/s, LOCAL_POSITION_NED and
+ODOMETRY 30/s, nine at ~10/s, ESC_INFO and ESC_STATUS among them, the rest at 0.5-8/s;
+px4-offboard.md §5; v1.16.2 sent the same set but GNSS_INTEGRITY, and
+CURRENT_EVENT_SEQUENCE at 1/s), the messages the sim does not model replayed as PX4 sent
+them (telemetry.REPLAYED); "gcs" is PX4's normal-mode GCS link; "light" suits a slow serial link;
 "heavy" adds ~1,600 msg/s of filler sent from pre-encoded frames so a benchmark load
 costs almost nothing to generate. SET_MESSAGE_INTERVAL changes one link's rates.
 `SimLink` holds one link's codec, streams and pending frames. No I/O, no clock: `now_s`
@@ -28,9 +30,13 @@ PROFILES: dict[str, dict[str, float]] = {
         "GLOBAL_POSITION_INT": 50.0, "HIGHRES_IMU": 50.0, "LOCAL_POSITION_NED": 30.0,
         "ODOMETRY": 30.0, "TIMESYNC": 10.0, "ALTITUDE": 10.0, "VFR_HUD": 10.0,
         "SERVO_OUTPUT_RAW": 10.0, "POSITION_TARGET_LOCAL_NED": 10.0,
-        "ATTITUDE_TARGET": 10.0, "SYS_STATUS": 5.0, "EXTENDED_SYS_STATE": 5.0,
-        "ESTIMATOR_STATUS": 5.0, "BATTERY_STATUS": 5.0, "GPS_RAW_INT": 5.0,
-        "HOME_POSITION": 0.5, "CURRENT_EVENT_SEQUENCE": 1.0,
+        "ATTITUDE_TARGET": 10.0, "DISTANCE_SENSOR": 10.0, "ESC_INFO": 10.0,
+        "ESC_STATUS": 10.0, "GPS_RAW_INT": 8.0, "SYS_STATUS": 5.0, "EXTENDED_SYS_STATE": 5.0,
+        "ESTIMATOR_STATUS": 1.0, "ESTIMATOR_SENSOR_FUSION_STATUS": 1.0, "GNSS_INTEGRITY": 1.0,
+        "LINK_NODE_STATUS": 1.0, "MISSION_CURRENT": 1.0, "OPEN_DRONE_ID_LOCATION": 1.0,
+        "OPEN_DRONE_ID_SYSTEM": 1.0, "PING": 1.0, "SCALED_PRESSURE": 1.0, "SYSTEM_TIME": 1.0,
+        "BATTERY_STATUS": 0.5, "HOME_POSITION": 0.5, "VIBRATION": 0.5,
+        "TIME_ESTIMATE_TO_TARGET": 0.5, "CURRENT_EVENT_SEQUENCE": 1.0,
     },
     "gcs": {
         "HEARTBEAT": 1.0, "ATTITUDE": 20.0, "GLOBAL_POSITION_INT": 5.0,
@@ -60,17 +66,21 @@ _MAX_LATE_S = 0.25  # further behind than this (a pause, a stall): restart, do n
 # ones is slowed by one multiplier (at most 1 without flow control, at least 0.05) so the
 # streams' bytes fit. Sizes are whole MAVLink 2 frames with full payloads, as PX4 counts.
 CONST_RATE_STREAMS = frozenset({"HEARTBEAT", "ADSB_VEHICLE"})
-# What PX4 main's onboard mode also counts against a serial link's data rate, though the sim
-# does not send it: update_rate_mult sums every stream's configured rate x frame size,
-# sending or not (`mavlink status streams` of an onboard instance of PX4 SIH main at 57,600
-# baud). STATUSTEXT is budgeted at 20/s whether texts come or not; ESC_INFO and ESC_STATUS
-# PX4 SIH does send, 10/s each (pymavlink 2.4.50 cannot build them); the rest it sends
-# seldom or never. name -> (message id, Hz, frame bytes); SET_MESSAGE_INTERVAL changes them.
+# What PX4 main's onboard mode also counts against a serial link's data rate, though
+# neither PX4 SIH nor the sim sends it: update_rate_mult sums every stream's configured
+# rate x frame size, sending or not (`mavlink status streams` of an onboard instance of PX4
+# SIH main at 57,600 baud). STATUSTEXT is budgeted at 20/s whether texts come or not.
+# name -> (message id, Hz, frame bytes); SET_MESSAGE_INTERVAL changes them.
 PX4_UNSENT_STREAMS: dict[str, tuple[int, float, int]] = {
-    "STATUSTEXT": (253, 20.0, 66), "ESC_INFO": (290, 10.0, 174), "ESC_STATUS": (291, 10.0, 207),
-    "POSITION_TARGET_GLOBAL_INT": (87, 10.0, 63), "ADSB_VEHICLE": (246, 5.0, 50),
-    "ESTIMATOR_SENSOR_FUSION_STATUS": (514, 1.0, 66), "GPS_GLOBAL_ORIGIN": (49, 1.0, 32),
-    "TIME_ESTIMATE_TO_TARGET": (380, 1.0, 32), "LINK_NODE_STATUS": (8, 1.0, 48),
+    "STATUSTEXT": (253, 20.0, 66), "POSITION_TARGET_GLOBAL_INT": (87, 10.0, 63),
+    "ADSB_VEHICLE": (246, 5.0, 50), "GPS_GLOBAL_ORIGIN": (49, 1.0, 32),
+}  # fmt: skip
+# PX4's own size of a stream where it is not one full frame of pymavlink's: ESC_INFO and
+# ESC_STATUS budget three frames (PX4 main's status table), and the messages pymavlink lacks.
+# MISSION_CURRENT comes from PX4's mission manager, not a stream: never budgeted.
+PX4_FRAME_BYTES: dict[str, int] = {
+    "ESC_INFO": 174, "ESC_STATUS": 207, "LINK_NODE_STATUS": 48, "TIME_ESTIMATE_TO_TARGET": 32,
+    "ESTIMATOR_SENSOR_FUSION_STATUS": 66, "MISSION_CURRENT": 0,
 }  # fmt: skip
 UNSENT_STREAM_IDS: dict[int, str] = {mid: n for n, (mid, _, _) in PX4_UNSENT_STREAMS.items()}
 _MIN_RATE_MULT = 0.05
@@ -78,6 +88,8 @@ _NON_PAYLOAD_BYTES = 12  # MAVLink 2 header (10) and checksum (2)
 
 
 def frame_bytes(name: str) -> int:
+    if name in PX4_FRAME_BYTES:
+        return PX4_FRAME_BYTES[name]
     cls = getattr(dialect, f"MAVLink_{name.lower()}_message", None)
     return _NON_PAYLOAD_BYTES + (cls.unpacker.size if cls is not None else 32)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from offboardd.mavlink.codec import Message, dialect
 from offboardd.sim.dynamics import GRAVITY_M_S2, euler_to_quaternion
@@ -53,29 +53,60 @@ Builder = Callable[["Vehicle", float], Message | None]
 MSG_ID_CURRENT_EVENT_SEQUENCE = 411
 
 
-class CurrentEventSequenceMessage(dialect.MAVLink_message):  # type: ignore[misc]
-    """CURRENT_EVENT_SEQUENCE (#411): PX4 sends it, pymavlink 2.4.50 does not know it.
+class OpaqueMessage(dialect.MAVLink_message):  # type: ignore[misc]
+    """A message sent as given bytes: one pymavlink 2.4.50 does not know (peers must count
+    and skip such frames, px4-offboard.md §5), or one the sim only replays."""
 
-    Sending it makes peers meet what PX4 really sends: a frame their dialect may lack
-    (px4-offboard.md §5: count and skip it, never crash). crc_extra 106 is MAVLink's,
-    computed from the message definition (uint16 sequence, uint8 flags).
-    """
-
-    id = MSG_ID_CURRENT_EVENT_SEQUENCE
-    msgname = "CURRENT_EVENT_SEQUENCE"
-    fieldnames: ClassVar[list[str]] = ["sequence", "flags"]
-    crc_extra = 106
-    unpacker = struct.Struct("<HB")
-
-    def __init__(self, sequence: int, flags: int) -> None:
-        super().__init__(MSG_ID_CURRENT_EVENT_SEQUENCE, "CURRENT_EVENT_SEQUENCE")
-        self._fieldnames = self.fieldnames
-        self.sequence, self.flags = sequence, flags
+    def __init__(self, msg_id: int, name: str, crc_extra: int, payload: bytes) -> None:
+        super().__init__(msg_id, name)
+        self._fieldnames: list[str] = []
+        self.id, self.msgname, self.crc_extra, self._payload = msg_id, name, crc_extra, payload
 
     def pack(self, mav: object, force_mavlink1: bool = False) -> bytes:
-        payload = self.unpacker.pack(self.sequence, self.flags)
-        frame: bytes = self._pack(mav, self.crc_extra, payload, force_mavlink1=force_mavlink1)
+        frame: bytes = self._pack(mav, self.crc_extra, self._payload,
+                                  force_mavlink1=force_mavlink1)
         return frame
+
+
+def current_event_sequence(v: Vehicle, now_s: float) -> Message:
+    """CURRENT_EVENT_SEQUENCE (#411; uint16 sequence, uint8 flags): crc_extra 106 is
+    MAVLink's, computed from the definition (and found in PX4's frames)."""
+    payload = struct.pack("<HB", len(v.record.statustexts) & 0xFFFF, 0)
+    return OpaqueMessage(MSG_ID_CURRENT_EVENT_SEQUENCE, "CURRENT_EVENT_SEQUENCE", 106, payload)
+
+
+# What PX4 SIH main sends on its onboard link that the sim does not model, replayed as PX4
+# sent it: name -> (message id, crc_extra, payload as on the wire, MAVLink 2 trimmed), each
+# captured from PX4 SIH main's UDP onboard link (Nov 2026). The crc_extra of each is the
+# only one of 256 that checks PX4's frames (for the messages pymavlink knows, pymavlink's).
+# ESC_INFO and ESC_STATUS are what a vehicle with four ESCs reports; the rest static bits.
+REPLAYED: dict[str, tuple[int, int, str]] = {
+    "SYSTEM_TIME": (2, 137, "038b5639306106003c10"),
+    "PING": (4, 237, "606a3f000000000003"),
+    "LINK_NODE_STATUS": (8, 117, "606a3f00000000000263000000000000d304"),
+    "SCALED_PRESSURE": (29, 115, "780f000018f46e44000000009e04"),
+    "MISSION_CURRENT": (42, 28, "0000ffff0102"),
+    "DISTANCE_SENSOR": (132, 85, "640f000000001027000000001900000000000000000000000000000000000000"
+                                 "00000000000001"),
+    "VIBRATION": (241, 90, "606a3f00000000000d2dec2ec834393cd040d53d"),
+    "ESC_INFO": (290, 251, "205d3c0000000000000000000000000000000000000000000000000000000000"
+                           "000088138813881388130004000f"),
+    "ESC_STATUS": (291, 10, "205d3c"),
+    "TIME_ESTIMATE_TO_TARGET": (380, 232, "00000000ffffffffffffffffffffffffffffffff"),
+    "GNSS_INTEGRITY": (441, 169, "00000000ffffffff0400000000ffffffff"),
+    "ESTIMATOR_SENSOR_FUSION_STATUS": (514, 197, "0000c07f" * 9
+                                                 + "01010000010101000001000000010101"),
+    "OPEN_DRONE_ID_LOCATION": (12901, 254, "5a52401c44f41705b0daf4430080f4430000403b00ff7f47"
+                                           "bc4d0200fbff000000000000000000000000000000000000"
+                                           "0000000001000c050003"),
+    "OPEN_DRONE_ID_SYSTEM": (12904, 77, "5852401c40f4170500007ac400007ac417b6f4430000000001"),
+}  # fmt: skip
+
+
+def _replayed(name: str) -> Builder:
+    msg_id, crc_extra, payload_hex = REPLAYED[name]
+    payload = bytes.fromhex(payload_hex)
+    return lambda v, now_s: OpaqueMessage(msg_id, name, crc_extra, payload)
 
 
 def _global(v: Vehicle) -> tuple[int, int, int]:
@@ -262,10 +293,6 @@ def timesync(v: Vehicle, now_s: float) -> Message:
     return d.MAVLink_timesync_message(0, v.boot_us(now_s) * 1000)
 
 
-def current_event_sequence(v: Vehicle, now_s: float) -> Message:
-    return CurrentEventSequenceMessage(len(v.record.statustexts) & 0xFFFF, 0)
-
-
 def autopilot_version(v: Vehicle, now_s: float) -> Message:
     git_hash = [0x1D, 0x6A, 0x00, 0x5E, 0xC1, 0x0B, 0x8F, 0x2A]
     return d.MAVLink_autopilot_version_message(
@@ -286,8 +313,9 @@ BUILDERS: dict[str, Builder] = {
     "POSITION_TARGET_LOCAL_NED": position_target_local_ned,
     "ATTITUDE_TARGET": attitude_target, "TIMESYNC": timesync,
     "AUTOPILOT_VERSION": autopilot_version, "CURRENT_EVENT_SEQUENCE": current_event_sequence,
+    **{name: _replayed(name) for name in REPLAYED},
 }  # fmt: skip
 BUILDER_IDS: dict[int, str] = {
     getattr(d, f"MAVLINK_MSG_ID_{name}", MSG_ID_CURRENT_EVENT_SEQUENCE): name
-    for name in BUILDERS
-}
+    for name in BUILDERS if name not in REPLAYED
+} | {msg_id: name for name, (msg_id, _, _) in REPLAYED.items()}
