@@ -88,6 +88,11 @@ PX4_ONBOARD_STREAMS: dict[str, int] = {
     "OPEN_DRONE_ID_LOCATION": 12901, "OPEN_DRONE_ID_SYSTEM": 12904,
     "OPEN_DRONE_ID_ARM_STATUS": 12918, "HYGROMETER_SENSOR": 12920,
 }  # fmt: skip
+# The rows go one per ACK, one a tick (~6 s for 57 at 10 Hz): PX4's heaviest streams
+# first, so that what it sends drops within the first rows (these eight are ~330 of PX4
+# SIH's ~430 messages and ~60 % of its bytes a second), the rest by name.
+HEAVIEST = ("ATTITUDE", "ATTITUDE_QUATERNION", "GLOBAL_POSITION_INT", "HIGHRES_IMU",
+            "ODOMETRY", "ESC_STATUS", "ESC_INFO", "LOCAL_POSITION_NED")
 # Looked up here before the codec: a name beyond the slim dialect would load the full one.
 _KNOWN_IDS = {**PX4_ONBOARD_STREAMS, "CURRENT_EVENT_SEQUENCE": 411}
 # Never touched: HEARTBEAT is PX4's own 1 Hz; CURRENT_MODE is set by the connect checks.
@@ -168,7 +173,8 @@ def build_plan(settings: StreamPlanSettings, telemetry_rates_hz: Mapping[str, fl
                 f"[engine] estimate_timeout_s = {estimate_timeout_s:g} s without it; ask for "
                 f"at least {estimate_floor_hz:g}/s, or raise the timeout")
     rows = []
-    for name in sorted(wanted):
+    for name in sorted(wanted, key=lambda n: (HEAVIEST.index(n) if n in HEAVIEST
+                                              else len(HEAVIEST), n)):
         if name in UNTOUCHED:
             continue
         msg_id = _KNOWN_IDS.get(name) or message_id(name)

@@ -20,6 +20,7 @@ from offboardd.core.settings import EngineSettings
 from offboardd.core.stream_plan import (
     ACK_TIMEOUT_S,
     DAEMON_NEEDS_HZ,
+    HEAVIEST,
     PX4_ONBOARD_STREAMS,
     START_DELAY_S,
     PlanKind,
@@ -316,3 +317,12 @@ def test_every_onboard_stream_id_is_mavlinks() -> None:
         if name not in unknown:
             assert getattr(full, f"MAVLINK_MSG_ID_{name}") == msg_id, name
     assert len(set(PX4_ONBOARD_STREAMS.values())) == len(PX4_ONBOARD_STREAMS)
+
+
+def test_px4s_heaviest_streams_go_first() -> None:
+    """One row per ACK, one a tick: ATTITUDE (100/s), the 50/s ones, ODOMETRY and the ESC
+    messages first, so what PX4 sends drops within the first half second or so."""
+    rows = build_plan(StreamPlanSettings(), TELEMETRY, frozenset(), 5.0, message_id)
+    assert tuple(r.name for r in rows[:len(HEAVIEST)]) == HEAVIEST
+    rest = [r.name for r in rows[len(HEAVIEST):]]
+    assert rest == sorted(rest)
