@@ -2,8 +2,9 @@
 
 It uses `offboardd.client` as a mission script would, but renews the lease itself (every
 0.25 s and as the client's own loop does: QoS 0, no waiting) so the moment of the last
-renewal is known to the nanosecond. Phases: engage; settle; the measurement window
-(heartbeats only: every setpoint the daemon sends is a scheduled tick); latency probes
+renewal is known to the nanosecond. Phases: engage; settle (and the stream plan done);
+the measurement window (heartbeats only: every setpoint the daemon sends is a scheduled
+tick); latency probes
 (setpoints on the stream topic at 20 Hz, each a hover at 3 m with a north offset that
 differs from the previous one, stamped with the wall clock at publish: the proxy finds the
 first MAVLink frame carrying it; the daemon sends a new setpoint at once, off its schedule);
@@ -76,6 +77,10 @@ def _fc_ready(state: dict[str, Any]) -> bool:
     )
 
 
+def _plan_settled(state: dict[str, Any]) -> bool:
+    return int((state.get("stream_plan") or {}).get("pending", 0)) == 0
+
+
 async def _publish(c: OffboardClient, sp: Setpoint, drive: Drive) -> int:
     sent_ns = time.time_ns()
     await c.setpoint(sp)
@@ -111,6 +116,9 @@ async def drive(pid: int, broker_port: int, vehicle_id: str,  # noqa: PLR0917
         if not reply.ok:
             raise RuntimeError(f"the daemon refused to engage: {reply}")
         await asyncio.sleep(settle_s)
+        # the window measures the hover, not the stream plan's first seconds (57 rows, one
+        # a tick, while PX4 still sends everything)
+        await c.wait_for_state(_plan_settled, timeout_s=_READY_TIMEOUT_S)
         start = Usage.of(pid)
         await asyncio.sleep(seconds)
         end = Usage.of(pid)
