@@ -90,7 +90,8 @@ PX4_ONBOARD_STREAMS: dict[str, int] = {
 }  # fmt: skip
 # The rows go one per ACK, one a tick (~6 s for 57 at 10 Hz): PX4's heaviest streams
 # first, so that what it sends drops within the first rows (these eight are ~330 of PX4
-# SIH's ~430 messages and ~60 % of its bytes a second), the rest by name.
+# SIH's ~430 messages and ~80 % of its bytes a second; ESC_INFO/ESC_STATUS are short on the
+# wire but take 381 B of a serial link's budget at each send), the rest by name.
 HEAVIEST = ("ATTITUDE", "ATTITUDE_QUATERNION", "GLOBAL_POSITION_INT", "HIGHRES_IMU",
             "ODOMETRY", "ESC_STATUS", "ESC_INFO", "LOCAL_POSITION_NED")
 # Looked up here before the codec: a name beyond the slim dialect would load the full one.

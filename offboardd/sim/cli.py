@@ -75,7 +75,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="emulate a UART at BAUD (8N1) on the pty, e.g. 57600 for a "
                              "telemetry radio (default: as fast as the pty)")
     parser.add_argument("--profile", choices=PROFILE_NAMES, default=d.profile,
-                        help="telemetry load: px4 (~430 msg/s, PX4 SIH main's onboard set), light, heavy (~2000 msg/s)")
+                        help="telemetry load: px4 (~430 msg/s, PX4 SIH main's onboard "
+                             "set), light, heavy (~2000 msg/s)")
     parser.add_argument("--sysid", type=int, default=d.system_id, help="system id (1)")
     parser.add_argument("--compid", type=int, default=d.component_id, help="component id (1)")
     parser.add_argument("--px4-version", choices=VERSION_NAMES, default=d.px4_version,

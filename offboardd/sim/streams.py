@@ -4,13 +4,14 @@
 message id on the wire (Nov 2026, ~430 msg/s of 35 types: ATTITUDE 100/s,
 ATTITUDE_QUATERNION, GLOBAL_POSITION_INT and HIGHRES_IMU 50/s, LOCAL_POSITION_NED and
 ODOMETRY 30/s, nine at ~10/s, ESC_INFO and ESC_STATUS among them, the rest at 0.5-8/s;
-px4-offboard.md §5; v1.16.2 sent the same set but GNSS_INTEGRITY, and
-CURRENT_EVENT_SEQUENCE at 1/s), the messages the sim does not model replayed as PX4 sent
-them (telemetry.REPLAYED); "gcs" is PX4's normal-mode GCS link; "light" suits a slow serial link;
-"heavy" adds ~1,600 msg/s of filler sent from pre-encoded frames so a benchmark load
-costs almost nothing to generate. SET_MESSAGE_INTERVAL changes one link's rates.
-`SimLink` holds one link's codec, streams and pending frames. No I/O, no clock: `now_s`
-comes in; encoding is done with the link's own codec.
+px4-offboard.md §5; what v1.16.2 sent that pymavlink decodes was the same set but
+GNSS_INTEGRITY, with CURRENT_EVENT_SEQUENCE at 1/s), the messages the sim does not model
+replayed as PX4 sent them (telemetry.REPLAYED); "gcs" is PX4's normal-mode GCS link;
+"light" suits a slow serial link; "heavy" adds ~1,600 msg/s of filler sent from
+pre-encoded frames so a benchmark load costs almost nothing to generate.
+SET_MESSAGE_INTERVAL changes one link's rates. `SimLink` holds one link's codec, streams
+and pending frames. No I/O, no clock: `now_s` comes in; encoding is done with the link's
+own codec.
 """
 
 from __future__ import annotations
