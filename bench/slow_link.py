@@ -61,6 +61,9 @@ async def _measure(plan: str, seconds: float) -> dict[str, Any]:
                 assert time.monotonic() - started < 90, reply
                 await asyncio.sleep(0.5)
             ready_s = time.monotonic() - started
+            while _plan_pending(runtime):  # the window measures the hover, not the plan
+                assert time.monotonic() - started < 120
+                await asyncio.sleep(0.1)
             await asyncio.sleep(_SETTLE_S)
             pty = sim.pty
             assert pty is not None
@@ -92,6 +95,11 @@ async def _measure(plan: str, seconds: float) -> dict[str, Any]:
             keeper.cancel()
             stop.set()
             await asyncio.wait_for(task, 20)
+
+
+def _plan_pending(runtime: Runtime) -> bool:
+    plan = runtime.engine.snapshot(0.0).as_dict().get("stream_plan") if runtime.engine else None
+    return isinstance(plan, dict) and int(plan["pending"]) > 0
 
 
 def write(runs: list[dict[str, Any]], seconds: float, out: Path) -> None:
