@@ -24,9 +24,10 @@ from pathlib import Path
 import pymavlink
 from pymavlink.generator import mavgen
 
-# What the daemon encodes, decodes (translate_in, telemetry), switches off or on in its
-# stream plan (core/stream_plan.py) or names in its default config; names must exist in
-# pymavlink's development.xml.
+# What the daemon encodes, decodes (translate_in, telemetry) or names in its default config,
+# and the messages PX4 streams on an onboard link that a relay may carry; names must exist
+# in pymavlink's development.xml. (The stream plan's rows need no class: core/stream_plan.py
+# holds PX4's onboard streams by id.)
 MESSAGES: tuple[str, ...] = (
     # encoded
     "HEARTBEAT", "SET_POSITION_TARGET_LOCAL_NED", "SET_POSITION_TARGET_GLOBAL_INT",
@@ -35,7 +36,7 @@ MESSAGES: tuple[str, ...] = (
     "COMMAND_ACK", "PARAM_VALUE", "AUTOPILOT_VERSION", "CURRENT_MODE", "STATUSTEXT",
     "LOCAL_POSITION_NED", "GLOBAL_POSITION_INT", "ATTITUDE", "HOME_POSITION",
     "EXTENDED_SYS_STATE", "ESTIMATOR_STATUS", "SYS_STATUS", "BATTERY_STATUS", "GPS_RAW_INT",
-    # named by the stream plan (PX4's onboard streams)
+    # PX4's onboard streams (relayed without loading the full dialect: test_slim_dialect.py)
     "ALTITUDE", "ATTITUDE_QUATERNION", "ATTITUDE_TARGET", "DISTANCE_SENSOR", "HIGHRES_IMU",
     "ODOMETRY", "OPEN_DRONE_ID_LOCATION", "OPEN_DRONE_ID_SYSTEM", "PING",
     "POSITION_TARGET_LOCAL_NED", "SCALED_PRESSURE", "SERVO_OUTPUT_RAW", "SYSTEM_TIME",
