@@ -77,7 +77,8 @@ def _fc_ready(state: dict[str, Any]) -> bool:
     )
 
 
-def _plan_settled(state: dict[str, Any]) -> bool:
+def plan_settled(state: dict[str, Any]) -> bool:
+    """The daemon's state says its stream plan is done (or that there is none)."""
     return int((state.get("stream_plan") or {}).get("pending", 0)) == 0
 
 
@@ -118,7 +119,7 @@ async def drive(pid: int, broker_port: int, vehicle_id: str,  # noqa: PLR0917
         await asyncio.sleep(settle_s)
         # the window measures the hover, not the stream plan's first seconds (57 rows, one
         # a tick, while PX4 still sends everything)
-        await c.wait_for_state(_plan_settled, timeout_s=_READY_TIMEOUT_S)
+        await c.wait_for_state(plan_settled, timeout_s=_READY_TIMEOUT_S)
         start = Usage.of(pid)
         await asyncio.sleep(seconds)
         end = Usage.of(pid)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.commander import plan_settled
 from offboardd.config import config_from_dict
 from offboardd.core.commands import CommanderHeartbeat, Engage
 from offboardd.core.setpoints import PositionNed
@@ -61,7 +62,9 @@ async def _measure(plan: str, seconds: float) -> dict[str, Any]:
                 assert time.monotonic() - started < 90, reply
                 await asyncio.sleep(0.5)
             ready_s = time.monotonic() - started
-            while _plan_pending(runtime):  # the window measures the hover, not the plan
+            assert runtime.engine is not None
+            # the window measures the hover, not the plan
+            while not plan_settled(runtime.engine.snapshot(0.0).as_dict()):
                 assert time.monotonic() - started < 120
                 await asyncio.sleep(0.1)
             await asyncio.sleep(_SETTLE_S)
@@ -95,11 +98,6 @@ async def _measure(plan: str, seconds: float) -> dict[str, Any]:
             keeper.cancel()
             stop.set()
             await asyncio.wait_for(task, 20)
-
-
-def _plan_pending(runtime: Runtime) -> bool:
-    plan = runtime.engine.snapshot(0.0).as_dict().get("stream_plan") if runtime.engine else None
-    return isinstance(plan, dict) and int(plan["pending"]) > 0
 
 
 def write(runs: list[dict[str, Any]], seconds: float, out: Path) -> None:
