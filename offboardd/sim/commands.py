@@ -135,8 +135,10 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
         name = BUILDER_IDS.get(msg_id) or UNSENT_STREAM_IDS.get(msg_id)
         if name == "AUTOPILOT_VERSION":
             return DENIED, ""
-        if msg_id in v.px4.streamless_ids:  # (v1.16.2: GNSS_INTEGRITY)
+        if msg_id in v.px4.streamless_ids:  # (v1.16.2: GNSS_INTEGRITY; v1.16-17: #514)
             return FAILED, ""
+        if msg_id in v.px4.silent_ids:  # the stream is there, with nothing to send
+            return ACCEPTED, ""
         if name == "MISSION_CURRENT":  # the mission manager's, not a stream: main says FAILED
             return FAILED, ""
         if name is None:

@@ -59,11 +59,21 @@ class Px4Version:
     # use MAV_CMD_REQUEST_MESSAGE.
     removed_commands: frozenset[int]
     # Message ids the release has no stream for: MAV_CMD_SET_MESSAGE_INTERVAL on them,
-    # even to stop one, is answered FAILED. [SITL v1.16.2] GNSS_INTEGRITY (#441) -> FAILED;
-    # [SITL main] it is accepted.
+    # even to stop one, is answered FAILED, and they never come. [SITL v1.16.2]
+    # GNSS_INTEGRITY (#441) and ESTIMATOR_SENSOR_FUSION_STATUS (#514) -> FAILED; [SITL
+    # v1.17.0] #514 -> FAILED; [SITL main] both accepted and sent at 1/s.
     streamless_ids: frozenset[int] = frozenset()
+    # Streams the release has (SET_MESSAGE_INTERVAL accepted) that its SIH never sends on
+    # the onboard link, nor counts against a serial link's data rate. [SITL v1.16.2,
+    # v1.17.0] ESC_INFO (#290) and ESC_STATUS (#291) are not on the wire (main: 10/s each)
+    # and are budgeted only once esc_status is advertised (their get_size()); ADSB_VEHICLE
+    # (#246) is configured at "unlimited" rate, which update_rate_mult skips (main: 5/s,
+    # budgeted). On 57,600 baud with the streams left alone LOCAL_POSITION_NED came at
+    # 3.0/s on both (main: 2.4/s).
+    silent_ids: frozenset[int] = frozenset()
 
 
+_SILENT_BEFORE_V1_18 = frozenset({290, 291, 246})  # ESC_INFO, ESC_STATUS, ADSB_VEHICLE
 _RC_LOSS_ACTIONS_V1_16 = ((1, "AUTO.LOITER"), (2, "AUTO.RTL"), (3, "AUTO.LAND"), (5, ""), (6, ""))
 _REQUEST_COMMANDS_REMOVED_V1_18 = frozenset({
     d.MAV_CMD_REQUEST_AUTOPILOT_CAPABILITIES,  # 520
@@ -85,7 +95,8 @@ V1_16 = Px4Version(
     rc_override_param="COM_RC_OVERRIDE",
     current_mode_on_status=False,
     removed_commands=frozenset(),
-    streamless_ids=frozenset({441}),  # GNSS_INTEGRITY
+    streamless_ids=frozenset({441, 514}),  # GNSS_INTEGRITY, ESTIMATOR_SENSOR_FUSION_STATUS
+    silent_ids=_SILENT_BEFORE_V1_18,
 )
 V1_17 = Px4Version(
     name="1.17",
@@ -99,6 +110,8 @@ V1_17 = Px4Version(
     rc_override_param="COM_RC_OVERRIDE",
     current_mode_on_status=True,  # unmeasured on v1.17: taken from main
     removed_commands=frozenset(),
+    streamless_ids=frozenset({514}),  # ESTIMATOR_SENSOR_FUSION_STATUS
+    silent_ids=_SILENT_BEFORE_V1_18,
 )
 V1_18 = Px4Version(
     name="1.18",

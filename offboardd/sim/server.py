@@ -28,6 +28,8 @@ from offboardd.sim.signing import link_codec
 from offboardd.sim.streams import (
     HEAVY_FILLER_HZ,
     PROFILES,
+    PX4_UNSENT_STREAMS,
+    UNSENT_STREAM_IDS,
     PrebuiltFrames,
     SimLink,
     StreamScheduler,
@@ -122,11 +124,15 @@ class SimServer:
         return link
 
     def _streams(self, link_name: str, profile: str, now: float) -> StreamScheduler:
-        """The profile's streams, less those the release has none of (v1.16: GNSS_INTEGRITY)."""
-        absent = {BUILDER_IDS.get(i) for i in self.vehicle.px4.streamless_ids}
+        """The profile's streams, less those the release has none of or never sends
+        (v1.16: GNSS_INTEGRITY; before v1.18: ESC_INFO, ESC_STATUS...)."""
+        px4 = self.vehicle.px4
+        absent = {BUILDER_IDS.get(i) or UNSENT_STREAM_IDS.get(i)
+                  for i in px4.streamless_ids | px4.silent_ids}
         rates = {n: hz for n, hz in PROFILES[profile].items() if n not in absent}
+        unsent = [n for n in PX4_UNSENT_STREAMS if n not in absent]
         return StreamScheduler(rates, now, self._datarate_b_s(link_name),
-                               unsent=profile in ("px4", "heavy"))
+                               unsent=unsent if profile in ("px4", "heavy") else ())
 
     def _datarate_b_s(self, link_name: str) -> float | None:
         """An emulated UART's stream budget: PX4's default, half the line (baud/20)."""

@@ -4,9 +4,10 @@
 message id on the wire (Nov 2026, ~430 msg/s of 35 types: ATTITUDE 100/s,
 ATTITUDE_QUATERNION, GLOBAL_POSITION_INT and HIGHRES_IMU 50/s, LOCAL_POSITION_NED and
 ODOMETRY 30/s, nine at ~10/s, ESC_INFO and ESC_STATUS among them, the rest at 0.5-8/s;
-px4-offboard.md §5; what v1.16.2 sent that pymavlink decodes was the same set but
-GNSS_INTEGRITY, with CURRENT_EVENT_SEQUENCE at 1/s), the messages the sim does not model
-replayed as PX4 sent them (telemetry.REPLAYED); "gcs" is PX4's normal-mode GCS link;
+px4-offboard.md §5; v1.16.2 and v1.17.0 send the same set less ESC_INFO, ESC_STATUS and
+ESTIMATOR_SENSOR_FUSION_STATUS, and v1.16.2 less GNSS_INTEGRITY: ~407 msg/s, which the sim
+plays by release, px4_versions.py), the messages the sim does not model replayed as PX4
+sent them (telemetry.REPLAYED); "gcs" is PX4's normal-mode GCS link;
 "light" suits a slow serial link; "heavy" adds ~1,600 msg/s of filler sent from
 pre-encoded frames so a benchmark load costs almost nothing to generate.
 SET_MESSAGE_INTERVAL changes one link's rates. `SimLink` holds one link's codec, streams
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from offboardd.mavlink.codec import MavlinkCodec, Message, dialect
@@ -70,7 +71,8 @@ CONST_RATE_STREAMS = frozenset({"HEARTBEAT", "ADSB_VEHICLE"})
 # What PX4 main's onboard mode also counts against a serial link's data rate, though
 # neither PX4 SIH nor the sim sends it: update_rate_mult sums every stream's configured
 # rate x frame size, sending or not (`mavlink status streams` of an onboard instance of PX4
-# SIH main at 57,600 baud). STATUSTEXT is budgeted at 20/s whether texts come or not.
+# SIH main at 57,600 baud). STATUSTEXT is budgeted at 20/s whether texts come or not;
+# ADSB_VEHICLE from v1.18 only (px4_versions.py, silent_ids).
 # name -> (message id, Hz, frame bytes); SET_MESSAGE_INTERVAL changes them.
 PX4_UNSENT_STREAMS: dict[str, tuple[int, float, int]] = {
     "STATUSTEXT": (253, 20.0, 66), "POSITION_TARGET_GLOBAL_INT": (87, 10.0, 63),
@@ -135,12 +137,12 @@ class StreamScheduler:
     """Which stream messages are due on one link; rates changeable per message."""
 
     def __init__(self, rates_hz: Mapping[str, float], now_s: float,
-                 datarate_b_s: float | None = None, *, unsent: bool = False) -> None:
-        """`unsent`: count PX4_UNSENT_STREAMS in the fitting, as PX4's onboard mode does."""
+                 datarate_b_s: float | None = None, *, unsent: Collection[str] = ()) -> None:
+        """`unsent`: which of PX4_UNSENT_STREAMS to count in the fitting, as PX4's onboard
+        mode does (all of them on main; before v1.18 not ADSB_VEHICLE)."""
         self._defaults = dict(rates_hz)
         self._period_s: dict[str, float] = {n: 1.0 / r for n, r in rates_hz.items() if r > 0}
-        self._unsent_hz = ({n: hz for n, (_, hz, _) in PX4_UNSENT_STREAMS.items()}
-                           if unsent else {})
+        self._unsent_hz = {n: hz for n, (_, hz, _) in PX4_UNSENT_STREAMS.items() if n in unsent}
         self._next_s: dict[str, float] = {}
         self.datarate_b_s = datarate_b_s  # a serial link's: streams fit into it (PX4's rule)
         self.rate_mult = 1.0

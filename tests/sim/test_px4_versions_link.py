@@ -16,6 +16,7 @@ from offboardd.mavlink.params import decode_param_value, param_id_str
 from offboardd.sim import cli
 from offboardd.sim.params import param_specs
 from offboardd.sim.px4_versions import V1_18
+from offboardd.sim.streams import PROFILES
 from tests.sim.client import (
     LOITER,
     OFFBOARD,
@@ -200,12 +201,40 @@ def test_cli_px4_version_and_ack_switches() -> None:
     assert cli.main(args) == 2  # v1.18 has no COM_RC_OVERRIDE: refused before serving
 
 
-@pytest.mark.parametrize(("version", "result"), [("1.16", d.MAV_RESULT_FAILED),
-                                                 ("1.18", d.MAV_RESULT_ACCEPTED)])  # fmt: skip
-async def test_stopping_gnss_integrity_fails_on_v1_16_which_has_no_such_stream(
-    version: str, result: int
+@pytest.mark.parametrize(("version", "msg_id", "result"), [
+    ("1.16", 441, d.MAV_RESULT_FAILED), ("1.16", 514, d.MAV_RESULT_FAILED),
+    ("1.17", 441, d.MAV_RESULT_ACCEPTED), ("1.17", 514, d.MAV_RESULT_FAILED),
+    ("1.18", 441, d.MAV_RESULT_ACCEPTED), ("1.18", 514, d.MAV_RESULT_ACCEPTED),
+    ("1.16", 290, d.MAV_RESULT_ACCEPTED), ("1.17", 291, d.MAV_RESULT_ACCEPTED),
+])  # fmt: skip
+async def test_stopping_a_stream_the_release_has_none_of_fails(
+    version: str, msg_id: int, result: int
 ) -> None:
-    """[SITL v1.16.2] the stream plan's GNSS_INTEGRITY row was refused FAILED; main takes it."""
+    """The stream plan's rows on each release: [SITL v1.16.2] GNSS_INTEGRITY (441) and
+    ESTIMATOR_SENSOR_FUSION_STATUS (514) refused FAILED; [SITL v1.17.0] 514 FAILED;
+    [SITL main] both accepted; ESC_INFO/ESC_STATUS (290/291) accepted everywhere."""
     async with running_sim(px4_version=version) as (_sim, peer):
-        peer.command(d.MAV_CMD_SET_MESSAGE_INTERVAL, 441, -1)  # GNSS_INTEGRITY, off
+        peer.command(d.MAV_CMD_SET_MESSAGE_INTERVAL, msg_id, -1)  # off
         assert (await peer.ack(d.MAV_CMD_SET_MESSAGE_INTERVAL)).result == result
+
+
+# [SITL] what each release's SIH sends on its onboard link, by message id on the wire
+# (20 s, streams left alone): v1.16.2 407 msg/s of 31 types, v1.17.0 407 of 32, main 429 of
+# 35; and on a 57,600-baud line LOCAL_POSITION_NED at 3.0/s on v1.16.2 and v1.17.0, 2.4/s
+# on main (tests/px4/test_px4_slow_link.py).
+@pytest.mark.parametrize(("version", "absent", "msg_s", "lpn_hz_57600"), [
+    ("1.16", {"ESC_INFO", "ESC_STATUS", "ESTIMATOR_SENSOR_FUSION_STATUS", "GNSS_INTEGRITY"},
+     407, 3.0),
+    ("1.17", {"ESC_INFO", "ESC_STATUS", "ESTIMATOR_SENSOR_FUSION_STATUS"}, 407, 3.0),
+    ("1.18", set(), 429, 2.4),
+])  # fmt: skip
+async def test_each_release_sends_its_own_onboard_set(
+    version: str, absent: set[str], msg_s: float, lpn_hz_57600: float
+) -> None:
+    async with running_sim(px4_version=version, pty=True, pty_baud=57600) as (sim, _peer):
+        rates = sim.link("udp").streams.rates_hz
+        line_mult = sim.link("pty").streams.rate_mult  # PX4's fitting to the line
+    assert not absent & set(rates)
+    assert set(PROFILES["px4"]) - absent == set(rates)
+    assert abs(sum(rates.values()) - msg_s) < 0.02 * msg_s
+    assert abs(30.0 * line_mult - lpn_hz_57600) < 0.15

@@ -85,7 +85,7 @@ def test_a_serial_link_fits_the_streams_into_half_the_line_as_px4_does() -> None
     multiplier so they take at most baud/20 bytes/s, counting what it budgets but does not
     send (PX4_UNSENT_STREAMS); a plan that asks for less is not slowed."""
     datarate_b_s = 57600 / 20
-    full = StreamScheduler(PROFILES["px4"], 0.0, datarate_b_s, unsent=True)
+    full = StreamScheduler(PROFILES["px4"], 0.0, datarate_b_s, unsent=PX4_UNSENT_STREAMS)
     assert 0.075 < full.rate_mult < 0.09  # PX4 SIH main at 57,600 baud: 0.083
     sent: Counter[str] = Counter()
     for tick in range(1, 1001):  # 10 s at 100 Hz, time injected
@@ -95,7 +95,7 @@ def test_a_serial_link_fits_the_streams_into_half_the_line_as_px4_does() -> None
     assert sent["HEARTBEAT"] in (10, 11)  # constant rate: never scaled
     assert 22 <= sent["LOCAL_POSITION_NED"] <= 28  # 30/s x 0.083
 
-    planned = StreamScheduler(PROFILES["px4"], 0.0, datarate_b_s, unsent=True)
+    planned = StreamScheduler(PROFILES["px4"], 0.0, datarate_b_s, unsent=PX4_UNSENT_STREAMS)
     for name in [*PROFILES["px4"], *PX4_UNSENT_STREAMS]:
         if name not in ("HEARTBEAT", "LOCAL_POSITION_NED", "ATTITUDE"):
             planned.set_interval(name, -1, 0.0)
@@ -110,7 +110,7 @@ def test_what_px4_budgets_but_the_sim_does_not_send_slows_the_rest_until_turned_
     STATUSTEXT's 20/s x 66 B, which nobody stops, keeps LOCAL_POSITION_NED 30/s + ATTITUDE
     10/s at ~0.98."""
     streams = StreamScheduler({"HEARTBEAT": 1.0, "LOCAL_POSITION_NED": 30.0, "ATTITUDE": 10.0},
-                              0.0, 57600 / 20, unsent=True)
+                              0.0, 57600 / 20, unsent=PX4_UNSENT_STREAMS)
     before = streams.rate_mult
     for name in PX4_UNSENT_STREAMS:
         if name != "STATUSTEXT":
