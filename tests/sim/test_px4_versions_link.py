@@ -207,7 +207,7 @@ def test_cli_px4_version_and_ack_switches() -> None:
     ("1.18", 441, d.MAV_RESULT_ACCEPTED), ("1.18", 514, d.MAV_RESULT_ACCEPTED),
     ("1.16", 290, d.MAV_RESULT_ACCEPTED), ("1.17", 291, d.MAV_RESULT_ACCEPTED),
 ])  # fmt: skip
-async def test_stopping_a_stream_the_release_has_none_of_fails(
+async def test_each_release_answers_the_plan_for_the_streams_it_has_or_lacks(
     version: str, msg_id: int, result: int
 ) -> None:
     """The stream plan's rows on each release: [SITL v1.16.2] GNSS_INTEGRITY (441) and
