@@ -19,8 +19,7 @@ from offboardd.mavlink.params import decode_param_value, param_id_str
 from offboardd.sim import modes
 from offboardd.sim.outbox import TO_ALL, TO_GCS, LinkRequest, Outgoing
 from offboardd.sim.record import AckEvent, CommandEvent
-from offboardd.sim.streams import UNSENT_STREAM_IDS
-from offboardd.sim.telemetry import BUILDER_IDS, BUILDERS
+from offboardd.sim.telemetry import BUILDER_IDS, BUILDERS, STREAM_IDS
 
 if TYPE_CHECKING:
     from offboardd.sim.vehicle import Vehicle
@@ -132,7 +131,7 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
         return TEMPORARILY_REJECTED, f"{target.name} is currently not possible"
     if cmd == d.MAV_CMD_SET_MESSAGE_INTERVAL:
         msg_id = int(p[0])
-        name = BUILDER_IDS.get(msg_id) or UNSENT_STREAM_IDS.get(msg_id)
+        name = STREAM_IDS.get(msg_id)
         if name == "AUTOPILOT_VERSION":
             return DENIED, ""
         if msg_id in v.px4.streamless_ids:  # (v1.16.2: GNSS_INTEGRITY; v1.16-17: #514)

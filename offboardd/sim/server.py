@@ -29,12 +29,11 @@ from offboardd.sim.streams import (
     HEAVY_FILLER_HZ,
     PROFILES,
     PX4_UNSENT_STREAMS,
-    UNSENT_STREAM_IDS,
     PrebuiltFrames,
     SimLink,
     StreamScheduler,
 )
-from offboardd.sim.telemetry import BUILDER_IDS, BUILDERS
+from offboardd.sim.telemetry import BUILDERS, STREAM_IDS
 from offboardd.sim.transports import Endpoint, PtyEndpoint, TcpSender, UdpEndpoint
 from offboardd.sim.vehicle import Vehicle
 
@@ -127,8 +126,7 @@ class SimServer:
         """The profile's streams, less those the release has none of or never sends
         (v1.16: GNSS_INTEGRITY; before v1.18: ESC_INFO, ESC_STATUS...)."""
         px4 = self.vehicle.px4
-        absent = {BUILDER_IDS.get(i) or UNSENT_STREAM_IDS.get(i)
-                  for i in px4.streamless_ids | px4.silent_ids}
+        absent = {STREAM_IDS.get(i) for i in px4.streamless_ids | px4.silent_ids}
         rates = {n: hz for n, hz in PROFILES[profile].items() if n not in absent}
         unsent = [n for n in PX4_UNSENT_STREAMS if n not in absent]
         return StreamScheduler(rates, now, self._datarate_b_s(link_name),

@@ -17,6 +17,7 @@ from offboardd.mavlink.codec import Message, dialect
 from offboardd.sim.dynamics import GRAVITY_M_S2, euler_to_quaternion
 from offboardd.sim.modes import FlightMode
 from offboardd.sim.setpoints import AttitudeTarget, KinematicTarget
+from offboardd.sim.streams import UNSENT_STREAM_IDS
 
 if TYPE_CHECKING:
     from offboardd.sim.vehicle import Vehicle
@@ -319,3 +320,6 @@ BUILDER_IDS: dict[int, str] = {
     getattr(d, f"MAVLINK_MSG_ID_{name}", MSG_ID_CURRENT_EVENT_SEQUENCE): name
     for name in BUILDERS if name not in REPLAYED
 } | {msg_id: name for name, (msg_id, _, _) in REPLAYED.items()}
+# Every message id SET_MESSAGE_INTERVAL may name that the sim knows as a stream: the ones
+# it builds or replays, and those PX4 only budgets (streams.PX4_UNSENT_STREAMS).
+STREAM_IDS: dict[int, str] = UNSENT_STREAM_IDS | BUILDER_IDS
