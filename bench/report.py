@@ -92,9 +92,10 @@ def _daemon_table(results: Sequence[Result]) -> list[str]:
     return lines
 
 
-def _find(results: Sequence[Result], peer: str, rate: float, profile: str) -> Result | None:
-    return next((r for r in results if r.workload.peer == peer
-                 and r.workload.rate_hz == rate and r.workload.profile == profile), None)
+def _find(results: Sequence[Result], peer: str, rate: float, profile: str,
+          plan: str = "minimal") -> Result | None:  # fmt: skip
+    return next((r for r in results if r.workload.peer == peer and r.workload.rate_hz == rate
+                 and r.workload.profile == profile and r.workload.plan == plan), None)
 
 
 def _judge(out: list[str], text: str, ok: bool | None, detail: str,
@@ -195,7 +196,22 @@ def stream_plan_goal(results: Sequence[Result], rounds: Rounds = ()) -> list[str
            f"{ours.peak_rss_mb - ref.peak_rss_mb:+.1f} MB")
     out.append(f"- inbound at the daemon: {ours.load_msg_s:.0f} msg/s (MAVSDK, which asks "
                f"PX4 for nothing: {ref.load_msg_s:.0f} msg/s)")
+    off = _find(results, "offboardd", 20.0, "px4", plan="px4")
+    if off is not None:
+        out.append(_plan_off(ours, off, rounds))
     return out
+
+
+def _plan_off(ours: Result, off: Result, rounds: Rounds) -> str:
+    """What the plan does to the daemon: the same workload with PX4's streams left alone."""
+    line = (f"- the plan off (`plan = \"px4\"`, PX4's streams left alone): "
+            f"{off.load_msg_s:.0f} msg/s at the daemon, CPU {off.cpu_per_s * 100:.2f} %")
+    each = ratios(rounds, ours.workload, off.workload)
+    if len(each) < 2:
+        return f"{line}; with the plan {ours.cpu_per_s / off.cpu_per_s:.2f}× that"
+    listed = ", ".join(f"{x:.2f}×" for x in each)
+    return (f"{line}; with the plan, median of {len(each)} rounds' ratios "
+            f"{percentile(each, 50.0):.2f}× that ({listed})")
 
 
 def _rounds_table(rounds: Rounds) -> list[str]:

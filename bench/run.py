@@ -34,6 +34,8 @@ def all_workloads() -> list[Workload]:
         out += [Workload("mavsdk", PEER_RATE_HZ, profile),
                 Workload("pymavlink", PEER_RATE_HZ, profile)]  # fmt: skip
         out += [Workload("offboardd", rate, profile) for rate in DAEMON_RATES_HZ]
+        if profile == "px4":  # issue 18: the same 20 Hz with PX4's streams left alone
+            out.append(Workload("offboardd", PEER_RATE_HZ, profile, plan="px4"))
     return out
 
 

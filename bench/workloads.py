@@ -1,8 +1,9 @@
 """One workload: a peer streaming setpoints to a fresh sim through the measuring proxy.
 
-A workload is (peer, rate_hz, telemetry profile). `run_workload` starts the proxy and the
-sim, then the peer: `offboardd run` (its own process, MQTT + lease + telemetry on, with
-bench/commander.py keeping the lease), MAVSDK or the pymavlink loop. Once the peer holds
+A workload is (peer, rate_hz, telemetry profile; for the daemon, its stream plan).
+`run_workload` starts the proxy and the sim, then the peer: `offboardd run` (its own
+process, MQTT + lease + telemetry on, with bench/commander.py keeping the lease), MAVSDK or
+the pymavlink loop. Once the peer holds
 OFFBOARD it measures CPU and peak RSS over a fixed window, then stops everything and turns
 the proxy's capture into a `Result`. The caller owns the broker.
 """
@@ -43,10 +44,18 @@ class Workload:
     peer: str
     rate_hz: float
     profile: str  # the sim's telemetry profile: "px4" (~400 msg/s) or "heavy" (~2,000)
+    # offboardd's [mavlink.streams] plan: "minimal" (its default, what the daemon needs) or
+    # "px4" (PX4's streams left alone: the plan off, issue 18's comparison row)
+    plan: str = "minimal"
 
     @property
     def name(self) -> str:
-        return f"{self.peer}-{self.rate_hz:g}hz-{self.profile}"
+        off = "-plan-off" if self.plan == "px4" else ""
+        return f"{self.peer}-{self.rate_hz:g}hz-{self.profile}{off}"
+
+    def daemon_settings(self) -> tuple[str, ...]:
+        """The config lines this workload adds to the daemon's (`commander.write_config`)."""
+        return () if self.plan == "minimal" else (f'mavlink.streams = {{plan = "{self.plan}"}}',)
 
 
 @dataclass(frozen=True)
@@ -112,7 +121,7 @@ def run_workload(w: Workload, seconds: float, broker_port: int, workdir: Path,  
             vehicle_id = w.name.replace(".", "_")
             config = commander.write_config(workdir / f"{w.name}.toml", peer_port,
                                             broker_port, w.rate_hz, vehicle_id,
-                                            daemon_settings)  # fmt: skip
+                                            (*w.daemon_settings(), *daemon_settings))  # fmt: skip
             _compile(daemon_tree)
             daemon = children.start(_python("offboardd", "run", "--config", str(config)),
                                     cwd=daemon_tree)

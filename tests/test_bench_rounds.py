@@ -76,3 +76,22 @@ def test_a_verdict_over_the_rounds_says_when_the_host_stole_in_any_of_them() -> 
     rounds[2][1] = dataclasses.replace(rounds[2][1], steal=0.2)  # not the median round
     goal = stream_plan_goal(representative(rounds), rounds)[0]
     assert "not trustworthy: the host stole 20 %" in goal, goal
+
+
+def test_the_plan_off_row_is_its_own_workload_and_is_compared_with_the_plan_on() -> None:
+    off = Workload("offboardd", 20.0, "px4", plan="px4")
+    assert off.name == "offboardd-20hz-px4-plan-off" and OURS.name == "offboardd-20hz-px4"
+    assert off.daemon_settings() == ('mavlink.streams = {plan = "px4"}',)
+    assert OURS.daemon_settings() == ()
+    rounds = [[_row(MAVSDK, ref), dataclasses.replace(_row(off, plan_off), load_msg_s=428.0),
+               _row(OURS, mine)]
+              for ref, mine, plan_off in [(1.2, 1.0, 1.25), (1.3, 1.1, 1.1), (1.0, 1.2, 1.5)]]
+    rows = representative(rounds)
+    goal = stream_plan_goal(rows, rounds)
+    # the goal is judged on the plan-on row, not on the plan-off one listed before it
+    assert "median of 3 rounds' ratios 0.85×" in goal[0], goal[0]
+    assert goal[-1].startswith("- the plan off (`plan = \"px4\"`, PX4's streams left alone): "
+                               "428 msg/s at the daemon, CPU 1.25 %"), goal[-1]
+    assert "median of 3 rounds' ratios 0.80× that (0.80×, 1.00×, 0.80×)" in goal[-1], goal[-1]
+    without = [[r[0], r[2]] for r in rounds]
+    assert "plan off" not in "".join(stream_plan_goal(representative(without), without))
