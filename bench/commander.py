@@ -53,20 +53,21 @@ class Drive:
 def write_config(path: Path, fc_port: int, broker_port: int, rate_hz: float,  # noqa: PLR0917
                  vehicle_id: str, extra: Sequence[str] = ()) -> Path:  # fmt: skip
     """A daemon config; `vehicle_id` is new per workload so no retained state of an
-    earlier daemon on the same broker passes for this one's. `extra` holds experiment
-    settings, "section.key = TOML value" each (`python -m bench --daemon-set`)."""
-    sections: dict[str, list[str]] = {
-        "mavlink": [f'url = "udpin://127.0.0.1:{fc_port}"'],
-        "engine": [f"setpoint_rate_hz = {rate_hz}", f"command_timeout_s = {LEASE_S}"],
-        "mqtt": ['host = "127.0.0.1"', f"port = {broker_port}", f'vehicle_id = "{vehicle_id}"'],
-        "log": ['level = "warning"', 'format = "json"'],
-        # the shipped default (recording flights) measured, written beside the config
-        "recorder": [f'dir = "{path.parent / "flights"}"'],
-    }
-    for setting in extra:
+    earlier daemon on the same broker passes for this one's. `extra` holds settings,
+    "section.key = TOML value" each (the workload's, then `python -m bench --daemon-set`'s):
+    a key set again replaces what was there, as TOML itself would refuse a duplicate."""
+    sections: dict[str, dict[str, str]] = {}
+    base = (f'mavlink.url = "udpin://127.0.0.1:{fc_port}"',
+            f"engine.setpoint_rate_hz = {rate_hz}", f"engine.command_timeout_s = {LEASE_S}",
+            'mqtt.host = "127.0.0.1"', f"mqtt.port = {broker_port}",
+            f'mqtt.vehicle_id = "{vehicle_id}"', 'log.level = "warning"', 'log.format = "json"',
+            # the shipped default (recording flights) measured, written beside the config
+            f'recorder.dir = "{path.parent / "flights"}"')  # fmt: skip
+    for setting in (*base, *extra):
         section, _, assignment = setting.partition(".")
-        sections.setdefault(section.strip(), []).append(assignment.strip())
-    path.write_text("".join(f"[{name}]\n" + "".join(f"{line}\n" for line in lines)
+        key = assignment.partition("=")[0].strip()
+        sections.setdefault(section.strip(), {})[key] = assignment.strip()
+    path.write_text("".join(f"[{name}]\n" + "".join(f"{line}\n" for line in lines.values())
                             for name, lines in sections.items()))  # fmt: skip
     return path
 

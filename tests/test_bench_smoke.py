@@ -49,6 +49,22 @@ def test_frame_reader_finds_batched_frames_and_setpoint_fields() -> None:
     assert setpoint_fields(Frame(SET_POSITION_TARGET_LOCAL_NED, 1, b"")) == (0.0, 0)
 
 
+def test_a_setting_given_again_replaces_the_first_in_the_daemons_config(tmp_path: Path) -> None:
+    import tomllib  # noqa: PLC0415
+
+    from bench.commander import write_config  # noqa: PLC0415
+
+    plan_off = Workload("offboardd", 20.0, "px4", plan="px4")
+    path = write_config(tmp_path / "d.toml", 14550, 1883, 20.0, "v", (
+        *plan_off.daemon_settings(), "engine.setpoint_rate_hz = 50",
+        'mavlink.streams = {plan = "minimal", rates_hz = {ATTITUDE = 5}}'))  # fmt: skip
+    doc = tomllib.loads(path.read_text())  # a duplicate key would not parse
+    assert doc["engine"]["setpoint_rate_hz"] == 50
+    assert doc["mavlink"]["streams"] == {"plan": "minimal", "rates_hz": {"ATTITUDE": 5}}
+    assert doc["mavlink"]["url"] == "udpin://127.0.0.1:14550"
+    assert doc["recorder"]["dir"] == str(tmp_path / "flights")
+
+
 def test_a_short_run_produces_every_number(tmp_path: Path) -> None:
     workloads = [Workload("offboardd", 50.0, "px4"), Workload("mavsdk", 20.0, "px4")]
     results = run_benchmark(workloads, 1.5, tmp_path, log=False, rounds=2)
