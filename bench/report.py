@@ -208,7 +208,7 @@ def _plan_off(ours: Result, off: Result, rounds: Rounds) -> str:
             f"{off.load_msg_s:.0f} msg/s at the daemon, CPU {off.cpu_per_s * 100:.2f} %")
     each = ratios(rounds, ours.workload, off.workload)
     if len(each) < 2:
-        return f"{line}; with the plan {ours.cpu_per_s / off.cpu_per_s:.2f}× that"
+        return f"{line}; with the plan {_ratio(ours.cpu_per_s, off, 'cpu_per_s')} that"
     listed = ", ".join(f"{x:.2f}×" for x in each)
     return (f"{line}; with the plan, median of {len(each)} rounds' ratios "
             f"{percentile(each, 50.0):.2f}× that ({listed})")

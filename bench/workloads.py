@@ -3,9 +3,9 @@
 A workload is (peer, rate_hz, telemetry profile; for the daemon, its stream plan).
 `run_workload` starts the proxy and the sim, then the peer: `offboardd run` (its own
 process, MQTT + lease + telemetry on, with bench/commander.py keeping the lease), MAVSDK or
-the pymavlink loop. Once the peer holds
-OFFBOARD it measures CPU and peak RSS over a fixed window, then stops everything and turns
-the proxy's capture into a `Result`. The caller owns the broker.
+the pymavlink loop. Once the peer holds OFFBOARD it measures CPU and peak RSS over a fixed
+window, then stops everything and turns the proxy's capture into a `Result`. The caller
+owns the broker.
 """
 
 from __future__ import annotations
