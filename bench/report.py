@@ -204,14 +204,10 @@ def stream_plan_goal(results: Sequence[Result], rounds: Rounds = ()) -> list[str
 
 def _plan_off(ours: Result, off: Result, rounds: Rounds) -> str:
     """What the plan does to the daemon: the same workload with PX4's streams left alone."""
-    line = (f"- the plan off (`plan = \"px4\"`, PX4's streams left alone): "
-            f"{off.load_msg_s:.0f} msg/s at the daemon, CPU {off.cpu_per_s * 100:.2f} %")
-    each = ratios(rounds, ours.workload, off.workload)
-    if len(each) < 2:
-        return f"{line}; with the plan {_ratio(ours.cpu_per_s, off, 'cpu_per_s')} that"
-    listed = ", ".join(f"{x:.2f}×" for x in each)
-    return (f"{line}; with the plan, median of {len(each)} rounds' ratios "
-            f"{percentile(each, 50.0):.2f}× that ({listed})")
+    _, cpu = _cpu(ours, off, rounds, math.inf)
+    return (f"- the plan off (`plan = \"px4\"`, PX4's streams left alone): "
+            f"{off.load_msg_s:.0f} msg/s at the daemon; CPU with the plan against without: "
+            f"{cpu}")
 
 
 def _rounds_table(rounds: Rounds) -> list[str]:
