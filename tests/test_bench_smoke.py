@@ -66,7 +66,8 @@ def test_a_setting_given_again_replaces_the_first_in_the_daemons_config(tmp_path
 
 
 def test_a_short_run_produces_every_number(tmp_path: Path) -> None:
-    workloads = [Workload("offboardd", 50.0, "px4"), Workload("mavsdk", 20.0, "px4")]
+    workloads = [Workload("offboardd", 50.0, "px4"), Workload("mavsdk", 20.0, "px4"),
+                 Workload("offboardd", 20.0, "px4", plan="px4")]  # fmt: skip
     results = run_benchmark(workloads, 1.5, tmp_path, log=False, rounds=2)
     for r in results:
         assert r.rate_hz > 0 and not math.isnan(r.dev_p99_ms), r
@@ -77,9 +78,14 @@ def test_a_short_run_produces_every_number(tmp_path: Path) -> None:
     ours = results[0]
     assert ours.latency is not None and ours.latency["count"] > 0
     assert ours.lease_lapse_ms is not None
+    plan_off = results[2]
+    assert plan_off.workload.name == "offboardd-20hz-px4-plan-off"
+    # the stream plan at work in the bench (issue 18): with it on, PX4's ~430 messages/s
+    # are cut to what the daemon asked for (~60); with it off they all arrive
+    assert plan_off.load_msg_s > 3 * ours.load_msg_s, (plan_off.load_msg_s, ours.load_msg_s)
     doc = json.loads((tmp_path / "results.json").read_text())
-    assert len(doc["results"]) == 2
-    assert [len(r) for r in doc["rounds"]] == [2, 2]  # both workloads in each round
+    assert len(doc["results"]) == 3
+    assert [len(r) for r in doc["rounds"]] == [3, 3]  # every workload in each round
     assert "## CPU over the rounds" in (tmp_path / "results.md").read_text()
     assert "CPU µs per wake-up" in (tmp_path / "results.md").read_text()
     assert "mavsdk-20hz-px4" in (tmp_path / "results.md").read_text()
