@@ -50,7 +50,7 @@ class Workload:
 
     @property
     def name(self) -> str:
-        off = "-plan-off" if self.plan == "px4" else ""
+        off = "" if self.plan == "minimal" else "-plan-off"
         return f"{self.peer}-{self.rate_hz:g}hz-{self.profile}{off}"
 
     def daemon_settings(self) -> tuple[str, ...]:
