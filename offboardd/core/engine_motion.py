@@ -26,7 +26,6 @@ from offboardd.core.motion_fence import first_point_outside
 from offboardd.core.motion_profile import PlanError
 from offboardd.core.motion_settings import OnLeaseLapse
 from offboardd.core.reasons import Phase, Reason
-from offboardd.core.setpoints import EstimateNeed
 
 if TYPE_CHECKING:
     from offboardd.core.offboard import OffboardEngine
@@ -38,12 +37,13 @@ def _start(eng: OffboardEngine, now: float) -> Start | None:
     if running is not None:
         st = running.state_at(now)
         return Start(st.position, st.velocity, st.acceleration, running.setpoint_at(now).yaw_rad)
-    v = eng.vehicle
-    pos, vel = v.local_position, v.local_velocity_ned()
-    if pos is None or not v.estimate_valid(EstimateNeed.LOCAL_POSITION, now):
+    # Where the vehicle is, as the hold would fly it: a valid estimate, and finite (a NaN
+    # position or heading from the FC would make every planned setpoint unflyable).
+    here = eng.vehicle.hold_setpoint(now)
+    if here is None:
         return None
-    yaw = v.attitude.yaw_rad if v.attitude is not None else None
-    return Start((pos.north_m, pos.east_m, pos.down_m), vel, (0.0, 0.0, 0.0), yaw)
+    return Start((here.north_m, here.east_m, here.down_m), eng.vehicle.local_velocity_ned(),
+                 (0.0, 0.0, 0.0), here.yaw_rad)
 
 
 def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -> bool:

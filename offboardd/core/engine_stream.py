@@ -101,12 +101,12 @@ class SetpointStream:
 
     def _replace(self, new: Setpoint | Motion, now: float) -> None:
         what = new.kind if isinstance(new, Motion) else f"a {new.kind.value} setpoint"
+        # A motion's first setpoint before anything is replaced: if it cannot give one, it
+        # raises here and the stream goes on with what it had, never with a motion it cannot fly.
+        first = new.setpoint_at(now) if isinstance(new, Motion) else new
         self.abort_motion(Reason.REPLACED, f"replaced by {what}")
-        if isinstance(new, Motion):
-            self.motion = new
-            self.setpoint = new.setpoint_at(now)
-        else:
-            self.setpoint = new
+        self.motion = new if isinstance(new, Motion) else None
+        self.setpoint = first
         self._guard.new_setpoint()
 
     def _current(self, now: float) -> Setpoint:

@@ -182,7 +182,9 @@ def plan(cmd: MotionCommand, start: Start, lim: Limits, home: Home | None) -> Mo
     if speed < _AT_REST_M_S:
         return Motion(cmd, plan_path(geometry, lim), yaw, start.yaw_rad, centre)
     heading = unit(start.velocity)
-    if dot(heading, geometry.segments[0].tangent(0.0)) >= _ALIGNED_COS:
+    # Moving, with a path ahead that starts the way we go: fly on into it. With no path at
+    # all (the target within a centimetre, as when a goto is sent again near its end), stop.
+    if geometry.segments and dot(heading, geometry.segments[0].tangent(0.0)) >= _ALIGNED_COS:
         a_along = dot(heading, start.acceleration)
         try:  # carry the speed on, if every slow-down still fits
             return Motion(cmd, plan_path(geometry, lim, speed, a_along), yaw, start.yaw_rad,

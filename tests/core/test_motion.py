@@ -13,7 +13,7 @@ import pytest
 from offboardd.core.actions import NoticeKind, SendSetpoint
 from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_settings import EnvelopeSettings
-from offboardd.core.events import FcHomePosition
+from offboardd.core.events import FcAttitude, FcHomePosition
 from offboardd.core.modes import Px4Mode
 from offboardd.core.motion import Motion, Start, plan
 from offboardd.core.motion_commands import (
@@ -330,3 +330,50 @@ def test_a_pilot_taking_over_aborts_the_motion_with_the_takeover_as_reason() -> 
     aborted = b.notices(NoticeKind.MOTION_ABORTED)
     assert [(n.command_id, n.reason) for n in aborted] == [("g", Reason.PREEMPTED_MODE)]
     assert b.engine.snapshot(b.now).motion is None
+
+
+# -- found by review (2026-11-27): a NaN estimate, a goto sent again at its end --------------
+
+
+@pytest.mark.parametrize("broken", ["yaw", "north"])
+def test_a_nan_estimate_never_wedges_the_stream(broken: str) -> None:
+    """A NaN heading is no heading (the goto keeps the vehicle's yaw free); a NaN position
+    is no estimate (the goto is refused). Either way the stream goes on at its rate: a
+    motion planned from NaN once stayed installed and raised on every tick."""
+    b = Bench()
+    b.engage(PositionNed(0, 0, -5))
+    if broken == "yaw":
+        b.feed(FcAttitude(b.fc.boot_ms, 0.0, 0.0, math.nan, **FC))
+    else:
+        b.fc.north_m = math.nan
+        b.step(0.15)
+    t0 = b.now
+    b.feed(Goto("g1", PositionNed(5, 0, -5)))
+    if broken == "yaw":
+        assert b.reply("g1").ok
+    else:
+        assert b.reply("g1").reason is Reason.ESTIMATE_MISSING
+    b.step(1.5)
+    assert b.phase() is Phase.ACTIVE
+    assert len(b.setpoint_times(since=t0 + 1e-9)) >= 28  # 20 Hz, ~1.5 s
+
+
+def test_a_goto_sent_again_near_its_end_is_answered() -> None:
+    """Within a centimetre of the target and still moving: no path is left ahead; the
+    motion stops there (an IndexError escaped the engine and the command got no reply)."""
+    b = Bench()
+    b.engage(PositionNed(0, 0, -5))
+    b.feed(Goto("g1", PositionNed(10, 0, -5), speed_m_s=3))
+    motion = b.engine.feed.motion
+    assert motion is not None
+    t = motion.end_time_s() - 0.3
+    while True:  # the last instant still moving >= 0.1 m/s, within 1 cm of the target
+        st = motion.state_at(t)
+        if math.dist(st.position, (10, 0, -5)) <= 0.01 and math.hypot(*st.velocity) >= 0.1:
+            break
+        t += 0.001
+    b.step(t - b.now)
+    b.feed(Goto("g2", PositionNed(10, 0, -5), speed_m_s=3))
+    assert b.reply("g2").ok
+    b.step(1.0)
+    assert b.phase() is Phase.ACTIVE
