@@ -64,7 +64,10 @@ class StreamClock:
         every deadline beyond the first one that passed as missed."""
         if self._t0 is None or now + _EPSILON_S < self.next_deadline():
             return False
-        passed_k = math.floor((now - self._t0) / self.period_s + _EPSILON_S)
+        # The deadlines passed, with the same tolerance in seconds as the test above (and at
+        # least the one found due): a wake-up a nanosecond early must not send it twice.
+        passed_k = max(self._next_k,
+                       math.floor((now + _EPSILON_S - self._t0) / self.period_s))
         self.missed_ticks += max(0, passed_k - self._next_k)
         self._next_k = passed_k + 1
         return True

@@ -148,3 +148,15 @@ def test_gap_window_forgives_a_gap_open_at_reset_but_sees_new_ones() -> None:
     assert clock.window_gap_s(0.7) == 0.0
     assert clock.worst_gap_s == pytest.approx(0.7)  # the overall statistic keeps it
     assert clock.window_gap_s(0.9) == pytest.approx(0.2)
+
+
+def test_a_tick_a_nanosecond_early_is_sent_once() -> None:
+    """The due test and the schedule's advance forgive the same nanosecond: a wake-up just
+    before a deadline sends it and moves on (it was sent again at the next wake-up)."""
+    clock = StreamClock(0.05)
+    clock.start(12345.0)
+    deadline = clock.next_deadline()
+    early = deadline - 5e-10
+    assert clock.tick_due(early)
+    assert clock.next_deadline() > deadline
+    assert not clock.tick_due(early)
