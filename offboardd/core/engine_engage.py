@@ -54,6 +54,12 @@ class EngageSequence:
         self.mode_at_engage = mode_at_engage
         self._warmup_end_s = now + self._settings.warmup_s
 
+    def offboard_seen(self) -> None:
+        """The FC reported OFFBOARD during the engage: from now on the mode it had before
+        is no harmless report. Going back to it (a pilot's Hold after PX4 re-entered
+        OFFBOARD by itself, px4-offboard.md §3) is a takeover like any other mode."""
+        self.mode_at_engage = Px4Mode.OFFBOARD.custom_mode
+
     def take_id(self) -> str | None:
         """The waiting engage's id, once: whoever answers it takes it."""
         command_id, self.command_id = self.command_id, None

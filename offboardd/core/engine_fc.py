@@ -142,6 +142,8 @@ def _on_fc_state(eng: OffboardEngine, now: float, armed_before: bool) -> None:
         if eng.handover.current is not None:
             handover_progress(eng, now)
         return
+    if eng.phase in ENGAGE_STEPS and v.in_offboard:
+        eng.engage.offboard_seen()
     trigger = _report(eng, armed_before, disarm_expected)
     if trigger is None:
         return

@@ -284,3 +284,35 @@ def test_rejected_then_retried_after_the_backoff() -> None:
     assert t_retry == pytest.approx(t_reject + 0.3)
     b.set_mode(OFFBOARD)
     assert b.phase() is Phase.ACTIVE and b.reply("e").ok
+
+
+def test_back_to_the_old_mode_after_offboard_is_a_takeover() -> None:
+    """PX4 re-enters OFFBOARD by itself after its own offboard-loss fallback (its intended
+    mode is still OFFBOARD, §3); a pilot pressing Hold then takes the vehicle back. That is a
+    takeover: the engine stops and never asks for OFFBOARD over the pilot's Hold."""
+    b = Bench()
+    b.fc.custom_mode = Px4Mode.AUTO_LOITER.custom_mode
+    b.fc.armed = True
+    b.connect()
+    t0 = b.now
+    b.feed(Engage("e1", PositionNed(0, 0, -5)))
+    b.step(0.03)
+    b.set_mode(Px4Mode.OFFBOARD)
+    b.step(0.3)
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    b.step(1.5)
+    assert b.phase() is Phase.PREEMPTED
+    assert b.mode_requests(since=t0) == []
+    assert not b.engine.feed.running
+
+
+def test_the_old_mode_before_offboard_is_no_takeover() -> None:
+    """Until OFFBOARD is seen, a report of the mode the vehicle had is no takeover (a
+    HEARTBEAT sent before PX4 took the request): the engage goes on."""
+    b = Bench()
+    b.fc.custom_mode = Px4Mode.AUTO_LOITER.custom_mode
+    b.connect()
+    b.feed(Engage("e1", PositionNed(0, 0, -5)))
+    b.step(0.3)
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    assert b.phase() is Phase.WARMUP
