@@ -121,9 +121,6 @@ def check_breach(eng: OffboardEngine, now: float) -> None:
     if message is None:
         return
     eng.out.notice(NoticeKind.FAILSAFE, message, Reason.FENCE_BREACH)
-    hold = eng.vehicle.hold_setpoint(now)
-    if hold is not None:  # stop pushing outwards while PX4 switches mode
-        eng.feed.send_now(hold, eng.vehicle.target, now)
     action = eng.envelope.settings.breach_action
     start_handover(eng, rule, ESCALATION[action.value], None, now, failsafe=True)
 
@@ -141,7 +138,13 @@ def start_handover(
     failsafe: bool,
 ) -> None:
     """Ask the FC for chain[0] (escalating on refusal); streaming goes on, if it was on,
-    until the FC reports the mode, so PX4 never sees an offboard loss meanwhile."""
+    until the FC reports the mode, so PX4 never sees an offboard loss meanwhile. What is
+    streamed meanwhile is a hold where the vehicle is, when there is a "here" to hold: the
+    commander's last setpoint (a velocity, a motion, or pushing out of the fence) has no
+    lease behind it any more, and a silent FC can make the hand-over last seconds."""
+    hold = eng.vehicle.hold_setpoint(now) if eng.feed.running else None
+    if hold is not None:
+        eng.feed.send_now(hold, eng.vehicle.target, now)
     previous = eng.handover.current
     for waiting in [] if previous is None else previous.command_ids:
         eng.out.reply_fail(waiting, Reason.SUPERSEDED, "superseded by a newer command")
@@ -165,7 +168,8 @@ def handover_progress(eng: OffboardEngine, now: float) -> None:
         rule = eng.rule(Trigger.FC_MODE_HANDED_OVER, now)
         handovers.take()
         eng.stop_stream()
-        message = f"FC reports {h.target_mode.label}" + (
+        reached = v.mode if v.mode is not None else h.target_mode
+        message = f"FC reports {reached.label}" + (
             f" (after escalating from {h.chain[0].label})" if h.index else ""
         )
         eng.move(rule, message, h.reason)

@@ -99,10 +99,11 @@ class Handovers:
         h = self.current
         if h is None:
             return None
-        if vehicle.mode is h.target_mode:
+        if vehicle.mode in h.chain[: h.index + 1]:  # the target, or an earlier ask honoured late
             return Step.REACHED
+        # Any other mode is somebody else's choice, a later mode of the chain too (a GCS
+        # pressing Land while we ask for Hold): asking on would pull the vehicle out of it.
         allowed = {h.start_custom_mode, Px4Mode.OFFBOARD.custom_mode}
-        allowed.update(m.custom_mode for m in h.chain)
         if vehicle.custom_mode is not None and vehicle.custom_mode not in allowed:
             return Step.TAKEN
         return None

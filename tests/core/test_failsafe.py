@@ -277,3 +277,59 @@ def test_mode_command_without_control_does_not_escalate() -> None:
     b.ack(MAV_CMD_DO_SET_MODE, AckResult.DENIED)
     assert [m for _, m in b.mode_requests()] == [Px4Mode.AUTO_LAND]
     assert b.reply("l").code is ErrorCode.FC_REFUSED and b.phase() is Phase.IDLE
+
+
+# -- found by review (2026-11-27): what a hand-over streams, and whose mode it is ------------
+
+
+def test_a_handover_streams_a_hold_not_the_commanders_last_setpoint() -> None:
+    """release_mode = rtl, the commander gone, the FC silent: until the FC reports a mode
+    the stream holds where the vehicle is (a stale 5 m/s was streamed for 13.5 s)."""
+    b = Bench(EngineSettings(release_mode=ReleaseMode.RTL))
+    b.engage(VelocityNed(5, 0, 0))
+    b.step(0.6)
+    b.commander_alive = False
+    t0 = b.now
+    b.feed(Release("rel"))
+    b.step(3.0)
+    sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t0)]
+    holds = [sp for sp in sent if isinstance(sp, PositionVelocityNed)]
+    assert sent and holds == sent
+    assert all((sp.north_m_s, sp.east_m_s, sp.down_m_s) == (0, 0, 0) for sp in holds)
+
+
+def test_a_handover_never_asks_over_a_mode_someone_else_chose() -> None:
+    """A GCS presses Land while the engine asks for Hold (Land is later in the chain): the
+    vehicle is theirs now; the engine stops and asks for nothing more."""
+    b = Bench()
+    b.engage(PositionNed(0, 0, -5))
+    b.commander_alive = False
+    t0 = b.now
+    b.feed(Release("rel"))
+    b.step(0.01)
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.ACCEPTED)
+    b.step(0.3)
+    b.set_mode(Px4Mode.AUTO_LAND)
+    b.step(4.0)
+    assert b.phase() is Phase.PREEMPTED
+    assert [m for _, m in b.mode_requests(since=t0)] == [Px4Mode.AUTO_LOITER]
+    assert not b.engine.feed.running
+
+
+def test_a_late_answer_to_an_earlier_ask_ends_the_handover() -> None:
+    """RTL timed out and the engine escalated to Hold; the FC then reports RTL: that is
+    what we asked for first, so the hand-over is done (no pulling it out into Hold)."""
+    b = Bench(EngineSettings(release_mode=ReleaseMode.RTL))
+    b.engage(PositionNed(0, 0, -5))
+    b.commander_alive = False
+    t0 = b.now
+    b.feed(Release("rel"))
+    for _ in range(200):  # until the engine asks for the next mode of the chain
+        b.step(0.05)
+        if any(m is not Px4Mode.AUTO_RTL for _, m in b.mode_requests(since=t0)):
+            break
+    assert b.engine.handover.current is not None and b.engine.handover.current.index == 1
+    b.set_mode(Px4Mode.AUTO_RTL)
+    assert b.phase() is Phase.IDLE
+    assert b.reply("rel").ok
+    assert (b.reply("rel").message or "").startswith("FC reports AUTO.RTL")
