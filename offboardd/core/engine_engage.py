@@ -34,7 +34,9 @@ class EngageSequence:
         self.command_id: str | None = None  # the engage waiting for its reply
         self.arm = False
         self.note = ""  # "; clamped: ..." for the engage reply
-        self.mode_at_engage: int | None = None  # a mode report of it is no takeover
+        # The mode the vehicle had at the engage: a report of it is no takeover, until the FC
+        # has reported OFFBOARD (`offboard_seen`).
+        self.harmless_mode: int | None = None
         self._warmup_end_s: float | None = None
         self.mode_try = self._mode_retrier()
         self.arm_try = self._arm_retrier()
@@ -51,14 +53,14 @@ class EngageSequence:
         self, command_id: str, arm: bool, note: str, mode_at_engage: int | None, now: float
     ) -> None:
         self.command_id, self.arm, self.note = command_id, arm, note
-        self.mode_at_engage = mode_at_engage
+        self.harmless_mode = mode_at_engage
         self._warmup_end_s = now + self._settings.warmup_s
 
     def offboard_seen(self) -> None:
         """The FC reported OFFBOARD during the engage: from now on the mode it had before
         is no harmless report. Going back to it (a pilot's Hold after PX4 re-entered
         OFFBOARD by itself, px4-offboard.md §3) is a takeover like any other mode."""
-        self.mode_at_engage = Px4Mode.OFFBOARD.custom_mode
+        self.harmless_mode = None
 
     def take_id(self) -> str | None:
         """The waiting engage's id, once: whoever answers it takes it."""

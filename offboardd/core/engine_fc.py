@@ -117,7 +117,7 @@ def _report(eng: OffboardEngine, armed_before: bool, disarm_expected: bool) -> T
     """What a HEARTBEAT / CURRENT_MODE means for the session in this phase, if anything."""
     v, phase = eng.vehicle, eng.phase
     if phase in ENGAGE_STEPS:
-        if v.custom_mode not in (eng.engage.mode_at_engage, Px4Mode.OFFBOARD.custom_mode):
+        if v.custom_mode not in (eng.engage.harmless_mode, Px4Mode.OFFBOARD.custom_mode):
             return Trigger.FC_MODE_TAKEN
         return Trigger.FC_OFFBOARD if v.in_offboard else None
     if phase in IN_OFFBOARD:
