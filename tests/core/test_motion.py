@@ -366,12 +366,13 @@ def test_a_goto_sent_again_near_its_end_is_answered() -> None:
     b.feed(Goto("g1", PositionNed(10, 0, -5), speed_m_s=3))
     motion = b.engine.feed.motion
     assert motion is not None
-    t = motion.end_time_s() - 0.3
-    while True:  # the last instant still moving >= 0.1 m/s, within 1 cm of the target
+    def near_and_moving(t: float) -> bool:  # within 1 cm of the target, >= 0.1 m/s
         st = motion.state_at(t)
-        if math.dist(st.position, (10, 0, -5)) <= 0.01 and math.hypot(*st.velocity) >= 0.1:
-            break
-        t += 0.001
+        return math.dist(st.position, (10, 0, -5)) <= 0.01 and math.hypot(*st.velocity) >= 0.1
+
+    instants = (motion.end_time_s() - 0.3 + k * 0.001 for k in range(300))
+    t = next((t for t in instants if near_and_moving(t)), None)
+    assert t is not None, "the goto never came within 1 cm while still moving"
     b.step(t - b.now)
     b.feed(Goto("g2", PositionNed(10, 0, -5), speed_m_s=3))
     assert b.reply("g2").ok
