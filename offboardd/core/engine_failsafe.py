@@ -141,8 +141,11 @@ def start_handover(
     until the FC reports the mode, so PX4 never sees an offboard loss meanwhile. What is
     streamed meanwhile is a hold where the vehicle is, when there is a "here" to hold: the
     commander's last setpoint (a velocity, a motion, or pushing out of the fence) has no
-    lease behind it any more, and a silent FC can make the hand-over last seconds."""
-    hold = eng.vehicle.hold_setpoint(now) if eng.feed.running else None
+    lease behind it any more, and a silent FC can make the hand-over last seconds. With no
+    "here", an attitude or body-rate stream levels off instead (`level_setpoint`)."""
+    v = eng.vehicle
+    hold = (v.hold_setpoint(now) or v.level_setpoint(eng.feed.setpoint)
+            if eng.feed.running else None)
     if hold is not None:
         eng.feed.send_now(hold, eng.vehicle.target, now)
     previous = eng.handover.current

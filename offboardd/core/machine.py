@@ -137,8 +137,8 @@ class Do(StrEnum):
     REQUEST_ARM = "ask to arm (bounded retries)"
     RETRY_LATER = "ask again after the back-off"
     HOLD_HERE = "stream a hold where the vehicle is"
-    HAND_OVER = ("ask the FC for another mode, streaming a hold here (with an estimate) until"
-                 " it reports it")
+    HAND_OVER = ("ask the FC for another mode, streaming until it reports it a hold here"
+                 " (with an estimate) or level flight (attitude, body rates)")
     JOIN_HANDOVER = "answer with the pending request; nothing new to the FC"
     ESCALATE = "ask for the next mode of the chain"
     STOP_STREAM = "stop streaming, end the lease"

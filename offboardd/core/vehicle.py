@@ -26,7 +26,13 @@ from offboardd.core.events import (
     LandedState,
 )
 from offboardd.core.modes import Px4Mode, mode_from_custom
-from offboardd.core.setpoints import EstimateNeed, PositionVelocityNed
+from offboardd.core.setpoints import (
+    Attitude,
+    BodyRates,
+    EstimateNeed,
+    PositionVelocityNed,
+    Setpoint,
+)
 from offboardd.errors import SetpointError
 
 # ESTIMATOR_STATUS_FLAGS (common.xml) that must be set for each estimate to count.
@@ -39,6 +45,9 @@ _NEEDED_FLAGS = {
 }
 # ESTIMATOR_STATUS is slow or absent on trimmed links: only a recent one may veto.
 _ESTIMATOR_STATUS_FRESH_S = 3.0
+# Levelling a tilted setpoint keeps the vertical share of its thrust; beyond this tilt the
+# commander's thrust says little about what hovers, and half of it is the bound we keep.
+_MIN_LEVEL_THRUST_SHARE = 0.5
 # time_boot_ms going back by more than this means the FC rebooted (not reordering).
 _REBOOT_BACKSTEP_MS = 2000
 
@@ -193,3 +202,26 @@ class VehicleState:
             )
         except SetpointError:  # a NaN in telemetry: no flyable "here"
             return None
+
+    def level_setpoint(self, last: Setpoint | None) -> Attitude | BodyRates | None:
+        """No "here" to hold (no position estimate), and the commander flew attitude or
+        body rates: stay level, facing where the vehicle faces, on the vertical share of
+        the commander's last thrust (what kept it up, if it was holding height), as PX4's
+        own Descend does without a position. None for every other setpoint: those need an
+        estimate of their own. Without a known heading, rates stop at zero instead."""
+        if not isinstance(last, Attitude | BodyRates):
+            return None
+        att = self.attitude
+        finite = att is not None and all(
+            math.isfinite(a) for a in (att.roll_rad, att.pitch_rad, att.yaw_rad))
+        if isinstance(last, Attitude):  # the tilt it asked for; its heading if none is known
+            w, x, y, z = last.quaternion
+            cos_tilt = 1.0 - 2.0 * (x * x + y * y)
+            yaw = (att.yaw_rad if att is not None and finite
+                   else math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)))
+        elif att is not None and finite:  # rates: the tilt the vehicle has
+            cos_tilt, yaw = math.cos(att.roll_rad) * math.cos(att.pitch_rad), att.yaw_rad
+        else:
+            return BodyRates(0.0, 0.0, 0.0, last.thrust)
+        thrust = last.thrust * max(cos_tilt, _MIN_LEVEL_THRUST_SHARE)
+        return Attitude(math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0), thrust)

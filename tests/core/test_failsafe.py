@@ -3,6 +3,8 @@ release and the mode commands (which are releases with a reason, not preemptions
 
 from __future__ import annotations
 
+import math
+
 from offboardd.core.actions import ArmDisarm, NoticeKind, SendSetpoint
 from offboardd.core.commands import (
     CommanderHeartbeat,
@@ -13,14 +15,21 @@ from offboardd.core.commands import (
     Release,
     SetSetpoint,
 )
-from offboardd.core.events import MAV_CMD_DO_SET_MODE, AckResult, FcLinkDown
+from offboardd.core.events import MAV_CMD_DO_SET_MODE, AckResult, FcAttitude, FcLinkDown
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
-from offboardd.core.setpoints import BodyRates, PositionNed, PositionVelocityNed, VelocityNed
+from offboardd.core.setpoints import (
+    Attitude,
+    BodyRates,
+    PositionNed,
+    PositionVelocityNed,
+    Setpoint,
+    VelocityNed,
+)
 from offboardd.core.settings import EngineSettings, LossAction, ReleaseMode
 from offboardd.errors import ErrorCode
 
-from .bench import Bench
+from .bench import FC, Bench
 
 UP = PositionNed(0, 0, -5)
 
@@ -333,3 +342,60 @@ def test_a_late_answer_to_an_earlier_ask_ends_the_handover() -> None:
     assert b.phase() is Phase.IDLE
     assert b.reply("rel").ok
     assert (b.reply("rel").message or "").startswith("FC reports AUTO.RTL")
+
+
+# -- a hand-over with no "here" to hold (review finding 3, the rest of it) ------------------
+
+PITCH_15 = (math.cos(math.radians(7.5)), 0.0, math.sin(math.radians(7.5)), 0.0)
+
+
+def _lapse_without_estimate(setpoint: Setpoint, attitude: FcAttitude | None) -> list[Setpoint]:
+    """ACTIVE on an attitude-family setpoint; the position estimate goes; the commander
+    goes and the FC answers nothing: what is streamed during the hand-over."""
+    b = Bench()
+    b.engage(setpoint)
+    b.position_alive = False
+    b.step(b.settings.estimate_timeout_s + 0.1)
+    if attitude is not None:
+        b.feed(attitude)
+    t0 = lapse(b)
+    b.step(3.0)
+    assert b.phase() is Phase.RELEASING  # asking for Hold, streaming meanwhile
+    asked_s = b.mode_requests(since=t0)[0][0]
+    return [a.setpoint for _, a in b.actions(SendSetpoint, since=asked_s)]
+
+
+def test_a_handover_without_an_estimate_levels_a_tilted_attitude() -> None:
+    """The helper measured a 15° pitch streamed for 9.9 s after a lease lapse; now the
+    stream levels, faces where the vehicle faces, on the vertical share of the thrust."""
+    sent = _lapse_without_estimate(Attitude(*PITCH_15, thrust=0.6),
+                                   FcAttitude(12_000, 0.0, math.radians(15), 1.0, **FC))
+    assert len(sent) > 40
+    for sp in sent:
+        assert isinstance(sp, Attitude) and (sp.x, sp.y) == (0.0, 0.0)
+        assert math.isclose(2 * math.atan2(sp.z, sp.w), 1.0)
+        assert math.isclose(sp.thrust, 0.6 * math.cos(math.radians(15)))
+
+
+def test_a_handover_without_an_estimate_levels_body_rates_by_the_measured_tilt() -> None:
+    sent = _lapse_without_estimate(BodyRates(0.0, 0.3, 0.0, thrust=0.55),
+                                   FcAttitude(12_000, math.radians(20), 0.0, -2.0, **FC))
+    assert sent and all(isinstance(sp, Attitude) for sp in sent)
+    level = sent[-1]
+    assert isinstance(level, Attitude) and (level.x, level.y) == (0.0, 0.0)
+    assert math.isclose(2 * math.atan2(level.z, level.w), -2.0)
+    assert math.isclose(level.thrust, 0.55 * math.cos(math.radians(20)))
+
+
+def test_a_handover_without_any_attitude_stops_the_rates() -> None:
+    sent = _lapse_without_estimate(BodyRates(0.4, 0.3, 0.2, thrust=0.55), None)
+    assert sent and all(sp == BodyRates(0.0, 0.0, 0.0, 0.55) for sp in sent)
+
+
+def test_levelling_keeps_at_least_half_the_thrust_and_leaves_other_setpoints_alone() -> None:
+    b = Bench()
+    upside_down = Attitude(0.0, 1.0, 0.0, 0.0, thrust=0.8)  # a flip: cos(tilt) = -1
+    level = b.engine.vehicle.level_setpoint(upside_down)
+    assert isinstance(level, Attitude) and math.isclose(level.thrust, 0.4)
+    assert b.engine.vehicle.level_setpoint(VelocityNed(1, 0, 0)) is None
+    assert b.engine.vehicle.level_setpoint(None) is None
