@@ -180,10 +180,19 @@ def handover_progress(eng: OffboardEngine, now: float) -> None:
             eng.out.reply_ok(waiting, message, h.reason)
         return
     if seen is Step.TAKEN:
-        rule = eng.rule(Trigger.FC_MODE_TAKEN, now)  # a takeover only if we fly it
-        if rule.to is not Outcome.IGNORE:
-            preempt(eng, rule, f"FC switched to {mode_name(v.custom_mode)} during the handover")
-            return
+        rule = eng.rule(Trigger.FC_MODE_TAKEN, now)
+        taken = f"FC switched to {mode_name(v.custom_mode)}"
+        if Do.STOP_STREAM in rule.does:  # we flew it: a takeover
+            preempt(eng, rule, f"{taken} during the handover")
+        else:  # a plain mode request: someone chose another mode; we never ask over it
+            message = f"{taken} before it took {h.target_mode.label}; not asked again"
+            reason = rule.reason_for(None)
+            assert reason is not None
+            handovers.take()
+            eng.move(rule, message)
+            for waiting in h.command_ids:
+                eng.out.reply_fail(waiting, reason, message)
+        return
     step = handovers.poll(now)
     if step is Step.SEND:
         if v.target is not None:

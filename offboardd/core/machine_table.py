@@ -143,8 +143,9 @@ FC_EVENTS = [
         why="a pilot, a GCS or a PX4 failsafe took over: never take it back ourselves"),
     row(P.RELEASING, T.FC_MODE_TAKEN, P.PREEMPTED, R.PREEMPTED_MODE, D.STOP_STREAM,
         D.REPLY_FAIL, when=(Fact.STREAMING,), why="taken over during the hand-over"),
-    row(P.RELEASING, T.FC_MODE_TAKEN, IGNORE, when=(NOT_STREAMING,),
-        why="a plain mode request: the FC's mode was never ours to defend"),
+    row(P.RELEASING, T.FC_MODE_TAKEN, P.IDLE, R.PREEMPTED_MODE, D.REPLY_FAIL,
+        when=(NOT_STREAMING,), why="a plain mode request: someone else chose a mode "
+        "meanwhile; asking on would pull the vehicle out of it"),
     row(IN_OFFBOARD, T.FC_DISARMED, P.PREEMPTED, R.PREEMPTED_DISARMED, D.STOP_STREAM,
         D.REPLY_FAIL, why="disarmed under us"),
     row(IN_OFFBOARD, T.FC_DISARMED_ON_COMMAND, P.IDLE, R.COMMANDED_DISARM, D.STOP_STREAM,

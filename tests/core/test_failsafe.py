@@ -325,6 +325,24 @@ def test_a_handover_never_asks_over_a_mode_someone_else_chose() -> None:
     assert not b.engine.feed.running
 
 
+def test_a_plain_mode_request_never_asks_over_a_mode_someone_else_chose() -> None:
+    """The vehicle is not ours; an operator asks for Land, the FC is slow, and a pilot
+    switches to Hold meanwhile: the request ends there (it used to ask for Land again at
+    the next retry, pulling the vehicle out of the pilot's Hold)."""
+    b = Bench()
+    b.connect()
+    t0 = b.now
+    b.feed(Land("l"))
+    b.step(0.3)
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    b.step(5.0)
+    assert [m for _, m in b.mode_requests(since=t0)] == [Px4Mode.AUTO_LAND]
+    reply = b.reply("l")
+    assert not reply.ok and reply.reason is Reason.PREEMPTED_MODE
+    assert (reply.message or "").startswith("FC switched to AUTO.LOITER before it took AUTO.LAND")
+    assert b.phase() is Phase.IDLE and b.engine.handover.current is None
+
+
 def test_a_late_answer_to_an_earlier_ask_ends_the_handover() -> None:
     """RTL timed out and the engine escalated to Hold; the FC then reports RTL: that is
     what we asked for first, so the hand-over is done (no pulling it out into Hold)."""
