@@ -374,15 +374,19 @@ class Runtime:
                 if isinstance(action, SendCompanionHeartbeat):
                     self.codec.mav.srcSystem = action.system_id
                 for msg in self._fc_messages.messages_for(action):
-                    if self.fc_budget.offer(msg, now):  # else it waits its turn (budget.py)
+                    if self.fc_budget.offer(msg, now, action):  # else it waits its turn
                         self._send(msg)
         if transition:
             self._publish_state(now)
 
     def _send_budgeted(self, now: float) -> None:
-        """Commands that waited for the FC link's budget, as it allows."""
-        for msg in self.fc_budget.due(now):
+        """Commands that waited for the FC link's budget, as it allows, if the engine
+        still stands by them (a mode or arm request may have gone stale meanwhile)."""
+        withdrawn = self.fc_budget.withdrawn
+        for msg in self.fc_budget.due(now, self._engine().still_wants):
             self._send(msg)
+        if self.fc_budget.withdrawn != withdrawn:
+            log.info("fc_requests_withdrawn", count=self.fc_budget.withdrawn - withdrawn)
 
     def _send(self, msg: Message) -> None:
         frame = self.codec.encode(msg)

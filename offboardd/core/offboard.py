@@ -21,7 +21,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from offboardd.core.actions import Action, Notice, NoticeKind, SendCompanionHeartbeat
+from offboardd.core.actions import (
+    Action,
+    ArmDisarm,
+    Notice,
+    NoticeKind,
+    RequestMode,
+    SendCompanionHeartbeat,
+)
 from offboardd.core.commands import COMMAND_TYPES
 from offboardd.core.diagnosis import diagnose
 from offboardd.core.engine_commands import ArmRequests, on_command
@@ -44,7 +51,7 @@ from offboardd.core.fc_link import FcChecks, format_version
 from offboardd.core.lease import Lease
 from offboardd.core.machine import Do, Fact, MisuseError, Outcome, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
-from offboardd.core.modes import mode_name
+from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
 from offboardd.core.retry import Retrier
 from offboardd.core.settings import ESCALATION, EngineSettings, LossAction
@@ -225,6 +232,21 @@ class OffboardEngine:
         )
 
     # -- the table ---------------------------------------------------------------------------
+
+    def still_wants(self, action: object) -> bool:
+        """A mode or arm request that waited for the FC link's budget: does the engine
+        still stand by it? A pilot may have taken the vehicle meanwhile; an OFFBOARD or
+        arm request sent after that would take it back. Anything else: yes."""
+        if isinstance(action, RequestMode):
+            if action.mode is Px4Mode.OFFBOARD:
+                return self.phase is Phase.ENGAGING
+            h = self.handover.current
+            return h is not None and h.target_mode is action.mode
+        if isinstance(action, ArmDisarm):
+            pending = self.arms.pending
+            return (action.arm and self.phase is Phase.ARMING) or (
+                pending is not None and pending.arm == action.arm)
+        return True
 
     def rule(self, trigger: Trigger, now: float) -> Rule:
         """The table's rule for `trigger` in the current phase."""

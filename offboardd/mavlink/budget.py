@@ -1,6 +1,9 @@
 """The flight-controller link's budget: setpoints and our heartbeat always go at once;
 commands and requests (COMMAND_LONG, PARAM_REQUEST_READ, ...) share a token bucket, and
 what exceeds it waits in a short queue, in order, a repeat of a queued message dropped.
+A waiting message may carry what asked for it (`tag`): when its turn comes, `due` sends it
+only if the asker still wants it (a pilot may have taken the vehicle while an OFFBOARD
+request waited; sent then, it would take the vehicle back).
 
 Why: on a 57,600-baud radio (~5.7 kB/s) a command flood would starve the setpoint stream
 (issue 15: 1,200 DO_SET_MODEs in 0.3 s). The engine's own retries are paced already; this
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from offboardd.mavlink.translate_out import FORCE_DISARM_MAGIC
@@ -41,9 +45,10 @@ class FcSendBudget:
         self.queue_max = queue_max
         self._tokens = float(burst)
         self._stamp_s = -math.inf
-        self._queue: deque[tuple[bytes, Any]] = deque()
+        self._queue: deque[tuple[bytes, Any, object]] = deque()
         self.queued = 0  # messages that had to wait
         self.dropped = 0  # repeats of a queued message, and overflow (oldest first)
+        self.withdrawn = 0  # waited, and no longer wanted when their turn came
 
     def _refill(self, now: float) -> None:
         if self._stamp_s == -math.inf:
@@ -51,8 +56,9 @@ class FcSendBudget:
         self._tokens = min(float(self.burst), self._tokens + (now - self._stamp_s) * self.rate_hz)
         self._stamp_s = now
 
-    def offer(self, msg: Any, now: float) -> bool:
-        """True: send it now. False: it waits (or was a repeat of one waiting)."""
+    def offer(self, msg: Any, now: float, tag: object = None) -> bool:
+        """True: send it now. False: it waits (or was a repeat of one waiting), with
+        `tag`, what `due` asks about before sending it."""
         if _urgent(msg):
             return True
         self._refill(now)
@@ -60,23 +66,28 @@ class FcSendBudget:
             self._tokens -= 1.0
             return True
         key = _key(msg)
-        if any(k == key for k, _ in self._queue):
+        if any(k == key for k, _, _ in self._queue):
             self.dropped += 1
             return False
         if len(self._queue) >= self.queue_max:
             self._queue.popleft()
             self.dropped += 1
-        self._queue.append((key, msg))
+        self._queue.append((key, msg, tag))
         self.queued += 1
         return False
 
-    def due(self, now: float) -> list[Any]:
-        """Waiting messages whose turn has come, oldest first."""
+    def due(self, now: float, wanted: Callable[[object], bool] = lambda tag: True) -> list[Any]:
+        """Waiting messages whose turn has come, oldest first; one whose tag is no longer
+        `wanted` is dropped and costs no turn."""
         self._refill(now)
         out = []
         while self._queue and self._tokens >= 1.0:
+            _, msg, tag = self._queue.popleft()
+            if tag is not None and not wanted(tag):
+                self.withdrawn += 1
+                continue
             self._tokens -= 1.0
-            out.append(self._queue.popleft()[1])
+            out.append(msg)
         return out
 
     def next_due_s(self) -> float:

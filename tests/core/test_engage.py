@@ -7,11 +7,12 @@ import pytest
 from offboardd.core.actions import (
     ArmDisarm,
     Reply,
+    RequestMode,
     RequestParams,
     SendCompanionHeartbeat,
     SendSetpoint,
 )
-from offboardd.core.commands import Engage
+from offboardd.core.commands import Engage, Land
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
     MAV_CMD_DO_SET_MODE,
@@ -316,3 +317,23 @@ def test_the_old_mode_before_offboard_is_no_takeover() -> None:
     b.step(0.3)
     b.set_mode(Px4Mode.AUTO_LOITER)
     assert b.phase() is Phase.WARMUP
+
+
+def test_the_engine_stands_by_only_the_requests_it_would_still_make() -> None:
+    """What a request that waited for the link's budget is checked against (runtime.py):
+    an OFFBOARD request only while ENGAGING, a hand-over's only for its current mode."""
+    b = Bench()
+    b.connect()
+    target = b.engine.vehicle.target
+    assert target is not None
+    offboard = RequestMode(target, Px4Mode.OFFBOARD)
+    b.commander_alive = True
+    b.feed(Engage("e", PositionNed(0, 0, -5)))
+    b.step(b.settings.warmup_s + 0.01)
+    assert b.phase() is Phase.ENGAGING and b.engine.still_wants(offboard)
+    assert not b.engine.still_wants(ArmDisarm(target, arm=True))
+    b.set_mode(Px4Mode.AUTO_RTL)  # a GCS presses Return
+    assert b.phase() is Phase.PREEMPTED and not b.engine.still_wants(offboard)
+    b.feed(Land("l"))
+    assert b.engine.still_wants(RequestMode(target, Px4Mode.AUTO_LAND))
+    assert not b.engine.still_wants(RequestMode(target, Px4Mode.AUTO_LOITER))

@@ -24,6 +24,8 @@ from offboardd.core.setpoints import (
     VelocityBody,
     VelocityNed,
 )
+from offboardd.mavlink.budget import FcSendBudget
+from offboardd.mavlink.codec import dialect as d
 from tests.integration.harness import flight
 
 MAV_FRAME_GLOBAL_INT = 5  # common.xml MAV_FRAME
@@ -159,6 +161,32 @@ async def test_gcs_takeover_stops_the_stream_and_stays_stopped() -> None:
         assert not reply.ok
         await asyncio.sleep(0.3)
         assert fl.sim.vehicle.mode_name == "AUTO.LOITER"
+
+
+async def test_an_offboard_request_that_waited_for_the_link_budget_is_withdrawn_on_takeover(
+) -> None:
+    """The link's command budget is spent (a slow radio, a burst of requests), so the
+    engage's DO_SET_MODE OFFBOARD waits its turn; a pilot takes the sticks meanwhile
+    (Position; the sim starts in Hold, the mode the engage forgives). When
+    the turn comes the request is dropped: sent, it would take the vehicle back."""
+    async with flight() as fl:
+        await fl.wait_fc_ready()
+        loop = asyncio.get_running_loop()
+        budget = fl.runtime.fc_budget = FcSendBudget(rate_hz=0.4, burst=1)
+        assert budget.offer(d.MAVLink_command_long_message(1, 1, 512, 0, 0, 0, 0, 0, 0, 0, 0),
+                            loop.time())  # (not sent: it only spends the one token)
+        fl.keep_lease()
+        engage = asyncio.ensure_future(
+            fl.command(Engage(fl.next_id("engage"), PositionNed(0.0, 0.0, -3.0))))
+        await fl.wait_for(lambda: fl.phase == "engaging", 3.0, "engaging")
+        assert budget.queued == 1 and not fl.sim.record.offboard_requests
+        fl.sim.pilot_mode_switch("POSCTL")
+        await fl.wait_for(lambda: fl.phase == "preempted", 1.5, "preempted")
+        assert not (await engage).ok
+        await fl.wait_for(lambda: budget.withdrawn == 1, 4.0, "the waiting request withdrawn")
+        await asyncio.sleep(0.3)
+        assert not fl.sim.record.offboard_requests, "OFFBOARD asked for over the pilot"
+        assert fl.sim.vehicle.mode_name == "POSCTL"
 
 
 async def test_fc_link_loss_stops_and_does_not_reengage_on_return() -> None:

@@ -36,3 +36,11 @@ def test_a_command_flood_goes_out_at_the_budget_in_order_repeats_dropped() -> No
         t = b.next_due_s()
         out += [m.param2 for m in b.due(t)]
     assert out == [4, 5, 6, 7] and math.isclose(t, 0.4)
+
+
+def test_a_waiting_message_no_longer_wanted_is_dropped_and_costs_no_turn() -> None:
+    b = FcSendBudget(rate_hz=10.0, burst=1)
+    assert b.offer(mode(1), 0.0)
+    assert not b.offer(mode(2), 0.0, "stale") and not b.offer(mode(3), 0.0, "current")
+    out = [m.param2 for m in b.due(0.1, lambda tag: tag != "stale")]
+    assert out == [3] and b.withdrawn == 1 and b.next_due_s() == math.inf
