@@ -195,7 +195,8 @@ class Commander:
                 fallback = self._rc_loss_action()
         if fallback is None:
             return None
-        # Without a position estimate PX4 cannot Hold or Return: it descends (AUTO.LAND).
+        # Without a position estimate PX4 cannot Hold, Return or Land: it descends blind
+        # (Descend, which it reports as AUTO.LAND).
         if fallback.needs_position and not self.estimator_valid:
             return modes.LAND
         return fallback
