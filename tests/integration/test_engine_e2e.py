@@ -143,6 +143,28 @@ async def test_lease_lapse_holds_then_runs_the_loss_action() -> None:
         assert len(fl.sim.record.setpoints) == count, "stream stopped after the loss action"
 
 
+async def test_a_lease_lapse_without_an_estimate_levels_an_attitude_stream() -> None:
+    """Flying a 15° pitch (attitude + thrust), the position estimate lost, the commander
+    gone: the daemon asks for Land, and until PX4 answers it streams level flight, not
+    the tilt nobody commands any more. PX4 refuses Land without a position (its mode
+    requirements), so the daemon stops and PX4's own loss action descends."""
+    async with flight(engine={"command_loss_action": "land"}) as fl:
+        await fl.takeoff(-10.0)
+        half_pitch_rad = math.radians(15) / 2
+        tilt = Attitude(math.cos(half_pitch_rad), 0.0, math.sin(half_pitch_rad), 0.0, thrust=0.5)
+        assert (await fl.command(SetSetpoint(fl.next_id(), tilt))).ok
+        await fl.wait_for(lambda: fl.sim.vehicle.attitude_rad[1] > math.radians(14), 1.0,
+                          "pitched 15°")
+        fl.sim.set_estimator_valid(False)
+        await asyncio.sleep(0.3)
+        fl.drop_lease()
+        await fl.wait_for(lambda: fl.phase == "releasing", 2.5, "handing over")
+        await fl.wait_for(lambda: abs(fl.sim.vehicle.attitude_rad[1]) < math.radians(2), 0.8,
+                          "level")
+        await fl.wait_for(lambda: fl.phase == "failsafe", 8.0, "Land refused: stopped")
+        await fl.wait_for(lambda: fl.sim.vehicle.mode_name == "AUTO.LAND", 2.0, "descending")
+
+
 async def test_gcs_takeover_stops_the_stream_and_stays_stopped() -> None:
     async with flight() as fl:
         await fl.takeoff(-3.0)
