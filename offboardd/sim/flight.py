@@ -92,9 +92,10 @@ class FlightTasks:
         speed = params.get_float("MPC_LAND_SPEED")
         if state.altitude_m > _LAND_FAST_ALT_M:
             speed = params.get_float("MPC_Z_VEL_MAX_DN")
+        # Blind (PX4's Descend, FlightTaskDescend): no horizontal control at all, level
+        # ("stay level to minimize horizontal drift"): the vehicle drifts, it never brakes.
         horizontal = (north, east, None) if estimator_valid else (None, None, None)
-        vel = (None if estimator_valid else 0.0, None if estimator_valid else 0.0, speed)
-        return KinematicTarget(horizontal, vel, (None, None, None), yaw)
+        return KinematicTarget(horizontal, (None, None, speed), (None, None, None), yaw)
 
     def landed(self, state: BodyState, *, armed: bool, was_landed: bool, now_s: float) -> bool:
         """PX4's land detector, simplified: airborne above 0.3 m; landed again after about
