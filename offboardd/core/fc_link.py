@@ -131,6 +131,10 @@ class FcChecks:
         """Record a parameter; once all are known, the settings users trip over."""
         if name not in REQUIRED_PARAMS + OPTIONAL_PARAMS:
             return []
+        if not math.isfinite(value) or (name == "COM_OF_LOSS_T" and not 0 <= value <= 60):
+            # A corrupt or hostile PARAM_VALUE must not become a setting we act on (or a
+            # NaN that every later int() of it raises on): what we knew stands.
+            return [f"FC sent {name} = {value}, not a value PX4 allows: ignored"]
         self.params[name] = value
         return self._after_update()
 

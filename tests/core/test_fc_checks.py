@@ -24,6 +24,7 @@ from offboardd.core.events import (
     MAV_AUTOPILOT_INVALID,
     FcHeartbeat,
     FcLocalPosition,
+    FcParamValue,
 )
 from offboardd.core.modes import Px4Mode, mode_from_custom, mode_name
 from offboardd.core.reasons import Phase, Reason
@@ -217,3 +218,23 @@ def test_a_cycle_folds_what_the_link_held_before_it_judges_the_fc_timeout() -> N
     assert engine.fc_up and not [a for a in stepped if isinstance(a, Notice)]
     handled = engine.handle_all([b.fc.heartbeat()], late())
     assert [a.kind for a in handled if isinstance(a, Notice)] == [NoticeKind.FC_LINK] * 2
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("COM_OBL_RC_ACT", math.nan), ("NAV_RCL_ACT", math.inf), ("COM_OF_LOSS_T", -1.0),
+    ("COM_OF_LOSS_T", math.nan), ("COM_RC_OVERRIDE", -math.inf),
+])
+def test_a_parameter_value_px4_cannot_have_is_ignored_and_the_state_still_reads(
+    name: str, value: float
+) -> None:
+    """Found by review: one CRC-valid PARAM_VALUE with COM_OBL_RC_ACT = NaN made every
+    later state snapshot raise (int(nan)), and on a serial link the daemon exited."""
+    b = Bench()
+    b.connect()
+    b.feed(FcParamValue(name, value, **FC))
+    assert any(name in n.message and "ignored" in n.message
+               for n in b.notices(NoticeKind.WARNING))
+    assert b.engine.checks.params.get(name) == PX4_PARAMS.get(name)
+    json.dumps(b.engine.snapshot(b.now).as_dict())  # the state still reads
+    b.engage(UP)
+    assert b.phase() is Phase.ACTIVE
