@@ -233,12 +233,17 @@ class Runtime:
         self._handle([token], self._now())
 
     def _on_bytes(self, data: bytes) -> None:
-        if self.fc_input.decode(data, self._now()):  # one clock read for the whole chunk
-            self.link.confirm_sender()
-        if self.recorder is not None:
-            self.recorder.frames_in()
-        if not self.link.polled:  # a polled link's reach the engine once per poll, together
-            self._handle_fc_events()
+        try:
+            if self.fc_input.decode(data, self._now()):  # one clock read for the whole chunk
+                self.link.confirm_sender()
+            if self.recorder is not None:
+                self.recorder.frames_in()
+            if not self.link.polled:  # a polled link's reach the engine once per poll
+                self._handle_fc_events()
+        except Exception:  # a bug: logged and counted like one in a cycle. Raised into a
+            # serial or TCP link's reader, it would end the link task and the daemon with it.
+            self.internal_errors += 1
+            log.exception("internal_error", where="fc_bytes")
 
     def _on_message_error(self, msg: Message) -> None:
         self.internal_errors += 1

@@ -246,6 +246,27 @@ async def test_serial_pty_link_flies_a_takeoff() -> None:
         assert fl.sim.vehicle.mode_name == "OFFBOARD" and fl.sim.vehicle.armed
 
 
+async def test_a_bug_in_decoding_on_a_serial_link_is_counted_and_the_daemon_flies_on() -> None:
+    """An exception raised while handling the FC's bytes on a link that is not polled
+    (serial, TCP) used to end the link's task and the daemon with it (found by review)."""
+    async with flight(link="serial") as fl:
+        await fl.takeoff(-2.0)
+        decode = fl.runtime.fc_input.decode
+        calls = 0
+
+        def fails_once(data: bytes, now: float) -> bool:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise RuntimeError("a bug")
+            return decode(data, now)
+
+        fl.runtime.fc_input.decode = fails_once  # type: ignore[method-assign]
+        await fl.wait_for(lambda: calls > 20, 2.0, "the link read on")
+        assert fl.runtime.internal_errors == 1 and fl.phase == "active"
+        fl.runtime.internal_errors = 0  # (the harness checks for none on the way out)
+
+
 async def test_two_commanders_with_the_same_command_id_each_get_their_reply() -> None:
     async with flight() as fl:
         await fl.wait_fc_ready()
