@@ -182,13 +182,17 @@ class Runtime:
         engine, loop = self._engine(), self._loop
         assert loop is not None
         self.notifier.stopping("releasing the vehicle")
-        if Phase(engine.phase) not in STREAMING_PHASES:
+        phase = Phase(engine.phase)
+        if phase is Phase.RELEASING:  # a hand-over under way (release, land, loss action):
+            log.info("shutdown_awaits_handover")  # it is what was asked for; see it through
+        elif phase not in STREAMING_PHASES:
             return
-        log.info("shutdown_release")
-        reply = self.submit(Release(command_id="shutdown"))
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_SHUTDOWN_RELEASE_S):
-                await asyncio.shield(reply)
+        else:
+            log.info("shutdown_release")
+            reply = self.submit(Release(command_id="shutdown"))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_SHUTDOWN_RELEASE_S):
+                    await asyncio.shield(reply)
         deadline = loop.time() + _SHUTDOWN_RELEASE_S
         while Phase(engine.phase) in STREAMING_PHASES | {Phase.RELEASING}:
             if loop.time() > deadline:
