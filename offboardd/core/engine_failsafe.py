@@ -11,6 +11,7 @@ Must not: name a next phase; the table does.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from offboardd.core.actions import NoticeKind, RequestMode
@@ -21,6 +22,7 @@ from offboardd.core.machine import Do, Outcome, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import Phase, Reason
+from offboardd.core.setpoints import Attitude, BodyRates
 from offboardd.core.settings import ESCALATION
 
 if TYPE_CHECKING:
@@ -143,9 +145,7 @@ def start_handover(
     commander's last setpoint (a velocity, a motion, or pushing out of the fence) has no
     lease behind it any more, and a silent FC can make the hand-over last seconds. With no
     "here", an attitude or body-rate stream levels off instead (`level_setpoint`)."""
-    v = eng.vehicle
-    hold = (v.hold_setpoint(now) or v.level_setpoint(eng.feed.setpoint)
-            if eng.feed.running else None)
+    hold = (eng.vehicle.hold_setpoint(now) or _level(eng)) if eng.feed.running else None
     if hold is not None:
         eng.feed.send_now(hold, eng.vehicle.target, now)
     previous = eng.handover.current
@@ -159,6 +159,17 @@ def start_handover(
         start_custom_mode=eng.vehicle.custom_mode, now=now,
     )  # fmt: skip
     eng.move(rule, f"requesting {chain[0].label}")
+
+
+def _level(eng: OffboardEngine) -> Attitude | BodyRates | None:
+    """The stream levelled (VehicleState.level_setpoint), its thrust kept within the
+    envelope's: it is ours, not a commander's, and admission never saw it."""
+    level = eng.vehicle.level_setpoint(eng.feed.setpoint)
+    if level is None:
+        return None
+    limits = eng.envelope.settings
+    thrust = min(max(level.thrust, limits.min_thrust), limits.max_thrust)
+    return dataclasses.replace(level, thrust=thrust)
 
 
 def handover_progress(eng: OffboardEngine, now: float) -> None:

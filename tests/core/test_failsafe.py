@@ -15,6 +15,7 @@ from offboardd.core.commands import (
     Release,
     SetSetpoint,
 )
+from offboardd.core.envelope_settings import EnvelopeSettings, LimitAction
 from offboardd.core.events import MAV_CMD_DO_SET_MODE, AckResult, FcAttitude, FcLinkDown
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
@@ -417,3 +418,19 @@ def test_levelling_keeps_at_least_half_the_thrust_and_leaves_other_setpoints_alo
     assert isinstance(level, Attitude) and math.isclose(level.thrust, 0.4)
     assert b.engine.vehicle.level_setpoint(VelocityNed(1, 0, 0)) is None
     assert b.engine.vehicle.level_setpoint(None) is None
+
+
+def test_a_levelled_stream_keeps_within_the_envelopes_thrust() -> None:
+    """Found by the envelope fuzz: levelling a tilted attitude took its thrust below the
+    envelope's min_thrust (0.094 against 0.1); the stream is ours, admission never saw it."""
+    envelope = EnvelopeSettings(min_thrust=0.2, thrust_action=LimitAction.REJECT)
+    b = Bench(EngineSettings(envelope=envelope))
+    b.engage(Attitude(*PITCH_15, thrust=0.2))
+    b.position_alive = False
+    b.step(b.settings.estimate_timeout_s + 0.1)
+    b.feed(FcAttitude(12_000, 0.0, math.radians(15), 0.0, **FC))
+    t0 = lapse(b)
+    b.step(1.0)
+    sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t0)]
+    levelled = [sp for sp in sent if isinstance(sp, Attitude) and sp.y == 0.0]
+    assert levelled and all(sp.thrust == 0.2 for sp in levelled)
