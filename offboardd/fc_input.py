@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from offboardd.core.events import Event
+from offboardd.core.events import MAV_AUTOPILOT_INVALID, Event
 from offboardd.mavlink import translate
 from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.mavlink.telemetry import TelemetryCache, message_document
@@ -31,10 +31,15 @@ class FcInput:
         self._relay = relay
         self._on_error = on_error
         self._pending: list[Event] = []  # translated, not yet fed to the engine
+        # The system the engine follows, once it adopted one (the runtime keeps it current):
+        # only a frame from it vouches for its sender as the address setpoints go to.
+        self.fc_target_system: int | None = None
 
     def decode(self, data: bytes, now: float) -> bool:
         """Take one chunk of link bytes; True when it held valid MAVLink (signed, when
-        signing is on): a sender worth replying to."""
+        signing is on) from the flight controller: a sender worth replying to. Valid
+        MAVLink from anyone else (a GCS's heartbeat sent to our port) is no reason to
+        send our setpoints there: that once took the stream away from PX4 (review)."""
         messages = self.codec.decode(data, now)
         if self.whole_frames:
             # A sender's leftover must not complete, or hold back, the next chunk: the
@@ -43,14 +48,23 @@ class FcInput:
             # follow a garbage sender that way; with nothing kept, only a sender's own
             # bytes can vouch for it.
             self.codec.reset()
+        from_fc = False
         for msg in messages:
             if self.fc_system_id and msg.get_srcSystem() != self.fc_system_id:
                 continue
+            from_fc = from_fc or self._from_fc(msg)
             try:
                 self._on_message(msg, now)
             except Exception:  # a bug must not take the FC link down mid-flight
                 self._on_error(msg)
-        return bool(messages)
+        return from_fc
+
+    def _from_fc(self, msg: Message) -> bool:
+        """From the autopilot the engine follows; before it follows one, an autopilot's
+        HEARTBEAT (a GCS or a companion heartbeats with autopilot INVALID)."""
+        if self.fc_target_system is not None:
+            return bool(msg.get_srcSystem() == self.fc_target_system)
+        return msg.get_type() == "HEARTBEAT" and bool(msg.autopilot != MAV_AUTOPILOT_INVALID)
 
     def _on_message(self, msg: Message, now: float) -> None:
         self.telemetry.update(msg)

@@ -287,6 +287,8 @@ class Runtime:
         vehicle = engine.vehicle
         before = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
         actions = engine.step(events, now) if cycle else engine.handle_all(events, now)
+        target = vehicle.target  # whose frames vouch for a UDP sender (fc_input.py)
+        self.fc_input.fc_target_system = None if target is None else target.system_id
         self._dispatch(actions, now)
         if (vehicle.custom_mode, vehicle.armed, vehicle.landed_state) != before:
             # Subscribers see the FC's mode, arming and landing at once, not a second later.

@@ -117,6 +117,7 @@ async def flight(
     sim: dict[str, Any] | None = None,
     link: str = "udp",
     recorder: RecorderSettings | None = None,
+    mavlink: dict[str, Any] | None = None,
 ) -> AsyncIterator[Flight]:
     """A sim and a runtime talking over `link` ("udp" or "serial"); torn down on exit."""
     # Laid out like PX4 SITL: the vehicle sends to the port the companion listens on.
@@ -131,7 +132,7 @@ async def flight(
             else f"udpin://127.0.0.1:{companion_port}"
         )
         config = DaemonConfig(
-            mavlink=MavlinkSettings(url=parse_link_url(url)),
+            mavlink=MavlinkSettings(url=parse_link_url(url), **(mavlink or {})),
             engine=dataclasses.replace(EngineSettings(), **(engine or {})),
             recorder=recorder or RecorderSettings(),
         )

@@ -1,0 +1,57 @@
+"""A second MAVLink sender on the daemon's udpin port (found by review): a GCS heartbeating
+to it, valid MAVLink but not the flight controller's, must not become the address the
+setpoints go to. It did: at 50 Hz the sim got 18 of 100 setpoints in 5 s, at 200 Hz none,
+and PX4's offboard-loss action followed."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import socket
+
+import pytest
+
+from offboardd.mavlink.codec import dialect as d
+from tests.integration.harness import flight
+
+pytestmark = pytest.mark.integration
+
+MAV_TYPE_GCS, MAV_AUTOPILOT_INVALID = 6, 8
+
+
+async def _heartbeat_from_a_gcs(port: int, seconds: float, rate_hz: float) -> int:
+    """Heartbeat at the port; return how many datagrams came back."""
+    mav = d.MAVLink(None, srcSystem=42, srcComponent=190)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.setblocking(False)
+        loop = asyncio.get_running_loop()
+        end, received = loop.time() + seconds, 0
+        while loop.time() < end:
+            heartbeat = d.MAVLink_heartbeat_message(MAV_TYPE_GCS, MAV_AUTOPILOT_INVALID, 0, 0, 4, 3)
+            sock.sendto(heartbeat.pack(mav), ("127.0.0.1", port))
+            try:
+                while True:
+                    sock.recvfrom(65535)
+                    received += 1
+            except BlockingIOError:
+                pass
+            await asyncio.sleep(1 / rate_hz)
+        return received
+
+
+@pytest.mark.parametrize("fc_system_id", [0, 1])
+async def test_a_gcs_heartbeating_to_the_daemons_port_never_gets_the_setpoints(
+    fc_system_id: int,
+) -> None:
+    async with flight(mavlink={"fc_system_id": fc_system_id}) as fl:
+        await fl.takeoff(-3.0)
+        port = fl.runtime.config.mavlink.url.port
+        assert port is not None
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        received = await _heartbeat_from_a_gcs(port, 2.0, 50.0)
+        times = [s.time_s for s in fl.sim.record.valid_setpoints() if s.time_s >= t0]
+        assert received == 0, "the daemon sent to the GCS"
+        assert len(times) >= 35 and max(b - a for a, b in itertools.pairwise(times)) < 0.2
+        assert fl.sim.vehicle.mode_name == "OFFBOARD" and fl.phase == "active"
