@@ -29,7 +29,7 @@ import structlog
 from offboardd import heap
 from offboardd.config import DaemonConfig
 from offboardd.core.actions import Action, Notice, NoticeKind, Reply, SendCompanionHeartbeat
-from offboardd.core.commands import Command, Release
+from offboardd.core.commands import Command, Release, SetSetpoint
 from offboardd.core.events import Event, FcLinkDown, FcLinkUp
 from offboardd.core.offboard import OffboardEngine
 from offboardd.core.reasons import STREAMING_PHASES, Phase
@@ -42,7 +42,7 @@ from offboardd.mavlink.links import Link, LinkState, open_link
 from offboardd.mavlink.signing import refusal_hint
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
 from offboardd.mqtt.queries import FlightsQuery
-from offboardd.mqtt.rates import Admit, CommanderRates
+from offboardd.mqtt.rates import Admit, CommanderRates, lane_of
 from offboardd.mqtt.schema import encode_command
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
 from offboardd.mqtt.wire import MqttErrorCode
@@ -210,9 +210,11 @@ class Runtime:
         return future
 
     def _on_inbound(self, inbound: InboundCommand) -> None:
-        route = inbound.route
-        verdict = self.rates.admit((route.topic, route.reply_on_success), self._now())
-        command = inbound.command
+        route, command = inbound.route, inbound.command
+        kind = "flights" if isinstance(command, FlightsQuery) else command.kind.value
+        lane = lane_of(kind, on_setpoint_topic=isinstance(command, SetSetpoint)
+                       and not route.reply_on_success)  # (the setpoint topic's are not replied)
+        verdict = self.rates.admit((route.topic, lane), self._now())
         if verdict is Admit.ACCEPT:
             if isinstance(command, FlightsQuery):
                 if self.queries is not None:

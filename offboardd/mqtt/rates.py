@@ -5,8 +5,11 @@ refused with `rate_limited`; the refusals are themselves limited (one per `refus
 per commander), so a flood is not answered by a flood.
 
 A commander is its reply route: MQTT 5 clients name their own response topic; clients
-without one share the default reply topic. The high-rate `setpoint` topic has a bucket of
-its own. Pure: `now` comes in.
+without one share the default reply topic. Each route has three buckets (`Lane`): the
+high-rate `setpoint` topic's, the commands', and one for the commands that hand the
+vehicle back or stop it, so that a flood of anything else from the same route (every
+MQTT 3.1.1 client shares one) can never get a `land` refused (found by review: one in
+three was). Pure: `now` comes in.
 """
 
 from __future__ import annotations
@@ -14,7 +17,21 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-CommanderKey = tuple[str, bool]  # (reply topic, on the cmd topic)
+
+class Lane(enum.Enum):
+    SETPOINT = "setpoint"  # the setpoint topic
+    CMD = "cmd"  # commands, heartbeats, setpoints sent on cmd
+    SAFETY = "safety"  # hold, land, rtl, release, emergency_stop
+
+
+SAFETY_KINDS = frozenset({"hold", "land", "rtl", "release", "emergency_stop"})
+CommanderKey = tuple[str, Lane]  # (reply topic, lane)
+
+
+def lane_of(kind: str, *, on_setpoint_topic: bool) -> Lane:
+    if kind in SAFETY_KINDS:
+        return Lane.SAFETY
+    return Lane.SETPOINT if on_setpoint_topic else Lane.CMD
 
 
 class Admit(enum.Enum):
@@ -39,7 +56,7 @@ class RateSettings:
     setpoint_rate_hz: float = 100.0
     setpoint_burst: int = 100
     refusal_gap_s: float = 0.25
-    max_commanders: int = 256  # buckets kept; the oldest forgotten beyond
+    max_commanders: int = 256  # buckets kept (a route has up to 3); the oldest forgotten
 
 
 class CommanderRates:
@@ -51,8 +68,8 @@ class CommanderRates:
 
     def admit(self, key: CommanderKey, now: float) -> Admit:
         s = self.settings
-        rate, burst = ((s.cmd_rate_hz, s.cmd_burst) if key[1]
-                       else (s.setpoint_rate_hz, s.setpoint_burst))
+        rate, burst = ((s.setpoint_rate_hz, s.setpoint_burst) if key[1] is Lane.SETPOINT
+                       else (s.cmd_rate_hz, s.cmd_burst))
         bucket = self._buckets.get(key)
         if bucket is None:
             if len(self._buckets) >= s.max_commanders:

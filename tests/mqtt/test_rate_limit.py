@@ -12,7 +12,7 @@ import pytest
 
 from offboardd.config import DaemonConfig, MavlinkSettings
 from offboardd.mavlink.links import parse_link_url
-from offboardd.mqtt.rates import Admit, CommanderRates, RateSettings
+from offboardd.mqtt.rates import Admit, CommanderRates, Lane, RateSettings, lane_of
 from offboardd.mqtt.topics import Topics
 from tests.conftest import Broker, free_port
 from tests.integration.harness import serving
@@ -24,14 +24,23 @@ T = Topics.for_vehicle("flood")
 
 def test_buckets_per_commander_with_refusals_themselves_limited() -> None:
     rates = CommanderRates(RateSettings(cmd_rate_hz=10.0, cmd_burst=2, refusal_gap_s=0.25))
-    a, b = ("inbox/a", True), ("inbox/b", True)
+    a, b = ("inbox/a", Lane.CMD), ("inbox/b", Lane.CMD)
     assert [rates.admit(a, 0.0) for _ in range(4)] == [
         Admit.ACCEPT, Admit.ACCEPT, Admit.REFUSE, Admit.DROP]
     assert rates.admit(b, 0.0) is Admit.ACCEPT  # another commander has its own bucket
     assert rates.admit(a, 0.1) is Admit.ACCEPT  # one token back after 0.1 s at 10/s
     assert rates.admit(a, 0.1) is Admit.DROP  # refused 0.1 s ago: not said again yet
     assert rates.admit(a, 0.3) is Admit.ACCEPT
-    assert rates.admit(("inbox/a", False), 0.0) is Admit.ACCEPT  # the setpoint topic's own
+    assert rates.admit(("inbox/a", Lane.SETPOINT), 0.0) is Admit.ACCEPT  # the setpoint topic's
+    assert rates.admit(("inbox/a", Lane.SAFETY), 0.0) is Admit.ACCEPT  # land & co have their own
+
+
+def test_the_lane_of_a_command() -> None:
+    assert lane_of("land", on_setpoint_topic=False) is Lane.SAFETY
+    assert lane_of("emergency_stop", on_setpoint_topic=False) is Lane.SAFETY
+    assert lane_of("heartbeat", on_setpoint_topic=False) is Lane.CMD
+    assert lane_of("setpoint", on_setpoint_topic=True) is Lane.SETPOINT
+    assert lane_of("setpoint", on_setpoint_topic=False) is Lane.CMD
 
 
 async def test_a_flooding_commander_is_refused_with_rate_limited(mosquitto: Broker) -> None:
@@ -59,3 +68,26 @@ async def test_a_flooding_commander_is_refused_with_rate_limited(mosquitto: Brok
             async for message in polite.messages:  # handled by the engine, not rate-limited
                 assert json.loads(bytes(message.payload))["code"] == "fc_timeout"
                 break
+
+
+async def test_a_flood_of_heartbeats_never_gets_a_land_refused(mosquitto: Broker) -> None:
+    """Found by review: commanders sharing a reply route (every MQTT 3.1.1 client does) share
+    its bucket, and one that floods got another's `land` refused. Land & co have a bucket
+    of their own per route."""
+    config = DaemonConfig(
+        mavlink=MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{free_port()}")),
+        mqtt=dataclasses.replace(settings_for(mosquitto.port), vehicle_id="flood"))
+    async with serving(config, mqtt=True), observer(mosquitto.port) as client:
+        await client.subscribe("shared/inbox", 1)
+        props = request_properties("shared/inbox", b"x")
+        for i in range(400):
+            await client.publish(T.cmd, dumps({"v": 1, "id": f"h{i}", "cmd": "heartbeat"}),
+                                 qos=0, properties=props)
+        await client.publish(T.cmd, dumps({"v": 1, "id": "land", "cmd": "land"}), qos=1,
+                             properties=props)
+        async with asyncio.timeout(10.0):
+            async for message in client.messages:
+                reply = json.loads(bytes(message.payload))
+                if reply["id"] == "land":
+                    break
+        assert reply["code"] == "fc_timeout", reply  # the engine's answer: no FC here
