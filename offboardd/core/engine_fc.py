@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 
 from offboardd.core.actions import NoticeKind
 from offboardd.core.engine_engage import engaged, offboard_confirmed
-from offboardd.core.engine_failsafe import abandon, check_breach, handover_progress, preempt
+from offboardd.core.engine_failsafe import (
+    abandon,
+    check_breach,
+    fail_pending,
+    handover_progress,
+    preempt,
+)
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
     MAV_CMD_DO_SET_MODE,
@@ -101,6 +107,31 @@ def fc_lost(eng: OffboardEngine, now: float, detail: str) -> None:
     eng.vehicle.target = None
     eng.out.notice(NoticeKind.FC_LINK, f"FC lost ({detail})")
     abandon(eng, Trigger.FC_LOST, now, f"FC lost ({detail}); stopped streaming")
+
+
+# Streaming, nothing heard from the FC for this share of its COM_OF_LOSS_T: stop (FC_SILENT).
+# Below 1 so that we stop before PX4 judges our stream lost, never after: a link that comes
+# back between the two would let our stream take the vehicle back from PX4's loss action
+# (px4-offboard.md §3; seen on real PX4 after a 1.5 s blackout, found by review).
+FC_SILENCE_SHARE = 0.9
+
+
+def fc_silence_limit_s(eng: OffboardEngine) -> float:
+    return FC_SILENCE_SHARE * (eng.checks.loss_timeout_s or 1.0)
+
+
+def fc_silent(eng: OffboardEngine, now: float) -> None:
+    rule = eng.rule(Trigger.FC_SILENT, now)
+    reason = rule.reason_for(None)
+    assert reason is not None
+    silence_s = eng.vehicle.silence_s(now) or 0.0
+    message = (f"nothing heard from the FC for {silence_s:.2f} s while streaming: stopped, "
+               "so that a link coming back cannot take the vehicle back from PX4's "
+               "offboard-loss action; a new engage is needed")
+    fail_pending(eng, reason, message)
+    eng.stop_stream()
+    eng.move(rule, message)
+    eng.out.notice(NoticeKind.FAILSAFE, message, reason)
 
 
 def fc_rebooted(eng: OffboardEngine, now: float) -> None:

@@ -59,6 +59,7 @@ class Trigger(StrEnum):
     FC_ARM_REFUSED = "fc_arm_refused"  # an ACK refusing ARM_DISARM
     FC_LOST = "fc_lost"  # no HEARTBEAT for fc_timeout_s, or the transport closed
     FC_REBOOTED = "fc_rebooted"  # time_boot_ms went back
+    FC_SILENT = "fc_silent"  # nothing from the FC for most of COM_OF_LOSS_T, while streaming
     # timers
     WARMUP_DONE = "warmup_done"  # warmup_s of steady streaming
     WARMUP_STALLED = "warmup_stalled"  # the warm-up ended with a gap > COM_OF_LOSS_T / 2

@@ -177,6 +177,14 @@ for _trigger, _reason in ((T.FC_LOST, R.FC_LINK_LOST), (T.FC_REBOOTED, R.FC_REBO
             why="nothing of ours to stop; waiting commands fail with the reason"),
     ]
 
+FC_EVENTS += [
+    row(HANDING_BACK | {P.RELEASING}, T.FC_SILENT, P.FAILSAFE, R.FC_SILENT, D.STOP_STREAM,
+        D.REPLY_FAIL, D.NOTICE,
+        why="streaming, nothing heard for 0.9 × COM_OF_LOSS_T: if the link is down both ways "
+            "PX4 fails safe now, and a stream the link brought back would take the vehicle "
+            "back (§3). Judged only while streaming, once OFFBOARD was asked for"),
+]
+
 TIMERS = [
     row(P.WARMUP, T.WARMUP_DONE, P.ENGAGING, None, D.REQUEST_OFFBOARD,
         when=((Fact.FC_IN_OFFBOARD, False),), why="warmup_s of steady streaming (§1)"),

@@ -39,7 +39,7 @@ from offboardd.core.engine_engage import (
     warmup_over,
 )
 from offboardd.core.engine_failsafe import handover_progress, lease_lapsed, loss_action
-from offboardd.core.engine_fc import fc_lost, on_fc_event
+from offboardd.core.engine_fc import fc_lost, fc_silence_limit_s, fc_silent, on_fc_event
 from offboardd.core.engine_fence import EnvelopeGuard
 from offboardd.core.engine_handover import Handovers
 from offboardd.core.engine_motion import finishing_allowed
@@ -77,6 +77,7 @@ _WARMUP_PHASES = _armed_in(Trigger.WARMUP_DONE)
 _OFFBOARD_RETRY_PHASES = _armed_in(Trigger.OFFBOARD_RETRIES_EXHAUSTED)
 _ARM_RETRY_PHASES = _armed_in(Trigger.ARM_RETRIES_EXHAUSTED)
 _HOLD_PHASES = _armed_in(Trigger.HOLD_EXPIRED)
+_SILENCE_PHASES = _armed_in(Trigger.FC_SILENT)
 # Where the stream may run: the streaming phases, and RELEASING until the FC takes the mode.
 _STREAM_ALLOWED = STREAMING_PHASES | {Phase.RELEASING}
 # Where a planned motion's clock runs: the vehicle is ours (before: it waits at its start).
@@ -173,6 +174,9 @@ class OffboardEngine:
                  self.guard.home_deadline(self.fc_up)]  # fmt: skip
         if self.fc_up and self.vehicle.last_heartbeat_s is not None:
             times.append(self.vehicle.last_heartbeat_s + self.settings.fc_timeout_s)
+        heard_s = self.vehicle.last_heard_s
+        if phase in _SILENCE_PHASES and self.feed.running and heard_s is not None:
+            times.append(heard_s + fc_silence_limit_s(self))
         if self.vehicle.target is not None and self.fc_up and times[0] == math.inf:
             # While streaming, the companion heartbeat rides on the next tick (at most a
             # stream period late): a wake-up of its own costs as much as a tick (bench/).
@@ -324,6 +328,10 @@ class OffboardEngine:
         hb_age = v.heartbeat_age_s(now)
         if self.fc_up and hb_age is not None and hb_age >= self.settings.fc_timeout_s:
             fc_lost(self, now, f"no HEARTBEAT for {self.settings.fc_timeout_s:g} s")
+        silence_s = v.silence_s(now)
+        if (self.phase in _SILENCE_PHASES and self.feed.running and silence_s is not None
+                and silence_s >= fc_silence_limit_s(self)):  # fmt: skip
+            fc_silent(self, now)
         if self.fc_up and v.target is not None:
             # The heartbeat first: it gives our frames the vehicle's system id (the runtime
             # sets it from this action), so the commands below, the first ones after the FC

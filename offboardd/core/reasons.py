@@ -67,6 +67,7 @@ class Reason(StrEnum):
     PREEMPTED_DISARMED = "preempted_disarmed"
     FC_LINK_LOST = "fc_link_lost"
     FC_REBOOTED = "fc_rebooted"
+    FC_SILENT = "fc_silent"
     EMERGENCY_STOP = "emergency_stop"
     CANCELLED = "cancelled"
     # the safety envelope (envelope.py): each names the limit or fence part that applied
@@ -110,6 +111,7 @@ _ERROR_CODES: dict[Reason, ErrorCode] = {
     Reason.PREEMPTED_DISARMED: ErrorCode.FC_REFUSED,
     Reason.FC_LINK_LOST: ErrorCode.FC_TIMEOUT,
     Reason.FC_REBOOTED: ErrorCode.FC_TIMEOUT,
+    Reason.FC_SILENT: ErrorCode.FC_TIMEOUT,
     Reason.EMERGENCY_STOP: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.CANCELLED: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.ESCALATED: ErrorCode.FC_REFUSED,

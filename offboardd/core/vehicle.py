@@ -67,6 +67,7 @@ class VehicleState:
         self.armed = False
         self.landed_state = LandedState.UNDEFINED
         self.last_heartbeat_s: float | None = None
+        self.last_heard_s: float | None = None  # any message from our autopilot
         self.local_position: FcLocalPosition | None = None
         self.global_position: FcGlobalPosition | None = None
         self.attitude: FcAttitude | None = None
@@ -100,6 +101,7 @@ class VehicleState:
 
     def fold(self, event: FcMessageEvent, now: float) -> bool:
         """Update from an accepted event; True if it shows the FC rebooted."""
+        self.last_heard_s = now
         if isinstance(event, FcHeartbeat):
             self.autopilot = event.autopilot
             self.custom_mode = event.custom_mode
@@ -153,6 +155,10 @@ class VehicleState:
 
     def heartbeat_age_s(self, now: float) -> float | None:
         return None if self.last_heartbeat_s is None else now - self.last_heartbeat_s
+
+    def silence_s(self, now: float) -> float | None:
+        """How long nothing has come from our autopilot (None: never heard)."""
+        return None if self.last_heard_s is None else now - self.last_heard_s
 
     def in_control(self) -> bool:
         """Flying under offboard: OFFBOARD *and* armed *and* not on the ground. PX4 reports

@@ -32,6 +32,7 @@ from offboardd.core.events import (
     MAV_CMD_DO_SET_MODE,
     AckResult,
     Event,
+    FcAttitude,
     FcAutopilotVersion,
     FcCommandAck,
     FcCurrentMode,
@@ -67,6 +68,7 @@ class FakeFc:
     down_m: float = -5.0
     boot_ms: int = 10_000
     params: dict[str, int | float] = field(default_factory=lambda: dict(PX4_PARAMS))
+    attitude_rad: tuple[float, float, float] = (0.0, 0.0, 0.0)  # roll, pitch, yaw
 
     def heartbeat(self) -> FcHeartbeat:
         base_mode = 1 | (128 if self.armed else 0)
@@ -74,6 +76,9 @@ class FakeFc:
 
     def position(self) -> FcLocalPosition:
         return FcLocalPosition(self.boot_ms, self.north_m, self.east_m, self.down_m, 0, 0, 0, **FC)
+
+    def attitude(self) -> FcAttitude:
+        return FcAttitude(self.boot_ms, *self.attitude_rad, **FC)
 
 
 class Bench:
@@ -134,6 +139,8 @@ class Bench:
                 self.fc.boot_ms += 100
                 if self.fc_alive and self.position_alive:
                     self.feed(self.fc.position())
+                elif self.fc_alive:  # no estimate: PX4's other streams go on (ATTITUDE...)
+                    self.feed(self.fc.attitude())
                 continue
             if self._next_cmd_hb <= self.now:
                 self._next_cmd_hb = self.now + self.commander_period_s

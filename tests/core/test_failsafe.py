@@ -215,9 +215,11 @@ def test_fc_link_loss_while_holding_stops_and_never_reengages() -> None:
     assert b.phase() is Phase.HOLDING
     b.fc_alive = False
     t = b.now
-    b.step(3.5)
-    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.FC_LINK_LOST
-    assert not b.engine.stream.running and b.notices(NoticeKind.FC_LINK)
+    b.step(0.95)  # streaming: silent for 0.9 x COM_OF_LOSS_T is enough to stop (FC_SILENT)
+    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.FC_SILENT
+    assert not b.engine.stream.running
+    b.step(2.55)  # ... and the link counts as lost at fc_timeout_s
+    assert b.phase() is Phase.FAILSAFE and b.notices(NoticeKind.FC_LINK)
     t_lost = b.now
     assert b.engine.snapshot(b.now).fc_link == "lost"
     b.fc_alive = True
@@ -368,15 +370,14 @@ def test_a_late_answer_to_an_earlier_ask_ends_the_handover() -> None:
 PITCH_15 = (math.cos(math.radians(7.5)), 0.0, math.sin(math.radians(7.5)), 0.0)
 
 
-def _lapse_without_estimate(setpoint: Setpoint, attitude: FcAttitude | None) -> list[Setpoint]:
+def _lapse_without_estimate(setpoint: Setpoint, attitude: FcAttitude) -> list[Setpoint]:
     """ACTIVE on an attitude-family setpoint; the position estimate goes; the commander
     goes and the FC answers nothing: what is streamed during the hand-over."""
     b = Bench()
     b.engage(setpoint)
+    b.fc.attitude_rad = (attitude.roll_rad, attitude.pitch_rad, attitude.yaw_rad)
     b.position_alive = False
     b.step(b.settings.estimate_timeout_s + 0.1)
-    if attitude is not None:
-        b.feed(attitude)
     t0 = lapse(b)
     b.step(3.0)
     assert b.phase() is Phase.RELEASING  # asking for Hold, streaming meanwhile
@@ -406,9 +407,12 @@ def test_a_handover_without_an_estimate_levels_body_rates_by_the_measured_tilt()
     assert math.isclose(level.thrust, 0.55 * math.cos(math.radians(20)))
 
 
-def test_a_handover_without_any_attitude_stops_the_rates() -> None:
-    sent = _lapse_without_estimate(BodyRates(0.4, 0.3, 0.2, thrust=0.55), None)
-    assert sent and all(sp == BodyRates(0.0, 0.0, 0.0, 0.55) for sp in sent)
+def test_levelling_rates_with_no_attitude_known_stops_them() -> None:
+    """(An FC silent but for its heartbeat stops the stream instead: FC_SILENT.)"""
+    b = Bench()
+    assert b.engine.vehicle.attitude is None
+    rates = BodyRates(0.4, 0.3, 0.2, thrust=0.55)
+    assert b.engine.vehicle.level_setpoint(rates) == BodyRates(0.0, 0.0, 0.0, 0.55)
 
 
 def test_levelling_keeps_at_least_half_the_thrust_and_leaves_other_setpoints_alone() -> None:
@@ -426,9 +430,9 @@ def test_a_levelled_stream_keeps_within_the_envelopes_thrust() -> None:
     envelope = EnvelopeSettings(min_thrust=0.2, thrust_action=LimitAction.REJECT)
     b = Bench(EngineSettings(envelope=envelope))
     b.engage(Attitude(*PITCH_15, thrust=0.2))
+    b.fc.attitude_rad = (0.0, math.radians(15), 0.0)
     b.position_alive = False
     b.step(b.settings.estimate_timeout_s + 0.1)
-    b.feed(FcAttitude(12_000, 0.0, math.radians(15), 0.0, **FC))
     t0 = lapse(b)
     b.step(1.0)
     sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t0)]

@@ -87,6 +87,11 @@ def _estimate_lost(b: Bench) -> None:
     b.step(1.0)
 
 
+def _fc_silent(b: Bench) -> None:
+    b.fc_alive = False
+    b.step(0.95)  # 0.9 x COM_OF_LOSS_T (1 s) and a little
+
+
 def _silent(b: Bench) -> None:
     b.step(8.0)  # the FC never reports the mode / the arming
 
@@ -249,6 +254,9 @@ CASES = [
            _motion(trigger, engage=asked), trigger, {F.ENGAGE_ASKED: asked})
       for phase in (Phase.IDLE, Phase.FAILSAFE, Phase.PREEMPTED)
       for trigger in (Trigger.GOTO, Trigger.PATH) for asked in (False, True)],
+    *[Case(f"FC silent in {phase.value}", S(hold_s=5.0), walk.RECIPES[phase], _fc_silent,
+           Trigger.FC_SILENT)
+      for phase in (Phase.ENGAGING, Phase.ARMING, Phase.ACTIVE, Phase.HOLDING, Phase.RELEASING)],
     Case("loss action's mode taken", S(hold_s=1.0), _holding_loss_releasing,
          lambda b: b.set_mode(Px4Mode.AUTO_LOITER), Trigger.FC_MODE_HANDED_OVER,
          {F.FAILSAFE_HANDOVER: True}),

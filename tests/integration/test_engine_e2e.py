@@ -227,6 +227,27 @@ async def test_fc_link_loss_stops_and_does_not_reengage_on_return() -> None:
         assert fl.sim.vehicle.mode_name != "OFFBOARD"
 
 
+async def test_a_link_blackout_past_px4s_loss_time_stops_the_stream_for_good() -> None:
+    """Found by review on real PX4: after a 1.5 s blackout the daemon (still ACTIVE, its
+    FC timeout 3 s) streamed on, and its first setpoint reached PX4 before any mode report
+    reached it: PX4 re-entered OFFBOARD (px4-offboard.md §3) and flew the stale setpoint
+    for ~1.1 s before the daemon saw the fallback. Now the daemon stops at 0.9 x
+    COM_OF_LOSS_T of silence, before PX4 judges the loss."""
+    async with flight() as fl:
+        await fl.takeoff(-3.0)
+        loop = asyncio.get_running_loop()
+        fl.sim.pause_link(1.5)
+        t_pause = loop.time()
+        await fl.wait_for(lambda: fl.phase == "failsafe", 1.5, "stopped")
+        assert 0.8 <= loop.time() - t_pause <= 1.1
+        assert fl.snapshot()["reason"] == "fc_silent"
+        await asyncio.sleep(1.0)  # the link is back
+        end_s = t_pause + 1.5
+        assert not [s for s in fl.sim.record.setpoints if s.time_s > end_s], "streamed again"
+        await asyncio.sleep(1.0)
+        assert fl.sim.vehicle.mode_name != "OFFBOARD" and fl.phase == "failsafe"
+
+
 async def test_engage_refused_without_a_position_estimate() -> None:
     async with flight() as fl:
         await fl.wait_fc_ready()

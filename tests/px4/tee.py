@@ -172,6 +172,9 @@ class Px4Tee(TeeRecorder, asyncio.DatagramProtocol):
         self.px4 = ("127.0.0.1", px4_port)
         self.daemon = ("127.0.0.1", daemon_port)
         self.transport: asyncio.DatagramTransport | None = None
+        # until then (time.monotonic()) nothing passes either way, as on a radio out of
+        # range; PX4's frames are still decoded, so the record knows what PX4 reported
+        self.blackout_until = 0.0
 
     @classmethod
     async def open(cls, listen_port: int, px4_port: int, daemon_port: int) -> Px4Tee:
@@ -190,10 +193,12 @@ class Px4Tee(TeeRecorder, asyncio.DatagramProtocol):
     def datagram_received(self, data: bytes, addr: tuple[str | Any, int]) -> None:
         assert self.transport is not None
         now = time.monotonic()
+        dark = now < self.blackout_until
         if addr[1] == self.px4[1]:
-            self.transport.sendto(data, self.daemon)
+            if not dark:
+                self.transport.sendto(data, self.daemon)
             self.from_px4(data, now)
-        else:
+        elif not dark:
             self.transport.sendto(data, self.px4)
             self.from_daemon(data, now)
 

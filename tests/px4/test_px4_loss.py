@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
 from tests.px4.release import loss_fallback_without_rc, release_of
 from tests.px4.stack import flying_stack
-from tests.px4.tee import AUTO_LOITER, OFFBOARD, POSCTL
+from tests.px4.tee import AUTO_LOITER, OFFBOARD, POSCTL, Px4Tee
 
 ALT_M = 5.0
 
@@ -47,6 +48,29 @@ async def test_lease_lapse_holds_then_asks_for_the_loss_action(
         assert abs(-r.position_ned_m[2] - ALT_M) < 1.0  # held, not dropped
         measured.update(lease_lapse_to_loiter_s=round(loiter_t - lapsed_t, 2),
                         phase_after=failsafe["phase"])
+
+
+async def test_a_link_blackout_past_px4s_loss_time_never_hands_the_vehicle_back(
+    px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
+) -> None:
+    """A radio out of range for 1.5 s, both ways, the commander alive (MQTT is another
+    link). Found by review: the daemon streamed on, its first setpoint after the blackout
+    reached PX4 before PX4's mode reached the daemon, and PX4 re-entered OFFBOARD by
+    itself (§3) for ~1.1 s. The daemon now stops at 0.9 x COM_OF_LOSS_T of silence."""
+    async with flying_stack(px4, mosquitto, tmp_path) as s:
+        await s.take_off(ALT_M)
+        assert isinstance(s.tee, Px4Tee)
+        dark_from = time.monotonic()
+        s.tee.blackout_until = dark_from + 1.5
+        stopped = await s.client.wait_for_state(lambda st: st["phase"] == "failsafe", 5)
+        assert stopped["reason"] == "fc_silent"
+        fallback_t = await s.until(lambda r: r.mode not in (None, OFFBOARD), 5, "PX4's fallback")
+        await asyncio.sleep(3.0)
+        r = s.record
+        assert [sp for sp in r.setpoints if sp.t > dark_from] == [], "streamed after the dark"
+        assert OFFBOARD not in [m for t, m in r.modes if t > fallback_t], "PX4 re-took OFFBOARD"
+        measured.update(px4_fallback_after_s=round(fallback_t - dark_from, 2),
+                        mode_after=r.mode)
 
 
 @pytest.mark.parametrize("com_obl_rc_act", [0, 5])
