@@ -120,7 +120,19 @@ async def test_tcpin_serves_one_client_at_a_time(tcp_port: int) -> None:
         writer2.write(heartbeat(fc, 20))
         await wait_until(lambda: rec.markers() == [10, 20], "the second client's frame")
 
-        # A third client replaces the second: reported as down then up, the old one is cut.
+        # A third client while the second is live (it just sent): turned away, the second
+        # served on (a port scan or a GCS must not cut the FC off).
+        intruder_reader, intruder_writer = await asyncio.open_connection("127.0.0.1", tcp_port)
+        assert await asyncio.wait_for(intruder_reader.read(65536), 5.0) == b""
+        assert rec.ups == [True, False, True] and link.send(heartbeat(me, 4)) is True
+        assert await read_markers(reader2, MavlinkCodec(9, 9)) == [4]
+        intruder_writer.close()
+
+        # Once the second has been quiet for live_client_s, a third client replaces it:
+        # reported as down then up, the old one is cut.
+        assert isinstance(link, TcpInLink)
+        link.live_client_s = 0.2
+        await asyncio.sleep(0.3)
         reader3, writer3 = await asyncio.open_connection("127.0.0.1", tcp_port)
         await wait_until(lambda: rec.ups == [True, False, True, False, True], "the replacement")
         assert "replaced by" in rec.states[-2].detail

@@ -13,8 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
+
+import structlog
 
 from offboardd.mavlink.links.base import (
     MAX_BACKLOG_BYTES,
@@ -24,6 +27,8 @@ from offboardd.mavlink.links.base import (
     os_error_text,
 )
 from offboardd.mavlink.links.url import LinkUrl, format_host_port
+
+log = structlog.get_logger("offboardd.link")
 
 __all__ = ["TcpInLink", "TcpOutLink"]
 
@@ -63,6 +68,7 @@ class _Stream(asyncio.Protocol):
         self._on_made, self._on_data, self._on_lost = on_made, on_data, on_lost
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
+        self.made_s = self.last_data_s = time.monotonic()  # (monotonic) connected, last read
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -148,11 +154,18 @@ class TcpOutLink(Link):
 
 
 class TcpInLink(Link):
-    """Listen on `host:port`; serve one client; a new client replaces the old one.
+    """Listen on `host:port`; serve one client. A new client replaces a quiet one (a dead
+    connection the kernel has not noticed yet, an FC reconnecting) and is turned away while
+    the current one is live: a port scan or a GCS connecting must not cut the FC off mid-
+    flight (found by review: it did, and the daemon stopped as for an FC lost).
 
     Up while a client is connected. A replacement is reported as down (old client gone)
     then up (new client), so the runtime can drop a half-received frame from the old one.
     """
+
+    # A client that sent something this recently is live (PX4 sends several messages a
+    # second, HEARTBEAT at least once a second).
+    live_client_s = 2.0
 
     def __init__(self, url: LinkUrl, on_bytes: BytesCallback, on_state: StateCallback) -> None:
         super().__init__(url, on_bytes, on_state)
@@ -179,7 +192,13 @@ class TcpInLink(Link):
 
     def _made(self, stream: _Stream) -> None:
         self._streams.add(stream)
-        old, self._client = self._client, stream
+        old = self._client
+        if old is not None and stream.made_s - old.last_data_s < self.live_client_s:
+            log.warning("tcpin_client_refused", refused=stream.peer, serving=old.peer)
+            if stream.transport is not None:
+                stream.transport.abort()
+            return
+        self._client = stream
         if old is not None:
             self._mark_down(f"client {old.peer} replaced by {stream.peer}")
             if old.transport is not None:
@@ -187,6 +206,7 @@ class TcpInLink(Link):
         self._mark_up(f"client {stream.peer} connected to {self._where}")
 
     def _data(self, stream: _Stream, data: bytes) -> None:
+        stream.last_data_s = time.monotonic()
         if stream is self._client:
             self._deliver(data)
 
