@@ -102,24 +102,36 @@ class ReplayGuard:
     are remembered (a bounded number) so their late or replayed setpoints are dropped too.
     """
 
-    def __init__(self, retired_sessions: int = 32) -> None:
+    def __init__(self, retired_sessions: int = 4096) -> None:
+        # 4,096 sessions (at most 64 characters each): a commander restarted every minute
+        # for three days. 32 were kept once, and a replay of the 33rd-newest was accepted
+        # (found by review) while the docs promised "until the daemon restarts".
         self.session: str | None = None
         self.last_seq = -1
-        self._retired: deque[str] = deque(maxlen=retired_sessions)
+        self._retired: deque[str] = deque()
+        self._retired_set: set[str] = set()
+        self._retired_max = retired_sessions
 
     def check(self, session: str, seq: int) -> str | None:
         """None when fresh (and remembered); else why it is dropped."""
         if session == self.session:
             if seq <= self.last_seq:
                 return f"seq {seq} is not newer than {self.last_seq} in session {session!r}"
-        elif session in self._retired:
+        elif session in self._retired_set:
             return f"session {session!r} was replaced by a newer one"
         else:
             if self.session is not None:
-                self._retired.append(self.session)
+                self._retire(self.session)
             self.session = session
         self.last_seq = seq
         return None
+
+
+    def _retire(self, session: str) -> None:
+        self._retired.append(session)
+        self._retired_set.add(session)
+        if len(self._retired) > self._retired_max:
+            self._retired_set.discard(self._retired.popleft())
 
 
 class CommandDecoder:

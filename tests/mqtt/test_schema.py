@@ -454,3 +454,11 @@ def test_flights_is_a_query_with_a_bounded_limit() -> None:
     for bad in (0, 201, -1, 2.5, "5", None):
         refused = decode({"v": 1, "id": "q", "cmd": "flights", "limit": bad})
         assert isinstance(refused, Rejection), bad
+
+
+def test_replay_guard_remembers_the_sessions_of_a_long_day() -> None:
+    """Found by review: 32 sessions were kept, and a replay of the 33rd-newest accepted."""
+    guard = ReplayGuard()
+    for i in range(1000):
+        assert guard.check(f"s{i}", 5) is None
+    assert guard.check("s0", 100) is not None
