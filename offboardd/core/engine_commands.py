@@ -33,6 +33,7 @@ from offboardd.core.commands import (
 )
 from offboardd.core.engage_gate import engage_blocked
 from offboardd.core.engine_failsafe import fail_pending, start_handover
+from offboardd.core.engine_handover import MAX_JOINED
 from offboardd.core.engine_motion import on_motion
 from offboardd.core.machine import Do, Outcome, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
@@ -193,7 +194,12 @@ def _handover_command(
     if eng.vehicle.target is None:
         return eng.out.refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
     if Do.JOIN_HANDOVER in rule.does:
-        eng.handover.join(cmd.command_id)
+        if not eng.handover.join(cmd.command_id):
+            pending = eng.handover.current
+            assert pending is not None
+            eng.out.reply_fail(cmd.command_id, Reason.REPEAT_NOT_KEPT,
+                               f"already asking for {pending.target_mode.label}; "
+                               f"{MAX_JOINED} repeats wait for its outcome: this one is not kept")
         return True
     if rule.to is Outcome.STAY:  # the FC already reports the mode asked for
         eng.out.reply_ok(cmd.command_id, f"FC already in {mode_name(eng.vehicle.custom_mode)}")

@@ -22,6 +22,8 @@ from offboardd.core.retry import Retrier, RetryStep
 from offboardd.core.settings import EngineSettings
 from offboardd.core.vehicle import VehicleState
 
+MAX_JOINED = 16  # repeats kept to answer with a hand-over's outcome
+
 
 @dataclass
 class Handover:
@@ -84,10 +86,16 @@ class Handovers:
             chain, retrier, streaming, reason, failsafe, command_id, start_custom_mode
         )
 
-    def join(self, command_id: str) -> None:
-        """A repeat of the pending request: answered with it; nothing new to the FC."""
+    def join(self, command_id: str) -> bool:
+        """A repeat of the pending request: answered with it; nothing new to the FC. False
+        when MAX_JOINED wait already: a flood of repeats (from other commanders too) once
+        grew the list without bound, and answered all at once it pushed the operator's own
+        reply out of the reply queue (found by review)."""
         assert self.current is not None
+        if len(self.current.joined) >= MAX_JOINED:
+            return False
         self.current.joined.append(command_id)
+        return True
 
     def _retrier(self) -> Retrier:
         s = self._settings

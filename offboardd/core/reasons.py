@@ -70,6 +70,7 @@ class Reason(StrEnum):
     FC_SILENT = "fc_silent"
     EMERGENCY_STOP = "emergency_stop"
     CANCELLED = "cancelled"
+    REPEAT_NOT_KEPT = "repeat_not_kept"  # a hand-over has enough repeats waiting already
     # the safety envelope (envelope.py): each names the limit or fence part that applied
     HOME_UNKNOWN = "home_unknown"  # the fence needs PX4's HOME_POSITION, not heard yet
     FENCE_DISTANCE = "fence_distance"  # max_distance_m from home
@@ -114,6 +115,7 @@ _ERROR_CODES: dict[Reason, ErrorCode] = {
     Reason.FC_SILENT: ErrorCode.FC_TIMEOUT,
     Reason.EMERGENCY_STOP: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.CANCELLED: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.REPEAT_NOT_KEPT: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.ESCALATED: ErrorCode.FC_REFUSED,
     # a setpoint outside the envelope is well-formed but not allowed here
     Reason.HOME_UNKNOWN: ErrorCode.COMMAND_NOT_ALLOWED,

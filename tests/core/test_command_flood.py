@@ -4,6 +4,7 @@ DO_SET_MODEs): a repeat of the pending request is answered with it, never re-sen
 from __future__ import annotations
 
 from offboardd.core.commands import Hold, Land
+from offboardd.core.engine_handover import MAX_JOINED
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import PositionNed
@@ -24,7 +25,11 @@ def test_a_flood_of_holds_asks_the_fc_once_and_answers_every_one() -> None:
     b.set_mode(Px4Mode.AUTO_LOITER)
     b.step(0.1)
     assert b.phase() is Phase.IDLE
-    assert all(b.reply(f"h{i}").ok for i in range(1000))
+    # every one answered: the first and MAX_JOINED repeats with the outcome, the rest at
+    # once (a repeat beyond those is not kept: their replies at once would push out others)
+    kept = 1 + MAX_JOINED
+    assert all(b.reply(f"h{i}").ok for i in range(kept))
+    assert all(b.reply(f"h{i}").reason is Reason.REPEAT_NOT_KEPT for i in range(kept, 1000))
 
 
 def test_another_mode_still_supersedes_the_pending_one() -> None:

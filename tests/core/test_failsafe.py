@@ -15,6 +15,7 @@ from offboardd.core.commands import (
     Release,
     SetSetpoint,
 )
+from offboardd.core.engine_handover import MAX_JOINED
 from offboardd.core.envelope_settings import EnvelopeSettings, LimitAction
 from offboardd.core.events import MAV_CMD_DO_SET_MODE, AckResult, FcAttitude, FcLinkDown
 from offboardd.core.modes import Px4Mode
@@ -438,3 +439,21 @@ def test_a_levelled_stream_keeps_within_the_envelopes_thrust() -> None:
     sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t0)]
     levelled = [sp for sp in sent if isinstance(sp, Attitude) and sp.y == 0.0]
     assert levelled and all(sp.thrust == 0.2 for sp in levelled)
+
+
+def test_a_flood_of_repeats_never_pushes_out_the_operators_reply() -> None:
+    """Found by review: repeats of a pending land joined a list with no bound; answered all
+    at once they pushed the operator's own reply out. Beyond MAX_JOINED a repeat is
+    answered at once, and the hand-over's outcome reaches the operator and the kept ones."""
+    b = Bench()
+    b.engage(UP)
+    b.feed(Land("operator"))
+    for i in range(100):
+        b.feed(Land(f"repeat{i}"))
+    refused = [f"repeat{i}" for i in range(100) if not b.no_reply(f"repeat{i}")]
+    assert len(refused) == 100 - MAX_JOINED
+    assert all(b.reply(c).reason is Reason.REPEAT_NOT_KEPT for c in refused)
+    assert b.no_reply("operator")
+    b.set_mode(Px4Mode.AUTO_LAND)
+    assert b.reply("operator").ok and b.reply(f"repeat{MAX_JOINED - 1}").ok
+    assert [m for _, m in b.mode_requests()][-1:] == [Px4Mode.AUTO_LAND]
