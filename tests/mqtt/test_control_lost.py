@@ -67,7 +67,7 @@ WAYS: dict[str, tuple[Callable[[Stack, OffboardClient], Awaitable[None]], tuple[
     "pilot takeover": (_pilot, ("preempted",)),
     "GCS mode change": (_gcs, ("preempted",)),
     "lease lapse": (_lease_lapse, ("lease_lapsed",)),
-    "failsafe": (_failsafe, ("fc_link_lost",)),
+    "failsafe": (_failsafe, ("fc_silent", "fc_link_lost")),  # silent first, while streaming
     "FC reboot": (_fc_reboot, ("fc_",)),
     "emergency stop": (_emergency_stop, ("emergency_stop",)),
     # the daemon's last will (`offline`) may reach us before our own connection breaks
