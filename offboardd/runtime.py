@@ -236,7 +236,7 @@ class Runtime:
                                       commander=commander_of(sink),
                                       command=encode_command(command))
                 self.outputs.journaled.add(token.command_id)
-        self._handle([token], self._now())
+        self._handle([token], self._now(), commander=commander_of(sink))
 
     def _on_bytes(self, data: bytes) -> None:
         try:
@@ -280,7 +280,8 @@ class Runtime:
         assert self._loop is not None
         return self._loop.time()
 
-    def _handle(self, events: Sequence[Event], now: float, *, cycle: bool = False) -> None:
+    def _handle(self, events: Sequence[Event], now: float, *, cycle: bool = False,
+                commander: str | None = None) -> None:
         """`cycle`: the timer's cycle (`OffboardEngine.step`: the events, then the timers
         once); otherwise events as they come (`handle_all`: the timers before them too)."""
         engine = self.engine
@@ -288,7 +289,8 @@ class Runtime:
             return
         vehicle = engine.vehicle
         before = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
-        actions = engine.step(events, now) if cycle else engine.handle_all(events, now)
+        actions = (engine.step(events, now) if cycle
+                   else engine.handle_all(events, now, commander=commander))
         target = vehicle.target  # whose frames vouch for a UDP sender (fc_input.py)
         self.fc_input.fc_target_system = None if target is None else target.system_id
         self._dispatch(actions, now)

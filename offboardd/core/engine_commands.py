@@ -126,10 +126,24 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
         accepted = on_motion(eng, rule, cmd, now)
     else:
         assert isinstance(cmd, CommanderHeartbeat)
-        eng.out.reply_ok(cmd.command_id, "lease renewed")
-        accepted = True
+        accepted = _heartbeat(eng, cmd)
     if accepted:
-        eng.lease.renew(now)
+        if isinstance(cmd, _FLOWN) and eng.lease.held:
+            eng.lease.holder = eng.commander  # whoever sends what is flown holds the lease
+        eng.lease.renew(now, eng.commander)
+
+
+# Commands whose sender flies the vehicle from then on: it holds the lease.
+_FLOWN = (SetSetpoint, *MOTION_TYPES)
+
+
+def _heartbeat(eng: OffboardEngine, cmd: CommanderHeartbeat) -> bool:
+    if not eng.lease.holds(eng.commander):
+        return eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
+                              "heartbeat refused: the lease is another commander's (the one "
+                              "that engaged or last sent a setpoint); engage to fly")
+    eng.out.reply_ok(cmd.command_id, "lease renewed")
+    return True
 
 
 def _engage(eng: OffboardEngine, rule: Rule, cmd: Engage, now: float) -> bool:
@@ -155,7 +169,7 @@ def _engage(eng: OffboardEngine, rule: Rule, cmd: Engage, now: float) -> bool:
     eng.guard.rearm_breach()
     eng.engage.begin(cmd.command_id, cmd.arm, note, v.custom_mode, now)
     eng.last_ack = None
-    eng.lease.grant(now)
+    eng.lease.grant(now, eng.commander)
     warmup_s = eng.settings.warmup_s
     eng.move(rule, f"streaming {setpoint.kind.value} for {warmup_s:g} s before OFFBOARD")
     eng.feed.start(setpoint, v.target, now)
@@ -182,7 +196,7 @@ def _setpoint(eng: OffboardEngine, rule: Rule, cmd: SetSetpoint, now: float) -> 
     sp, note = admitted
     eng.feed.send_now(sp, eng.vehicle.target, now)
     if Do.GRANT_LEASE in rule.does:  # resuming from HOLDING
-        eng.lease.grant(now)
+        eng.lease.grant(now, eng.commander)
     eng.move(rule, "a new setpoint resumed offboard control")
     eng.out.reply_ok(cmd.command_id, "setpoint accepted" + note)
     return True

@@ -73,14 +73,14 @@ def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -
         eng.guard.rearm_breach()
         eng.engage.begin(cmd.command_id, getattr(cmd, "arm", False), "", v.custom_mode, now)
         eng.last_ack = None
-        eng.lease.grant(now)
+        eng.lease.grant(now, eng.commander)
         eng.move(rule, f"{summary}; streaming its start for {eng.settings.warmup_s:g} s "
                        "before OFFBOARD")
         eng.feed.start(motion, v.target, now)
         return True  # answered like an engage, once ACTIVE
     eng.feed.send_now(motion, v.target, now)
     if Do.GRANT_LEASE in rule.does:  # resuming from HOLDING
-        eng.lease.grant(now)
+        eng.lease.grant(now, eng.commander)
     eng.move(rule, f"a {cmd.kind.value} resumed offboard control")
     out.reply_ok(cmd.command_id, summary)
     return True

@@ -1,7 +1,10 @@
-"""The commander lease: a deadline renewed by every accepted command.
+"""The commander lease: a deadline, and the commander it belongs to.
 
 When it lapses the commander is presumed gone (hung app, lost network) and the engine
-must stop flying its last setpoint (px4-offboard.md §6: MAVSDK's top complaint). Pure.
+must stop flying its last setpoint (px4-offboard.md §6: MAVSDK's top complaint). Only
+its holder renews it: the commander (MQTT reply route) that engaged or last sent what is
+flown (a setpoint, a motion). A heartbeat from anyone else kept a dead commander's
+setpoint flying once (found by review). Pure.
 """
 
 from __future__ import annotations
@@ -13,22 +16,28 @@ class Lease:
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self._expires_s: float | None = None
+        self.holder: str | None = None  # who renews it (None: a caller that names no one)
 
     @property
     def held(self) -> bool:
         return self._expires_s is not None
 
-    def grant(self, now: float) -> None:
-        """Start (or renew) the lease from `now`."""
+    def grant(self, now: float, holder: str | None = None) -> None:
+        """Start (or renew) the lease from `now`, for `holder`."""
         self._expires_s = now + self.timeout_s
+        self.holder = holder
+
+    def holds(self, who: str | None) -> bool:
+        return self._expires_s is not None and who == self.holder
 
     def grant_until(self, until_s: float) -> None:
         """Held until `until_s` (a motion allowed to finish unleased, engine_motion)."""
         self._expires_s = until_s
 
-    def renew(self, now: float) -> None:
-        """Renew only a lease that is held: a command never creates one by itself."""
-        if self._expires_s is not None:
+    def renew(self, now: float, who: str | None = None) -> None:
+        """Renew only a lease that is held, and only for its holder: a command never
+        creates one by itself."""
+        if self.holds(who):
             self._expires_s = now + self.timeout_s
 
     def end(self) -> None:

@@ -109,6 +109,7 @@ class OffboardEngine:
         self.next_companion_hb_s = now
         self.last_ack: int | None = None  # the last refusing ACK, for diagnoses
         self.command_in_hand: object = None  # the command being handled (its facts)
+        self.commander: str | None = None  # who sent the commands of this batch (the lease)
 
     # -- views the shell and the tests read ----------------------------------------------
 
@@ -126,18 +127,22 @@ class OffboardEngine:
 
     # -- public entry points -----------------------------------------------------------------
 
-    def handle(self, event: Event, now: float) -> list[Action]:
-        """Feed one event; timers due up to `now` are processed first."""
-        return self.handle_all((event,), now)
+    def handle(self, event: Event, now: float, *, commander: str | None = None) -> list[Action]:
+        """Feed one event; timers due up to `now` are processed first. `commander`: who
+        sent it, if it is a command (the lease is theirs to renew, lease.py)."""
+        return self.handle_all((event,), now, commander=commander)
 
-    def handle_all(self, events: Iterable[Event], now: float) -> list[Action]:
+    def handle_all(self, events: Iterable[Event], now: float, *,
+                   commander: str | None = None) -> list[Action]:
         """Feed events that arrived together (one poll of the FC link): timers due up to
         `now` first, then each event in order, then the timers again, so what an event
         makes due (a new setpoint's send) happens now. One pass of the timers per batch,
         not per event: PX4's ~100 decoded messages/s would otherwise run them 200 times a
         second (bench/README.md)."""
         self._timers(now)
+        self.commander = commander
         self._feed(events, now)
+        self.commander = None
         self._timers(now)
         return self.out.take()
 

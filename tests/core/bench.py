@@ -101,8 +101,8 @@ class Bench:
 
     # -- feeding -----------------------------------------------------------------------------
 
-    def feed(self, event: Event) -> list[Action]:
-        actions = self.engine.handle(event, self.now)
+    def feed(self, event: Event, commander: str | None = None) -> list[Action]:
+        actions = self.engine.handle(event, self.now, commander=commander)
         self._record(actions)
         return actions
 

@@ -457,3 +457,43 @@ def test_a_flood_of_repeats_never_pushes_out_the_operators_reply() -> None:
     b.set_mode(Px4Mode.AUTO_LAND)
     assert b.reply("operator").ok and b.reply(f"repeat{MAX_JOINED - 1}").ok
     assert [m for _, m in b.mode_requests()][-1:] == [Px4Mode.AUTO_LAND]
+
+
+# -- the lease is the commander's that flies the vehicle (found by review) --------------------
+
+
+def test_another_commanders_heartbeats_never_keep_a_dead_commanders_setpoint_flying() -> None:
+    """A mission client engaged and set 2 m/s north, then died; a separate heartbeat
+    process kept going. The vehicle flew on (16.5 m after 8 s); now it holds."""
+    b = Bench()
+    b.connect()
+    b.auto_fc()
+    b.feed(Engage("e", VelocityNed(2, 0, 0)), commander="mission")
+    for _ in range(12):  # the mission's own heartbeats through the engage
+        b.feed(CommanderHeartbeat("m"), commander="mission")
+        b.step(0.25)
+    assert b.phase() is Phase.ACTIVE
+    t_dead = b.now
+    for i in range(8):  # the mission is gone; another process heartbeats on
+        b.feed(CommanderHeartbeat(f"other{i}"), commander="heartbeat-loop")
+        b.step(0.25)
+    assert b.phase() is Phase.HOLDING
+    assert b.reason() is Reason.LEASE_LAPSED
+    assert b.reply("other0").reason is Reason.NOT_IN_CONTROL
+    assert b.now - t_dead < 2.1
+
+
+def test_the_commander_that_sends_the_setpoint_holds_the_lease() -> None:
+    b = Bench()
+    b.connect()
+    b.auto_fc()
+    b.feed(Engage("e", UP), commander="a")
+    for _ in range(12):
+        b.feed(CommanderHeartbeat("a-hb"), commander="a")
+        b.step(0.25)
+    b.feed(SetSetpoint("b-sp", VelocityNed(1, 0, 0)), commander="b")  # b flies it now
+    assert b.engine.lease.holder == "b"
+    b.feed(CommanderHeartbeat("a-late"), commander="a")
+    assert b.reply("a-late").reason is Reason.NOT_IN_CONTROL
+    b.feed(CommanderHeartbeat("b-hb"), commander="b")
+    assert b.reply("b-hb").ok

@@ -22,7 +22,7 @@ import pytest
 
 from offboardd.client import OffboardClient
 from offboardd.config import DaemonConfig, MavlinkSettings
-from offboardd.core.setpoints import PositionNed
+from offboardd.core.setpoints import PositionNed, VelocityNed
 from offboardd.core.settings import EngineSettings
 from offboardd.mavlink.links import parse_link_url
 from offboardd.mqtt.topics import Topics
@@ -155,6 +155,29 @@ async def test_fly_replay_dropped_broker_restart_then_resume(
             await c2.wait_for_state(lambda st: st["phase"] == "active", timeout_s=10)
             await c2.land()
         assert s.runtime.bridge is not None and s.runtime.bridge.connect_count >= 2
+
+
+async def test_another_clients_heartbeats_never_keep_a_dead_commander_flying(
+    mosquitto: Broker,
+) -> None:
+    """Found by review: a mission client set 2 m/s north and died; a second client (a
+    dashboard, a heartbeat loop) renewing the lease kept the vehicle flying it (16.5 m
+    after 8 s). The lease is the commander's that flies it: the vehicle holds."""
+    async with stack(mosquitto, hold_s=30.0) as s, s.client() as other:
+        async with s.client() as mission:
+            await fc_ready(mission)
+            assert (await mission.engage(PositionNed(0, 0, -3), arm=True)).ok
+            assert (await mission.setpoint_confirmed(VelocityNed(2.0, 0.0, 0.0))).ok
+            other.keep_lease()  # heartbeats from now on, from another reply route
+            await asyncio.sleep(0.5)
+        assert s.runtime.engine is not None
+        engine = s.runtime.engine
+        loop = asyncio.get_running_loop()
+        t_gone = loop.time()
+        await s_wait(lambda: engine.phase.value == "holding", 3, "holding")
+        assert loop.time() - t_gone < 2.0
+        assert other.last_heartbeat_error is not None
+        assert other.last_heartbeat_error.code == "not_in_control"
 
 
 async def s_wait(predicate: Any, timeout_s: float, what: str) -> None:

@@ -112,7 +112,11 @@ async def test_ctl_goto_waits_for_motion_done(mosquitto: Broker) -> None:
         lines = [json.loads(line) for line in out.decode().splitlines()]
         assert lines[0]["ok"] is True and lines[-1]["kind"] == "motion_done"
         assert _at(s, 4, 0, ALT) < 0.6
-        await c.land()
+        # the goto's sender flew it, so the lease went with it: this commander lost control
+        lost = await asyncio.wait_for(c.control_lost(), 5)
+        assert "another commander" in lost.reason
+        async with s.client() as operator:
+            await operator.land()
 
 
 async def test_a_pilot_taking_over_mid_motion_ends_it_for_the_script(mosquitto: Broker) -> None:
