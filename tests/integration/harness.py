@@ -118,8 +118,10 @@ async def flight(
     link: str = "udp",
     recorder: RecorderSettings | None = None,
     mavlink: dict[str, Any] | None = None,
+    stop: asyncio.Event | None = None,
 ) -> AsyncIterator[Flight]:
-    """A sim and a runtime talking over `link` ("udp" or "serial"); torn down on exit."""
+    """A sim and a runtime talking over `link` ("udp" or "serial"); torn down on exit.
+    `stop`: set it to stop the daemon as SIGTERM does (serving)."""
     # Laid out like PX4 SITL: the vehicle sends to the port the companion listens on.
     companion_port = free_port()
     sim_config = SimConfig(
@@ -136,33 +138,38 @@ async def flight(
             engine=dataclasses.replace(EngineSettings(), **(engine or {})),
             recorder=recorder or RecorderSettings(),
         )
-        async with flying(server, config) as fl:
+        async with flying(server, config, stop) as fl:
             yield fl
 
 
 @contextlib.asynccontextmanager
-async def serving(config: DaemonConfig, *, mqtt: bool) -> AsyncIterator[Runtime]:
+async def serving(config: DaemonConfig, *, mqtt: bool,
+                  stop: asyncio.Event | None = None) -> AsyncIterator[Runtime]:
     """A daemon runtime in this event loop, running (and connected to its broker when
-    `mqtt`); stopped as SIGTERM would on the way out. It must not stop by itself."""
+    `mqtt`); stopped as SIGTERM would on the way out, or when the caller sets `stop`.
+    It must not stop by itself."""
     runtime = Runtime(config, mqtt=mqtt)
-    stop = asyncio.Event()
+    stopped_by_caller = stop is not None
+    stop = stop if stop is not None else asyncio.Event()
     task = asyncio.create_task(runtime.run(stop))
     try:
         await asyncio.wait_for(runtime.running.wait(), 5)
         if runtime.bridge is not None:
             await asyncio.wait_for(runtime.bridge.connected.wait(), 10)
         yield runtime
-        assert not task.done(), "the daemon stopped by itself"
+        assert not task.done() or (stopped_by_caller and stop.is_set()), \
+            "the daemon stopped by itself"
     finally:
         stop.set()
         await asyncio.wait_for(task, 15)
 
 
 @contextlib.asynccontextmanager
-async def flying(server: SimServer, config: DaemonConfig) -> AsyncIterator[Flight]:
+async def flying(server: SimServer, config: DaemonConfig,
+                 stop: asyncio.Event | None = None) -> AsyncIterator[Flight]:
     """The daemon runtime (no MQTT) against a running sim; on the way out, no internal
     error and no setpoint PX4 would drop or fail safe on."""
-    async with serving(config, mqtt=False) as runtime:
+    async with serving(config, mqtt=False, stop=stop) as runtime:
         fl = Flight(server, runtime)
         try:
             yield fl
