@@ -128,7 +128,7 @@ class Do(StrEnum):
     """The effects a rule implies, in the order the engine performs them."""
 
     GRANT_LEASE = "grant the lease"
-    RENEW_LEASE = "renew the lease, if held"
+    RENEW_LEASE = "renew the lease, if held and the sender holds it (else refused)"
     START_STREAM = "stream the setpoint now and every period"
     SEND_NOW = "send the new setpoint at once, schedule unchanged"
     PLAN_MOTION = "plan the motion from where the running one (or the vehicle) is; stream it"
