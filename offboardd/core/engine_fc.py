@@ -16,13 +16,7 @@ from typing import TYPE_CHECKING
 
 from offboardd.core.actions import NoticeKind
 from offboardd.core.engine_engage import engaged, offboard_confirmed
-from offboardd.core.engine_failsafe import (
-    abandon,
-    check_breach,
-    fail_pending,
-    handover_progress,
-    preempt,
-)
+from offboardd.core.engine_failsafe import abandon, check_breach, handover_progress, preempt
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
     MAV_CMD_DO_SET_MODE,
@@ -121,17 +115,12 @@ def fc_silence_limit_s(eng: OffboardEngine) -> float:
 
 
 def fc_silent(eng: OffboardEngine, now: float) -> None:
-    rule = eng.rule(Trigger.FC_SILENT, now)
-    reason = rule.reason_for(None)
-    assert reason is not None
     silence_s = eng.vehicle.silence_s(now) or 0.0
     message = (f"nothing heard from the FC for {silence_s:.2f} s while streaming: stopped, "
                "so that a link coming back cannot take the vehicle back from PX4's "
                "offboard-loss action; a new engage is needed")
-    fail_pending(eng, reason, message)
-    eng.stop_stream()
-    eng.move(rule, message)
-    eng.out.notice(NoticeKind.FAILSAFE, message, reason)
+    abandon(eng, Trigger.FC_SILENT, now, message)
+    eng.out.notice(NoticeKind.FAILSAFE, message, Reason.FC_SILENT)
 
 
 def fc_rebooted(eng: OffboardEngine, now: float) -> None:
