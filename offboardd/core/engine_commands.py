@@ -128,8 +128,8 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
         assert isinstance(cmd, CommanderHeartbeat)
         accepted = _heartbeat(eng, cmd)
     if accepted:
-        if isinstance(cmd, _FLOWN) and eng.lease.held:
-            eng.lease.holder = eng.commander  # whoever sends what is flown holds the lease
+        if isinstance(cmd, _FLOWN):
+            eng.lease.pass_to(eng.commander)  # whoever sends what is flown holds the lease
         eng.lease.renew(now, eng.commander)
 
 

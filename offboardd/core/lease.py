@@ -27,6 +27,11 @@ class Lease:
         self._expires_s = now + self.timeout_s
         self.holder = holder
 
+    def pass_to(self, who: str | None) -> None:
+        """A held lease goes to `who` (it sent what is flown now); none is created."""
+        if self._expires_s is not None:
+            self.holder = who
+
     def holds(self, who: str | None) -> bool:
         return self._expires_s is not None and who == self.holder
 
