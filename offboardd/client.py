@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
@@ -71,6 +71,7 @@ from offboardd.mqtt.client_types import (
     ClientError,
     CommandRefused,
     ConnectFailed,
+    NotHolding,
     Reply,
     ReplyTimeout,
     Watched,
@@ -83,8 +84,8 @@ from offboardd.mqtt.topics import Topics
 from offboardd.mqtt.wire import SCHEMA_VERSION, encode_document
 
 __all__ = ["ClientError", "CommandRefused", "ConnectFailed", "ControlLost", "MotionAborted",
-           "MotionHandle", "OffboardClient", "Reply", "ReplyTimeout", "TlsSettings", "Watched",
-           "Yaw", "YawMode"]
+           "MotionHandle", "NotHolding", "OffboardClient", "Reply", "ReplyTimeout", "TlsSettings",
+           "Watched", "Yaw", "YawMode"]
 
 
 class OffboardClient:
@@ -192,16 +193,8 @@ class OffboardClient:
         """Engage with a first setpoint (None: hold where the vehicle is); arm if asked.
 
         The heartbeat starts as the engage is sent: the lease runs through the warm-up."""
-        self.control.engaging()  # control is taken afresh: an old loss is behind us
-        self._holding_lease = True
-        try:
-            command = Engage(self.new_command_id(), setpoint=setpoint, arm=arm)
-            reply = await self.send(command, timeout_s=self.engage_timeout_s)
-        except BaseException:
-            self._holding_lease = False
-            raise
-        self.control.engaged()
-        return reply
+        command = Engage(self.new_command_id(), setpoint=setpoint, arm=arm)
+        return await self._taking_control(self.send(command, timeout_s=self.engage_timeout_s))
 
     async def setpoint(self, setpoint: Setpoint) -> None:
         """Publish a setpoint on the high-rate topic (QoS 0; refusals land in
@@ -216,6 +209,14 @@ class OffboardClient:
     async def setpoint_confirmed(self, setpoint: Setpoint) -> Reply:
         """A setpoint sent as a command on `cmd`, waiting for its reply."""
         return await self.send(SetSetpoint(self.new_command_id(), setpoint))
+
+    async def resume(self, setpoint: Setpoint) -> Reply:
+        """Take the vehicle back from `holding` (our lease lapsed: a network hiccup, a
+        stalled script) with `setpoint`, quoting the hold's resume token. Only a commander
+        that read the token resumes, so a backlog of a dead one never does. Renews the lease
+        from then on, as after an engage. Raises NotHolding if the daemon is not holding."""
+        command = SetSetpoint(self.new_command_id(), setpoint, resume=await self._resume_token())
+        return await self._taking_control(self.send(command))
 
     async def release(self) -> Reply:
         return await self._stop(Release(self.new_command_id()))
@@ -239,44 +240,70 @@ class OffboardClient:
         return await self._stop(EmergencyStop(self.new_command_id(), confirm=confirm))
 
     # -- motions the daemon plans and flies (issue 16): answered once accepted ------------
+    # `resume`: take the vehicle back from `holding` with this motion (see `resume`).
     async def goto(self, target: Place, *, speed_m_s: float = 2.0, yaw: Yaw = KEEP_YAW,
-                   engage: bool = False, arm: bool = False) -> MotionHandle:
+                   engage: bool = False, arm: bool = False, resume: bool = False
+                   ) -> MotionHandle:
         """Fly to `target`; with `engage`, take control first (like `engage`)."""
         return await self._motion(Goto(self.new_command_id(), target, speed_m_s, yaw,
-                                       engage, arm))
+                                       engage, arm, await self._resume_token(resume)))
 
     async def path(self, waypoints: Sequence[Place], *, speed_m_s: float = 2.0,
                    corner_radius_m: float = 1.0, yaw: Yaw = KEEP_YAW, engage: bool = False,
-                   arm: bool = False) -> MotionHandle:
+                   arm: bool = False, resume: bool = False) -> MotionHandle:
         return await self._motion(FollowPath(self.new_command_id(), tuple(waypoints),
-                                             speed_m_s, corner_radius_m, yaw, engage, arm))
+                                             speed_m_s, corner_radius_m, yaw, engage, arm,
+                                             await self._resume_token(resume)))
 
     async def orbit(self, center: Place, radius_m: float, *, speed_m_s: float = 2.0,
                     turns: float = 1.0, clockwise: bool = True,
-                    yaw: Yaw = FACE_CENTER_YAW) -> MotionHandle:
+                    yaw: Yaw = FACE_CENTER_YAW, resume: bool = False) -> MotionHandle:
         return await self._motion(Orbit(self.new_command_id(), center, radius_m, speed_m_s,
-                                        turns, clockwise, yaw))
+                                        turns, clockwise, yaw, await self._resume_token(resume)))
 
-    async def stop(self) -> MotionHandle:
+    async def stop(self, *, resume: bool = False) -> MotionHandle:
         """Stop smoothly where the vehicle is going, then hold there."""
-        return await self._motion(Stop(self.new_command_id()))
+        return await self._motion(Stop(self.new_command_id(), await self._resume_token(resume)))
 
     async def _motion(self, command: MotionCommand) -> MotionHandle:
         engaging = getattr(command, "engage", False)
         end = self.inbox.motions.expect(command.command_id)
-        if engaging:
-            self.control.engaging()
-            self._holding_lease = True
+        sent = self.send(command, timeout_s=self.engage_timeout_s if engaging else None)
         try:
-            reply = await self.send(command, timeout_s=self.engage_timeout_s if engaging
-                                    else None)
+            if engaging or command.resume is not None:
+                reply = await self._taking_control(sent)
+            else:
+                reply = await sent
         except BaseException:
             self.inbox.motions.forget(command.command_id)
-            self._holding_lease = self._holding_lease and not engaging
             raise
-        if engaging:
-            self.control.engaged()
         return MotionHandle(command.command_id, reply, end)
+
+    async def _taking_control(self, sent: Awaitable[Reply]) -> Reply:
+        """Send what takes control (an engage, a resume): the lease is renewed from the
+        moment it goes out, and control is watched for once it is ours."""
+        self.control.engaging()  # control is taken afresh: an old loss is behind us
+        self._holding_lease = True
+        try:
+            reply = await sent
+        except BaseException:
+            self._holding_lease = False
+            raise
+        self.control.engaged()
+        return reply
+
+    async def _resume_token(self, wanted: bool = True) -> str | None:
+        """The hold's resume token (None when not `wanted`); waits for the retained state
+        if none was read yet. Raises NotHolding when the daemon is not holding."""
+        if not wanted:
+            return None
+        if self.inbox.resume_token is None and self.inbox.state is None:  # not read yet
+            await self.wait_for_state(lambda _: True, self.reply_timeout_s)
+        token = self.inbox.resume_token
+        if token is None:
+            phase = (self.state or {}).get("phase")
+            raise NotHolding(f"nothing to resume: the daemon is not holding (phase {phase})")
+        return token
 
     def keep_lease(self) -> None:
         """Renew the lease in the background from now on (as after an engage): for a

@@ -81,6 +81,7 @@ class Outputs:
                 sink, ok=reply.ok, code=None if reply.code is None else reply.code.value,
                 message=reply.message,
                 reason=None if reply.reason is None else reply.reason.value,
+                **({} if reply.resume is None else {"resume": reply.resume}),
             )
 
     def _was_journaled(self, token: str) -> bool:

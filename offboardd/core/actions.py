@@ -94,14 +94,16 @@ class Reply:
     message: str
     code: ErrorCode | None = None
     reason: Reason | None = None
+    resume: str | None = None  # HOLDING's resume token, on a not_in_control refusal then
 
     @staticmethod
     def success(command_id: str, message: str, reason: Reason | None = None) -> Reply:
         return Reply(command_id, True, message, None, reason)
 
     @staticmethod
-    def failure(command_id: str, reason: Reason, message: str) -> Reply:
-        return Reply(command_id, False, message, error_code_for(reason), reason)
+    def failure(command_id: str, reason: Reason, message: str, *,
+                resume: str | None = None) -> Reply:
+        return Reply(command_id, False, message, error_code_for(reason), reason, resume)
 
 
 class NoticeKind(StrEnum):

@@ -36,10 +36,12 @@ class Engage:
 
 @dataclass(frozen=True)
 class SetSetpoint:
-    """Replace the streamed setpoint (sent at once); also resumes from HOLDING."""
+    """Replace the streamed setpoint (sent at once). From HOLDING it resumes only when
+    `resume` quotes the token the daemon published after the lapse (a live commander)."""
 
     command_id: str
     setpoint: Setpoint
+    resume: str | None = None
     kind: ClassVar[CommandKind] = CommandKind.SETPOINT
 
     def __post_init__(self) -> None:

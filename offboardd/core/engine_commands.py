@@ -101,9 +101,12 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
     if rule.to is Outcome.REFUSE:
         if rule.reasons == (Reason.NOT_IN_CONTROL,):
             ended = "never engaged" if eng.reason is None else eng.reason.value
+            token = eng.resume_token
+            then = ("engage to fly" if token is None else
+                    f'to resume, send a setpoint or motion with "resume": "{token}"')
             eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
                            f"{cmd.kind.value} refused: not in control (phase "
-                           f"{eng.phase.value}: {ended}); engage to fly")
+                           f"{eng.phase.value}: {ended}); {then}", resume=token)
             return
         eng.out.refuse(
             cmd.command_id,

@@ -44,9 +44,10 @@ class Outbox:
         if command_id is not None:
             self.actions.append(Reply.failure(command_id, reason, message))
 
-    def refuse(self, command_id: str, reason: Reason, message: str) -> bool:
+    def refuse(self, command_id: str, reason: Reason, message: str, *,
+               resume: str | None = None) -> bool:
         """A command refused up front: its coded reply; False, "not accepted"."""
-        self.actions.append(Reply.failure(command_id, reason, message))
+        self.actions.append(Reply.failure(command_id, reason, message, resume=resume))
         return False
 
     def warn(self, warnings: list[str]) -> None:

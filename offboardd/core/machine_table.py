@@ -56,6 +56,12 @@ def row(
 D = Do
 NOT_STREAMING = (Fact.STREAMING, False)
 NOT_FINISHING = (Fact.MOTION_FINISHING, False)
+# Why HOLDING asks for the token: what a bridged broker or a stalled network held back
+# arrives after its commander died, same session, seq growing, and once resumed flight at
+# 2.9 m/s for a dead commander (found by review). A token made at the lapse can only be
+# quoted by a commander that read something the daemon said after it: a live one.
+_STALE_BACKLOG = ("without the hold's resume token it may be a stale backlog (a bridge, a "
+                  "stalled network) from a commander that died: refused, the token in the reply")
 
 COMMANDS = [
     row(NOT_ENGAGED, T.ENGAGE, P.WARMUP, None, D.GRANT_LEASE, D.START_STREAM,
@@ -63,7 +69,11 @@ COMMANDS = [
     row(STREAMING - {P.HOLDING}, T.SETPOINT, STAY, None, D.SEND_NOW, D.REPLY_OK,
         why="what the envelope admits replaces the setpoint"),
     row(P.HOLDING, T.SETPOINT, P.ACTIVE, R.RESUMED, D.SEND_NOW, D.GRANT_LEASE, D.REPLY_OK,
-        why="only a new setpoint from a live commander resumes; a heartbeat does not"),
+        when=(Fact.RESUME_QUOTED,),
+        why="a live commander resumes: it quotes the token published after the lapse; a "
+            "heartbeat never resumes"),
+    row(P.HOLDING, T.SETPOINT, REFUSE, R.NOT_IN_CONTROL, when=(no(Fact.RESUME_QUOTED),),
+        why=_STALE_BACKLOG),
     row(P.WARMUP, T.RELEASE, P.IDLE, R.RELEASED, D.STOP_STREAM, D.REPLY_OK,
         why="OFFBOARD was never requested: nothing to hand back"),
     row(HANDING_BACK, T.RELEASE, P.RELEASING, R.RELEASED, D.HAND_OVER,
@@ -128,7 +138,10 @@ for _trigger in (T.GOTO, T.PATH, T.ORBIT, T.STOP):
             why="re-planned from where the running motion (or the vehicle) is: no step; "
                 "the whole path inside the envelope, or refused as a whole"),
         row(P.HOLDING, _trigger, P.ACTIVE, R.RESUMED, D.PLAN_MOTION, D.GRANT_LEASE, D.REPLY_OK,
-            why="a live commander's motion resumes, like a setpoint"),
+            when=(Fact.RESUME_QUOTED,),
+            why="a live commander's motion resumes, like a setpoint (the token quoted)"),
+        row(P.HOLDING, _trigger, REFUSE, R.NOT_IN_CONTROL, when=(no(Fact.RESUME_QUOTED),),
+            why=_STALE_BACKLOG),
     ]
 
 FC_EVENTS = [

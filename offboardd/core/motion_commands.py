@@ -78,6 +78,7 @@ class Goto:
     yaw: Yaw = KEEP_YAW
     engage: bool = False
     arm: bool = False
+    resume: str | None = None  # the HOLDING token that resumes (SetSetpoint says why)
     kind: ClassVar[CommandKind] = CommandKind.GOTO
 
     def __post_init__(self) -> None:
@@ -100,6 +101,7 @@ class FollowPath:
     yaw: Yaw = KEEP_YAW
     engage: bool = False
     arm: bool = False
+    resume: str | None = None
     kind: ClassVar[CommandKind] = CommandKind.PATH
 
     def __post_init__(self) -> None:
@@ -126,6 +128,7 @@ class Orbit:
     turns: float = 1.0
     clockwise: bool = True
     yaw: Yaw = FACE_CENTER_YAW
+    resume: str | None = None
     kind: ClassVar[CommandKind] = CommandKind.ORBIT
 
     def __post_init__(self) -> None:
@@ -143,6 +146,7 @@ class Stop:
     """Stop smoothly (jerk-limited) where the vehicle is going, then hold there."""
 
     command_id: str
+    resume: str | None = None
     kind: ClassVar[CommandKind] = CommandKind.STOP
 
     def __post_init__(self) -> None:

@@ -2,7 +2,8 @@
 
 `handle(event, now)` and `poll(now)` return the actions to take; `next_deadline()` says
 when to call `poll` next (the shell's one timer); `snapshot(now)` is the published state.
-No asyncio, no sockets, no logging, no clock reads: time is always the `now` passed in.
+No asyncio, no sockets, no logging, no clock reads: time is always the `now` passed in
+(and HOLDING's resume token comes from `new_token`, which tests may replace).
 
 The engine is a table plus small parts. Where a trigger leads is only ever looked up in
 machine_table.MACHINE (`rule` / `move` / `go` below): the engine never names the next
@@ -19,7 +20,8 @@ Must not: carry out a concern's details itself; the parts do.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import secrets
+from collections.abc import Callable, Iterable
 
 from offboardd.core.actions import (
     Action,
@@ -64,6 +66,11 @@ from offboardd.core.vehicle import VehicleState
 COMPANION_HEARTBEAT_PERIOD_S = 1.0
 
 
+def _random_token() -> str:
+    """A resume token: unguessable, so no message written before the lapse can hold it."""
+    return secrets.token_urlsafe(9)
+
+
 def _armed_in(trigger: Trigger) -> frozenset[Phase]:
     """The phases whose table rows handle a timer: there, and only there, it is armed."""
     return frozenset(p for p in Phase if MACHINE.listed(p, trigger))
@@ -87,8 +94,10 @@ _MOTION_PHASES = frozenset({Phase.ACTIVE, Phase.HOLDING})
 class OffboardEngine:
     """`OffboardEngine(settings, now)`; see the module docstring for the contract."""
 
-    def __init__(self, settings: EngineSettings, now: float) -> None:
+    def __init__(self, settings: EngineSettings, now: float, *,
+                 new_token: Callable[[], str] = _random_token) -> None:
         self.settings = settings
+        self._new_token = new_token
         self.out = Outbox()
         self.vehicle = VehicleState(settings.estimate_timeout_s)
         self.checks = FcChecks(
@@ -104,6 +113,9 @@ class OffboardEngine:
         self.phase = Phase.IDLE  # changed by `move` only
         self.reason: Reason | None = None
         self.hold_end_s: float | None = None  # HOLDING's deadline; cleared on leaving it
+        # HOLDING's resume token, made as it is entered: only a commander that read it (a
+        # live one) resumes; a stale backlog cannot quote it (machine_table._STALE_BACKLOG).
+        self.resume_token: str | None = None
         self.fc_up = False
         self.fc_ever_seen = False
         self.next_companion_hb_s = now
@@ -228,6 +240,7 @@ class OffboardEngine:
             missed_ticks=s.missed_ticks,
             setpoints_sent=s.sends,
             hold_remaining_s=None if self.hold_end_s is None else max(0.0, self.hold_end_s - now),
+            resume_token=self.resume_token,
             com_of_loss_t_s=self.checks.loss_timeout_s,
             com_obl_rc_act=self.checks.loss_action_name(),
             mav_fwdextsp=None if fwd is None else int(fwd),
@@ -279,6 +292,9 @@ class OffboardEngine:
             return self.vehicle.in_offboard
         if fact is Fact.ENGAGE_ASKED:
             return bool(getattr(self.command_in_hand, "engage", False))
+        if fact is Fact.RESUME_QUOTED:
+            quoted = getattr(self.command_in_hand, "resume", None)
+            return quoted is not None and quoted == self.resume_token
         if fact is Fact.MOTION_FINISHING:
             return finishing_allowed(self, now)
         if fact is Fact.ARM_WANTED:
@@ -302,6 +318,9 @@ class OffboardEngine:
         self.feed.report_stopped(why, message)
         if rule.to is not Phase.HOLDING:
             self.hold_end_s = None
+            self.resume_token = None
+        elif previous is not Phase.HOLDING:
+            self.resume_token = self._new_token()
         self.out.emit(Notice(NoticeKind.TRANSITION, message, rule.to, why, previous))
 
     def go(self, trigger: Trigger, now: float, message: str, reason: Reason | None = None) -> Rule:

@@ -38,6 +38,9 @@ class ClientInbox:
         self.pending: dict[str, asyncio.Future[Reply]] = {}
         self.control = ControlWatch()
         self.last_stream_error: Reply | None = None  # a refused setpoint-topic message
+        # The token of the daemon's `holding` (the lease lapsed), from the state or from a
+        # refusal, whichever came last: quoting it resumes (mqtt-api.md, the lease)
+        self.resume_token: str | None = None
         self.heartbeat_failures = 0
         self.last_heartbeat_error: Reply | None = None
         self.watch_queue: asyncio.Queue[Watched | None] | None = None
@@ -88,6 +91,7 @@ class ClientInbox:
             if message.topic.matches(self.topics.state):
                 async with self.state_changed:
                     self.state = doc
+                    self.resume_token = doc.get("resume_token")
                     self.state_changed.notify_all()
                 self.control.on_state(doc)
             elif message.topic.matches(self.inbox_topic):
@@ -98,6 +102,8 @@ class ClientInbox:
     def on_reply(self, reply: Reply) -> None:
         if not reply.ok:
             self.control.on_refusal(reply)
+            if isinstance(token := reply.extra.get("resume"), str):
+                self.resume_token = token
         future = self.pending.get(reply.id or "")
         if future is not None and not future.done():
             future.set_result(reply)

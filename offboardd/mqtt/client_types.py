@@ -50,6 +50,10 @@ class ReplyTimeout(ClientError):
     pass
 
 
+class NotHolding(ClientError):
+    """A resume was asked for, but the daemon is not holding: no token to quote."""
+
+
 class ConnectFailed(ClientError):
     """The broker could not be reached or refused us; `failure.kind` says which way."""
 

@@ -35,6 +35,7 @@ from offboardd.client import (
     ClientError,
     CommandRefused,
     ConnectFailed,
+    NotHolding,
     OffboardClient,
     Reply,
     ReplyTimeout,
@@ -100,6 +101,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     engage.add_argument("--then", choices=["release", "hold", "land", "rtl"], default="release")
     setpoint = actions.add_parser("setpoint", help="send one setpoint as a command")
     setpoint.add_argument("json", help='setpoint JSON, e.g. {"kind":"velocity_ned",...}')
+    setpoint.add_argument("--resume", action="store_true",
+                          help="take the vehicle back from holding (quotes its resume token)")
     send = actions.add_parser("send", help="send a raw command document")
     send.add_argument("json", help='e.g. {"v":1,"id":"x","cmd":"hold"}')
     add_motion_parsers(actions)
@@ -180,6 +183,9 @@ async def _run(args: argparse.Namespace) -> int:
     except ReplyTimeout as exc:
         print(f"offboardd ctl: {exc}", file=sys.stderr)
         return EXIT_TIMEOUT
+    except NotHolding as exc:  # --resume with nothing to resume: refused here
+        print(f"offboardd ctl: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
     except ConnectFailed as exc:
         print(f"offboardd ctl: broker {args.host}:{args.port}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE if exc.failure.kind == FailureKind.NETWORK else EXIT_BROKER_REFUSED
@@ -208,7 +214,9 @@ async def _act(c: OffboardClient, args: argparse.Namespace) -> int:
     if action in MOTIONS:
         return await run_motion(c, args)
     if action == "setpoint":
-        return _print_reply(await c.setpoint_confirmed(_setpoint_json(args.json, "setpoint")))
+        setpoint = _setpoint_json(args.json, "setpoint")
+        return _print_reply(await (c.resume(setpoint) if args.resume
+                                   else c.setpoint_confirmed(setpoint)))
     command_id = c.new_command_id()
     command: Command
     if action == "disarm":

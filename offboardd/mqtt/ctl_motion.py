@@ -51,6 +51,8 @@ def add_motion_parsers(actions: Any) -> None:
     for parser in (goto, path, orbit, stop):
         parser.add_argument("--wait", action="store_true",
                             help="keep the lease and wait for motion_done")
+        parser.add_argument("--resume", action="store_true",
+                            help="take the vehicle back from holding (quotes its resume token)")
 
 
 def _place(value: Any, where: str) -> Place:
@@ -78,12 +80,12 @@ def _yaw(text: str | None, default: YawMode) -> Yaw:
 async def run_motion(c: OffboardClient, args: argparse.Namespace) -> int:
     action: str = args.action
     if action == "stop":
-        handle = await c.stop()
+        handle = await c.stop(resume=args.resume)
     elif action == "goto":
         target = (json.loads(args.target) if args.target else args.ned)
         handle = await c.goto(_place(target, "target"), speed_m_s=args.speed_m_s,
                               yaw=_yaw(args.yaw, YawMode.KEEP), engage=args.engage,
-                              arm=args.arm)
+                              arm=args.arm, resume=args.resume)
     elif action == "path":
         points = json.loads(args.waypoints)
         if not isinstance(points, list):
@@ -91,11 +93,12 @@ async def run_motion(c: OffboardClient, args: argparse.Namespace) -> int:
         handle = await c.path([_place(p, f"waypoints[{i}]") for i, p in enumerate(points)],
                               speed_m_s=args.speed_m_s, corner_radius_m=args.corner_radius_m,
                               yaw=_yaw(args.yaw, YawMode.KEEP), engage=args.engage,
-                              arm=args.arm)
+                              arm=args.arm, resume=args.resume)
     else:
         handle = await c.orbit(_place(args.ned, "centre"), args.radius_m,
                                speed_m_s=args.speed_m_s, turns=args.turns,
-                               clockwise=not args.ccw, yaw=_yaw(args.yaw, YawMode.FACE_CENTER))
+                               clockwise=not args.ccw, yaw=_yaw(args.yaw, YawMode.FACE_CENTER),
+                               resume=args.resume)
     print(json.dumps({"id": handle.reply.id, "ok": True, "message": handle.reply.message}),
           flush=True)
     return await _wait(c, handle) if args.wait else EXIT_OK

@@ -62,6 +62,8 @@ _VERSION = choice("v", SCHEMA_VERSION, wrong=MqttErrorCode.UNSUPPORTED_VERSION)
 _ID_CHARS, _SESSION_CHARS = 128, 64
 _SEQ_MAX = 2**53  # JSON-safe integer range (IEEE double)
 _SEQUENCE = (text("session", _SESSION_CHARS, None), integer("seq", 0, _SEQ_MAX, None))
+# HOLDING's resume token, quoted by a live commander to resume (mqtt-api.md, the lease)
+RESUME = text("resume", 64, None)
 
 
 def _command(name: str, *fields: FieldSpec, sequenced: bool = False) -> ObjectSpec:
@@ -76,17 +78,18 @@ _COMMAND_SPECS: dict[str, ObjectSpec] = {
     # "setpoint": null on engage means none: hold where the vehicle is
     "engage": _command("engage", flag("arm", False),
                        FieldSpec("setpoint", JsonType.OBJECT, default=None), sequenced=True),
-    "setpoint": _command("setpoint", FieldSpec("setpoint", JsonType.OBJECT), sequenced=True),
+    "setpoint": _command("setpoint", FieldSpec("setpoint", JsonType.OBJECT), RESUME,
+                         sequenced=True),
     "disarm": _command("disarm", flag("force", False)),
     "emergency_stop": _command("emergency_stop", flag("confirm", False)),
     "heartbeat": _command("heartbeat", flag("ack", True)),
     **{name: _command(name) for name in _BARE},
-    **{name: _command(name, *fields) for name, fields in MOTION_FIELDS.items()},
+    **{name: _command(name, *fields, RESUME) for name, fields in MOTION_FIELDS.items()},
     "flights": _command("flights", integer("limit", 1, FLIGHTS_LIMIT_MAX, 20)),
 }
 # The setpoint topic: a flat object, its envelope checked before the setpoint's fields.
 _STREAM_ENVELOPE = (_VERSION, text("session", _SESSION_CHARS), integer("seq", 0, _SEQ_MAX),
-                    text("id", _ID_CHARS, None))
+                    text("id", _ID_CHARS, None), RESUME)
 _STREAM_HEAD = ObjectSpec("a stream setpoint", _STREAM_ENVELOPE)
 _STREAM_SPECS: dict[str, ObjectSpec] = {
     kind: ObjectSpec(f"a {kind} stream setpoint", _STREAM_ENVELOPE + spec.fields)
@@ -208,7 +211,7 @@ class CommandDecoder:
         if name == "engage":
             return Engage(command_id, setpoint=setpoint, arm=fields["arm"])
         assert setpoint is not None
-        return SetSetpoint(command_id, setpoint)
+        return SetSetpoint(command_id, setpoint, resume=fields["resume"])
 
     def _decode_stream(self, doc: dict[str, Any]) -> Command | Rejection:
         kind = doc.get("kind")
@@ -233,7 +236,7 @@ class CommandDecoder:
         stale = self.replay.check(fields["session"], fields["seq"])
         if stale is not None:
             return Rejection(MqttErrorCode.SETPOINT_STALE, stale, command_id)
-        return SetSetpoint(command_id, setpoint)
+        return SetSetpoint(command_id, setpoint, resume=fields["resume"])
 
 
 def _stream_id(envelope: dict[str, Any]) -> str:
@@ -279,6 +282,8 @@ def encode_command(command: Command, *, session: str | None = None,
             doc["arm"] = command.arm
         if command.setpoint is not None:
             doc["setpoint"] = setpoint_to_wire(command.setpoint)
+        if isinstance(command, SetSetpoint) and command.resume is not None:
+            doc["resume"] = command.resume
     elif isinstance(command, Disarm):
         doc["force"] = command.force
     elif isinstance(command, EmergencyStop):
@@ -291,10 +296,13 @@ def encode_command(command: Command, *, session: str | None = None,
 
 
 def encode_stream_setpoint(setpoint: Any, *, session: str, seq: int,
-                           command_id: str | None = None) -> dict[str, Any]:
+                           command_id: str | None = None,
+                           resume: str | None = None) -> dict[str, Any]:
     doc: dict[str, Any] = {"session": session, "seq": seq}
     if command_id is not None:
         doc["id"] = command_id
+    if resume is not None:
+        doc["resume"] = resume
     doc.update(setpoint_to_wire(setpoint))
     return doc
 

@@ -76,8 +76,9 @@ PlaceReader = Callable[[dict[str, Any], str, str], Any]  # (doc, command_id, whe
 def decode_motion(name: str, fields: dict[str, Any], command_id: str,
                   read_setpoint: PlaceReader) -> MotionCommand | Rejection:
     """The core command from checked `fields`; `read_setpoint` is schema._setpoint."""
+    resume = fields["resume"]
     if name == "stop":
-        return Stop(command_id)
+        return Stop(command_id, resume=resume)
     yaw = _read_yaw(name, fields["yaw"], command_id)
     if isinstance(yaw, Rejection):
         return yaw
@@ -89,15 +90,17 @@ def decode_motion(name: str, fields: dict[str, Any], command_id: str,
                 return place
             waypoints.append(place)
         return FollowPath(command_id, tuple(waypoints), fields["speed_m_s"],
-                          fields["corner_radius_m"], yaw, fields["engage"], fields["arm"])
+                          fields["corner_radius_m"], yaw, fields["engage"], fields["arm"],
+                          resume)
     key = "target" if name == "goto" else "center"
     place = _read_place(fields[key], command_id, key, read_setpoint)
     if isinstance(place, Rejection):
         return place
     if name == "goto":
-        return Goto(command_id, place, fields["speed_m_s"], yaw, fields["engage"], fields["arm"])
+        return Goto(command_id, place, fields["speed_m_s"], yaw, fields["engage"], fields["arm"],
+                    resume)
     return Orbit(command_id, place, fields["radius_m"], fields["speed_m_s"], fields["turns"],
-                 fields["clockwise"], yaw)
+                 fields["clockwise"], yaw, resume)
 
 
 def _read_place(doc: Any, command_id: str, where: str,
@@ -131,9 +134,10 @@ def _read_yaw(name: str, value: str | dict[str, Any], command_id: str) -> Yaw | 
 
 def encode_motion(cmd: MotionCommand) -> dict[str, Any]:
     """The JSON fields (beyond id and cmd) for a core motion command (the client's)."""
+    doc: dict[str, Any] = {} if cmd.resume is None else {"resume": cmd.resume}
     if isinstance(cmd, Stop):
-        return {}
-    doc: dict[str, Any] = {"speed_m_s": cmd.speed_m_s, "yaw": _yaw_to_wire(cmd.yaw)}
+        return doc
+    doc.update(speed_m_s=cmd.speed_m_s, yaw=_yaw_to_wire(cmd.yaw))
     if isinstance(cmd, Goto):
         doc.update(target=setpoint_to_wire(cmd.target), engage=cmd.engage, arm=cmd.arm)
     elif isinstance(cmd, FollowPath):

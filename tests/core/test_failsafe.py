@@ -74,18 +74,65 @@ def test_heartbeat_only_during_holding_does_not_resume() -> None:
     assert isinstance(last_setpoint(b), PositionVelocityNed)  # never the old velocity
 
 
-def test_new_setpoint_resumes_from_holding() -> None:
+def test_a_setpoint_quoting_the_holds_token_resumes() -> None:
     b = Bench(EngineSettings(hold_s=3.0))
     b.engage(VelocityNed(1, 0, 0))
     lapse(b)
+    token = b.engine.resume_token
+    assert token is not None and b.engine.snapshot(b.now).resume_token == token
     t = b.now
-    b.feed(SetSetpoint("sp", PositionNed(5, 5, -5)))
+    b.feed(SetSetpoint("sp", PositionNed(5, 5, -5), resume=token))
     assert b.phase() is Phase.ACTIVE and b.reason() is Reason.RESUMED
+    assert b.engine.resume_token is None and b.engine.snapshot(b.now).resume_token is None
     assert b.reply("sp").ok and last_setpoint(b) == PositionNed(5, 5, -5)
     assert b.setpoint_times(since=t)[0] == t  # sent at once
     b.commander_alive = True
     b.step(5.0)
     assert b.phase() is Phase.ACTIVE
+
+
+def test_a_stale_backlog_never_resumes_from_holding() -> None:
+    """What a bridge or a stalled network held back arrives after its commander died:
+    same session, seq growing, no token (it was written before the lapse). Refused; the
+    hold streams on; the refusal names the token a live commander would quote."""
+    b = Bench(EngineSettings(hold_s=3.0))
+    b.engage(VelocityNed(1, 0, 0))
+    lapse(b)
+    for i in range(10):
+        b.feed(SetSetpoint(f"old{i}", VelocityNed(3, 0, 0)))
+        b.step(0.05)
+    assert b.phase() is Phase.HOLDING
+    refused = b.reply("old0")
+    assert not refused.ok and refused.reason is Reason.NOT_IN_CONTROL
+    assert refused.resume == b.engine.resume_token and f'"resume": "{refused.resume}"' in (
+        refused.message)
+    assert isinstance(last_setpoint(b), PositionVelocityNed)  # the hold, never 3 m/s
+    assert b.engine.lease.remaining_s(b.now) is None  # nothing renewed a lease
+
+
+def test_a_token_of_an_earlier_hold_does_not_resume_a_later_one() -> None:
+    tokens = iter(["first", "second"])
+    b = Bench(EngineSettings(hold_s=3.0))
+    b.engine._new_token = lambda: next(tokens)
+    b.engage(VelocityNed(1, 0, 0))
+    lapse(b)
+    b.commander_alive = True
+    b.feed(SetSetpoint("sp1", VelocityNed(1, 0, 0), resume="first"))
+    assert b.phase() is Phase.ACTIVE
+    lapse(b)
+    assert b.engine.resume_token == "second"
+    b.feed(SetSetpoint("sp2", VelocityNed(1, 0, 0), resume="first"))
+    assert b.phase() is Phase.HOLDING and b.reply("sp2").resume == "second"
+    b.feed(CommanderHeartbeat("hb-late"))
+    assert b.reply("hb-late").resume == "second"  # a heartbeat is told the token, never resumes
+    assert b.phase() is Phase.HOLDING
+
+
+def test_in_active_a_resume_field_is_ignored() -> None:
+    b = Bench(EngineSettings(hold_s=3.0))
+    b.engage(VelocityNed(1, 0, 0))
+    b.feed(SetSetpoint("sp", VelocityNed(2, 0, 0), resume="whatever"))
+    assert b.reply("sp").ok and b.phase() is Phase.ACTIVE
 
 
 def test_hold_time_over_runs_the_loss_action() -> None:

@@ -7,6 +7,7 @@ test_walk_timers.py, which also checks that the whole walk looked up every row.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
@@ -208,3 +209,20 @@ def test_fc_events_in_every_phase_do_what_the_table_says(
     if trigger is Trigger.FC_MODE_TAKEN and phase is Phase.RELEASING:
         assert rule.to is Phase.PREEMPTED  # a hand-over we fly: a takeover
     expect(b, rule, phase)
+
+
+@pytest.mark.parametrize("trigger", [Trigger.SETPOINT, Trigger.GOTO, Trigger.PATH, Trigger.ORBIT,
+                                     Trigger.STOP])
+def test_in_holding_what_quotes_the_token_resumes(trigger: Trigger) -> None:
+    """The other half of HOLDING's rows (the walk above sends no token: refused)."""
+    b = in_phase(Phase.HOLDING)
+    token = b.engine.resume_token
+    assert token is not None
+    command = dataclasses.replace(COMMANDS[trigger], resume=token)  # type: ignore[arg-type]
+    b.engine.command_in_hand = command
+    rule = b.engine.rule(trigger, b.now)
+    b.engine.command_in_hand = None
+    assert rule.to is Phase.ACTIVE and rule in MACHINE.listed(Phase.HOLDING, trigger)
+    b.feed(command)
+    assert b.reply("c").ok
+    expect(b, rule, Phase.HOLDING)

@@ -313,6 +313,8 @@ def test_the_walk_looks_up_every_row_in_every_phase() -> None:
             walk.test_fc_events_in_every_phase_do_what_the_table_says(phase, inject)
         for case in CASES:
             run_case(case)
+        for trigger in (Trigger.SETPOINT, Trigger.GOTO, Trigger.PATH, Trigger.ORBIT, Trigger.STOP):
+            walk.test_in_holding_what_quotes_the_token_resumes(trigger)
     missing = sorted(
         (phase.value, str(rule.trigger), str(rule.to), ", ".join(map(str, rule.when)))
         for rule in MACHINE.rules

@@ -139,3 +139,24 @@ async def test_after_losing_control_a_new_engage_keeps_its_lease_through_the_war
         await c.wait_for_state(lambda st: st["phase"] == "active", 15)
         await asyncio.sleep(2.0)
         assert c.state is not None and c.state["phase"] == "active"
+
+
+async def test_a_commander_whose_lease_lapsed_resumes_with_the_holds_token(
+    mosquitto: Broker,
+) -> None:
+    """The script hung for a moment: the daemon holds and the script learns it lost
+    control. `resume` quotes the hold's token: active again, the lease kept from then on,
+    and a later loss is reported again."""
+    async with stack(mosquitto, hold_s=30.0) as s, s.client() as c:
+        await flying(s, c)
+        await _lease_lapse(s, c)
+        lost = await asyncio.wait_for(c.control_lost(), 8)
+        assert "lease_lapsed" in lost.reason and c.inbox.resume_token is not None
+        with pytest.raises(ControlLost):
+            await c.setpoint(UP)  # the loss is reported once, to the next call
+        assert (await c.resume(PositionNed(0.5, 0.0, -3.0))).ok
+        await asyncio.sleep(2.5)  # more than two leases: the heartbeats keep it
+        assert s.runtime.engine is not None and s.runtime.engine.phase.value == "active"
+        s.sim.pilot_mode_switch("POSCTL")
+        lost = await asyncio.wait_for(c.control_lost(), 8)
+        assert "preempted" in lost.reason

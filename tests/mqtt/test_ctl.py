@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from offboardd.core.commands import Disarm, Engage, Hold
+from offboardd.core.commands import Disarm, Engage, Hold, SetSetpoint
+from offboardd.core.motion_commands import Goto
 from offboardd.core.setpoints import PositionNed, VelocityNed
 from tests.conftest import Broker, free_port
 from tests.mqtt.fake_daemon import FakeEngine, fake_daemon
@@ -107,3 +108,24 @@ async def test_no_daemon_times_out_and_no_broker_is_unreachable(mosquitto: Broke
     assert status == 3 and "no reply" in err
     status, _, err = await ctl(free_port(socket.SOCK_STREAM), "hold")
     assert status == 4 and "broker" in err
+
+
+async def test_setpoint_and_goto_resume_quote_the_holds_token(
+    mosquitto: Broker, engine: FakeEngine
+) -> None:
+    setpoint = '{"kind":"velocity_ned","north_m_s":1,"east_m_s":0,"down_m_s":0}'
+    count = len(engine.commands)
+    status, _, err = await ctl(mosquitto.port, "setpoint", "--resume", setpoint)
+    assert status == 1 and "not holding (phase idle)" in err  # nothing sent
+    assert len(engine.commands) == count
+    assert engine.bridge is not None
+    engine.bridge.publish_state({"phase": "holding", "resume_token": "tok-1"})
+    status, out, _ = await ctl(mosquitto.port, "setpoint", "--resume", setpoint)
+    assert status == 0 and json.loads(out)["ok"]
+    assert engine.commands[-1] == SetSetpoint(engine.commands[-1].command_id,
+                                              VelocityNed(1, 0, 0), resume="tok-1")
+    engine.bridge.publish_state({"phase": "holding", "resume_token": "tok-2"})  # a new hold
+    status, out, err = await ctl(mosquitto.port, "goto", "3", "0", "-5", "--resume")
+    assert status == 0, (out, err)
+    assert isinstance(engine.commands[-1], Goto)
+    assert engine.commands[-1].resume == "tok-2"

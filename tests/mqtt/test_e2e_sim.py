@@ -151,7 +151,8 @@ async def test_fly_replay_dropped_broker_restart_then_resume(
         async with s.client(protocol) as c2:
             state = await c2.wait_for_state(lambda st: st["phase"] == "holding", timeout_s=10)
             assert state["armed"] is True  # re-published to the restarted broker
-            await c2.setpoint(PositionNed(0, 0, -3))  # only a new setpoint resumes
+            assert state["resume_token"] == engine.resume_token is not None
+            await c2.resume(PositionNed(0, 0, -3))  # quoting the token: a live commander
             await c2.wait_for_state(lambda st: st["phase"] == "active", timeout_s=10)
             await c2.land()
         assert s.runtime.bridge is not None and s.runtime.bridge.connect_count >= 2
@@ -178,6 +179,40 @@ async def test_another_clients_heartbeats_never_keep_a_dead_commander_flying(
         assert loop.time() - t_gone < 2.0
         assert other.last_heartbeat_error is not None
         assert other.last_heartbeat_error.code == "not_in_control"
+
+
+async def test_a_dead_commanders_backlog_never_resumes_from_holding(mosquitto: Broker) -> None:
+    """Found by review: setpoints a bridge or a stalled network held back (same session,
+    seq growing) arrived after their commander died and resumed flight from `holding`
+    (4.65 m -> 6.9 m at 2.9 m/s). Now they are refused with the hold's token, which only
+    a live commander can quote; one that does resumes."""
+    async with stack(mosquitto, hold_s=30.0) as s:
+        async with s.client() as mission:
+            await fc_ready(mission)
+            assert (await mission.engage(PositionNed(0, 0, -3), arm=True)).ok
+            await s_wait(lambda: s.sim.vehicle.position_ned_m[2] < -2.5, 15, "up at 3 m")
+            session, seq = mission.session, 100
+        assert s.runtime.engine is not None  # the mission died without a word
+        engine = s.runtime.engine
+        await s_wait(lambda: engine.phase.value == "holding", 3, "holding")
+        async with observer(mosquitto.port) as backlog:
+            await backlog.subscribe(T.reply, 1)
+            for _ in range(20):  # what the network held back arrives, in a burst
+                seq += 1
+                await backlog.publish(T.setpoint, dumps({
+                    "v": 1, "session": session, "seq": seq, "kind": "velocity_ned",
+                    "north_m_s": 3.0, "east_m_s": 0.0, "down_m_s": 0.0}))
+            refused = body(await next_message(backlog, T.reply))
+            await asyncio.sleep(1.0)
+        assert refused["code"] == "not_in_control" and refused["resume"] == engine.resume_token
+        assert engine.phase.value == "holding"
+        assert engine.feed.setpoint is not None and engine.feed.setpoint.kind.value != (
+            "velocity_ned")  # the hold streams on, never the backlog's 3 m/s
+        assert abs(float(s.sim.vehicle.velocity_ned_m_s[0])) < 0.5
+        async with s.client() as live:
+            assert (await live.resume(PositionNed(1, 0, -3))).ok
+            await s_wait(lambda: engine.phase.value == "active", 3, "resumed")
+            await live.land()
 
 
 async def s_wait(predicate: Any, timeout_s: float, what: str) -> None:

@@ -84,6 +84,12 @@ COMMANDS: list[Command] = [
                yaw=Yaw(YawMode.FIXED, math.radians(90))),
     Orbit("o1", PositionNed(0, 5, -5), radius_m=5.0, turns=2.5, clockwise=False),
     Stop("st1"),
+    # the hold's resume token (mqtt-api.md, the lease)
+    SetSetpoint("s2", VelocityNed(1, 0, 0), resume="tok"),
+    Goto("g3", PositionNed(5, 0, -5), resume="tok"),
+    FollowPath("p2", (PositionNed(5, 0, -5),), resume="tok"),
+    Orbit("o2", PositionNed(0, 5, -5), radius_m=5.0, resume="tok"),
+    Stop("st2", resume="tok"),
 ]
 
 
@@ -118,6 +124,17 @@ def test_every_setpoint_kind_round_trips_on_both_topics(setpoint: Setpoint) -> N
     assert decode(encode_document(as_command)) == SetSetpoint("c", setpoint)
     stream = encode_stream_setpoint(setpoint, session="s", seq=1)
     assert decode(encode_document(stream), "setpoint") == SetSetpoint("s:1", setpoint)
+
+
+def test_a_stream_setpoint_carries_the_resume_token_and_refuses_a_bad_one() -> None:
+    stream = encode_stream_setpoint(VelocityNed(1, 0, 0), session="s", seq=1, resume="tok")
+    assert decode(encode_document(stream), "setpoint") == SetSetpoint(
+        "s:1", VelocityNed(1, 0, 0), resume="tok")
+    assert code_of(decode({**stream, "v": 1, "seq": 2, "resume": "x" * 65}, "setpoint")) == (
+        "out_of_range")
+    assert code_of(decode({**stream, "v": 1, "seq": 3, "resume": 7}, "setpoint")) == "wrong_type"
+    assert code_of(decode({"v": 1, "id": "h", "cmd": "heartbeat", "resume": "tok"})) == (
+        "unknown_field")  # a heartbeat never resumes: it takes no token
 
 
 def test_stream_setpoint_example_from_the_docs() -> None:
