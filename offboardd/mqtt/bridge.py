@@ -71,7 +71,7 @@ class MqttBridge:
         self.settings = settings
         self.topics = Topics.for_vehicle(settings.vehicle_id, settings.topic_root)
         self.gate = InboundGate(settings, self.topics, decoder or CommandDecoder(), on_command,
-                                self.reply)
+                                self.reply, clock=clock)
         self._clock = clock
         self._v5 = settings.protocol == "5"
         self._outbox = Outbox(

@@ -23,6 +23,7 @@ from paho.mqtt.properties import Properties
 
 from offboardd.core.commands import Command, CommanderHeartbeat
 from offboardd.mqtt.queries import Query
+from offboardd.mqtt.rates import Admit, CommanderRates, Lane
 from offboardd.mqtt.settings import MqttSettings
 from offboardd.mqtt.topics import Topics, valid_publish_topic
 from offboardd.mqtt.wire import MqttErrorCode, Rejection, ReplyRoute, peek_id_bytes
@@ -50,8 +51,14 @@ class InboundCommand:
 class InboundGate:
     def __init__(self, settings: MqttSettings, topics: Topics, decoder: InboundDecoder,
                  on_command: Callable[[InboundCommand], None],
-                 reply: Callable[..., None]) -> None:
+                 reply: Callable[..., None], *, clock: Callable[[], float]) -> None:
         self.settings = settings
+        self._clock = clock
+        # Refusals are answered (and logged) at the commands' rate per reply route; the
+        # rest are counted and summed up in the next one logged (rates.py, Lane.REFUSED).
+        self._answers = CommanderRates()
+        self.suppressed_count = 0
+        self._suppressed_since_logged = 0
         self.topics = topics
         self._decoder = decoder
         self._on_command = on_command
@@ -101,8 +108,14 @@ class InboundGate:
 
     def _refuse(self, channel: Channel, route: ReplyRoute, rejection: Rejection) -> None:
         self.refused_count += 1
+        if self._answers.admit((route.topic, Lane.REFUSED), self._clock()) is not Admit.ACCEPT:
+            self.suppressed_count += 1
+            self._suppressed_since_logged += 1
+            return
+        suppressed, self._suppressed_since_logged = self._suppressed_since_logged, 0
         log.warning("mqtt_refused", channel=channel, code=str(rejection.code),
-                    message=rejection.message, id=rejection.command_id)
+                    message=rejection.message, id=rejection.command_id,
+                    **({"unanswered_before": suppressed} if suppressed else {}))
         route = ReplyRoute(route.topic, rejection.command_id, route.correlation_data,
                            route.reply_on_success)
         self._reply(route, ok=False, code=rejection.code, message=rejection.message)

@@ -9,7 +9,9 @@ without one share the default reply topic. Each route has three buckets (`Lane`)
 high-rate `setpoint` topic's, the commands', and one for the commands that hand the
 vehicle back or stop it, so that a flood of anything else from the same route (every
 MQTT 3.1.1 client shares one) can never get a `land` refused (found by review: one in
-three was). Pure: `now` comes in.
+three was). The inbound gate keeps a fourth (`REFUSED`) for the answers to what it
+refuses before any bucket sees it (malformed JSON...): each one was a parse, a WARNING
+line and a reply, and 50,000 of them in a burst flooded the journal. Pure: `now` comes in.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class Lane(enum.Enum):
     SETPOINT = "setpoint"  # the setpoint topic
     CMD = "cmd"  # commands, heartbeats, setpoints sent on cmd
     SAFETY = "safety"  # hold, land, rtl, release, emergency_stop
+    REFUSED = "refused"  # what the gate refuses (malformed, retained, stale): its answers
 
 
 SAFETY_KINDS = frozenset({"hold", "land", "rtl", "release", "emergency_stop"})

@@ -91,3 +91,36 @@ async def test_a_flood_of_heartbeats_never_gets_a_land_refused(mosquitto: Broker
                 if reply["id"] == "land":
                     break
         assert reply["code"] == "fc_timeout", reply  # the engine's answer: no FC here
+
+
+async def test_a_flood_of_garbage_is_answered_and_logged_a_few_times_a_second(
+    mosquitto: Broker,
+) -> None:
+    """Found by review: every malformed message cost a parse, a WARNING line and a reply;
+    50,000 of them in a burst flooded the journal (which then drops the daemon's own lines).
+    Beyond the commands' rate per reply route the refusals are counted, not answered."""
+    config = DaemonConfig(
+        mavlink=MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{free_port()}")),
+        mqtt=dataclasses.replace(settings_for(mosquitto.port), vehicle_id="flood"))
+    async with serving(config, mqtt=True) as runtime, observer(mosquitto.port) as junk, \
+            observer(mosquitto.port) as polite:
+        await junk.subscribe("junk/inbox", 1)
+        await polite.subscribe("polite/inbox", 1)
+        props = request_properties("junk/inbox", b"x")
+        for _ in range(2000):
+            await junk.publish(T.cmd, b"{engage", qos=0, properties=props)
+        codes: list[str | None] = []
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(2.0):
+                async for message in junk.messages:
+                    codes.append(json.loads(bytes(message.payload))["code"])
+        assert set(codes) == {"malformed_json"} and 40 <= len(codes) <= 150, len(codes)
+        assert runtime.bridge is not None
+        gate = runtime.bridge.gate
+        assert gate.refused_count == 2000 and gate.suppressed_count == 2000 - len(codes)
+        await polite.publish(T.cmd, b"[1]", qos=1,  # another route: answered at once
+                             properties=request_properties("polite/inbox", b"y"))
+        async with asyncio.timeout(5.0):
+            async for message in polite.messages:
+                assert json.loads(bytes(message.payload))["code"] == "not_an_object"
+                break
