@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -95,7 +96,12 @@ class ClientInbox:
                     self.state_changed.notify_all()
                 self.control.on_state(doc)
             elif message.topic.matches(self.inbox_topic):
-                self.on_reply(Reply.from_document(doc))
+                reply = Reply.from_document(doc)
+                if reply.id is None:  # refused unread (too large): MQTT 5 echoes our id
+                    data = getattr(message.properties, "CorrelationData", None)
+                    if isinstance(data, bytes):
+                        reply = dataclasses.replace(reply, id=data.decode(errors="replace"))
+                self.on_reply(reply)
             elif message.topic.matches(self.topics.events):
                 self.motions.on_event(doc)
 

@@ -92,9 +92,16 @@ def client_options(*, username: str | None, password: str | None,
 PACKET_OVERHEAD_BYTES = 1024
 
 
+# How far over `max_payload_bytes` a command is still delivered, to be answered
+# `payload_too_large`: a path of a thousand waypoints is a mistake its sender must hear of
+# (found by review: cut at the limit itself, the broker dropped it and nobody answered).
+# Far beyond (a 10 MB "command") the broker drops it unanswered: memory stays bounded.
+ANSWERED_OVERSIZE = 4
+
+
 def max_packet_bytes(max_payload_bytes: int) -> int:
     """The largest MQTT packet worth receiving for commands of `max_payload_bytes`."""
-    return max_payload_bytes + PACKET_OVERHEAD_BYTES
+    return ANSWERED_OVERSIZE * max_payload_bytes + PACKET_OVERHEAD_BYTES
 
 
 def daemon_client(settings: MqttSettings, will_topic: str, paho_errors: PahoErrors
