@@ -291,8 +291,11 @@ class Runtime:
         before = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
         actions = (engine.step(events, now) if cycle
                    else engine.handle_all(events, now, commander=commander))
-        target = vehicle.target  # whose frames vouch for a UDP sender (fc_input.py)
-        self.fc_input.fc_target_system = None if target is None else target.system_id
+        # Whose frames vouch for a UDP sender (fc_input.py): the FC we follow, else (lost)
+        # the PX4 we followed before, the only one adopted again (vehicle.py).
+        target = vehicle.target
+        self.fc_input.fc_target_system = (vehicle.px4_system if target is None
+                                          else target.system_id)
         self._dispatch(actions, now)
         if (vehicle.custom_mode, vehicle.armed, vehicle.landed_state) != before:
             # Subscribers see the FC's mode, arming and landing at once, not a second later.

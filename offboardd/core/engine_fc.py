@@ -44,7 +44,12 @@ if TYPE_CHECKING:
 def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
     v = eng.vehicle
     target_before = v.target
+    foreign_before = len(v.foreign_px4_systems)
     if not v.accepts(event):
+        if len(v.foreign_px4_systems) != foreign_before:
+            eng.out.warn([f"another PX4 autopilot (system {event.source_system}) on the link: "
+                          f"following system {v.px4_system} only; set mavlink.fc_system_id "
+                          "to choose"])
         return
     armed_before = v.armed
     rebooted = v.fold(event, now)

@@ -61,6 +61,10 @@ class VehicleState:
     def __init__(self, estimate_timeout_s: float) -> None:
         self.estimate_timeout_s = estimate_timeout_s
         self.target: Target | None = None  # the autopilot we follow (first one heard)
+        # The first PX4 system followed, kept for the run: after an FC loss only it is
+        # adopted again, never another vehicle on a shared radio (found by review).
+        self.px4_system: int | None = None
+        self.foreign_px4_systems: set[int] = set()  # other PX4s heard (warned of, once)
         self.autopilot: int | None = None
         self.custom_mode: int | None = None  # latest of HEARTBEAT / CURRENT_MODE
         self.intended_custom_mode: int | None = None
@@ -86,6 +90,10 @@ class VehicleState:
             if event.autopilot == MAV_AUTOPILOT_INVALID:
                 return False
             source = Target(event.source_system, event.source_component)
+            if self.px4_system is not None and event.source_system != self.px4_system:
+                if event.autopilot == MAV_AUTOPILOT_PX4:
+                    self.foreign_px4_systems.add(event.source_system)
+                return False
             if self.target is None or (
                 # a PX4 autopilot wins over whatever non-PX4 component spoke first
                 event.autopilot == MAV_AUTOPILOT_PX4
@@ -93,6 +101,8 @@ class VehicleState:
                 and source != self.target
             ):
                 self.target = source
+            if event.autopilot == MAV_AUTOPILOT_PX4 and source == self.target:
+                self.px4_system = source.system_id
             return (event.source_system, event.source_component) == (
                 self.target.system_id,
                 self.target.component_id,

@@ -3,6 +3,7 @@ veto), "in control" from mode + armed + landed together, and reboot detection.""
 
 from __future__ import annotations
 
+from offboardd.core.actions import NoticeKind
 from offboardd.core.events import (
     FcAttitude,
     FcEstimatorStatus,
@@ -13,10 +14,10 @@ from offboardd.core.events import (
     LandedState,
 )
 from offboardd.core.modes import Px4Mode
-from offboardd.core.setpoints import EstimateNeed
+from offboardd.core.setpoints import EstimateNeed, PositionNed
 from offboardd.core.vehicle import VehicleState
 
-from .bench import FC
+from .bench import FC, Bench
 
 LOCAL = EstimateNeed.LOCAL_POSITION
 VEL = EstimateNeed.LOCAL_VELOCITY
@@ -103,3 +104,33 @@ def test_a_px4_heartbeat_wins_over_a_non_px4_component_heard_first() -> None:
     v.fold(px4, 0.1)
     assert v.is_px4 and (v.target.system_id, v.target.component_id) == (1, 1)  # type: ignore[union-attr]
     assert not v.accepts(generic)
+
+
+def test_after_the_fc_is_lost_only_the_same_px4_system_is_adopted_again() -> None:
+    """Found by review: with fc_system_id = 0 an FC loss forgot which vehicle we flew, and
+    the next PX4 heard on a shared radio (another vehicle) was adopted: the next engage
+    would have flown it. The first PX4 adopted is kept for the run."""
+    v = VehicleState(0.5)
+    ours = FcHeartbeat(12, 2, 0, 0, 4, **FC)
+    assert v.accepts(ours)
+    v.fold(ours, 0.0)
+    v.target = None  # the FC was lost (engine_fc.fc_lost)
+    other = FcHeartbeat(12, 2, 0, 0, 4, source_system=2, source_component=1)
+    assert not v.accepts(other) and v.target is None
+    assert v.foreign_px4_systems == {2}
+    assert v.accepts(ours) and v.target is not None and v.target.system_id == 1
+
+
+def test_another_px4_on_the_link_is_warned_of_once_and_never_flown() -> None:
+    b = Bench()
+    b.engage(PositionNed(0, 0, -5))
+    other = FcHeartbeat(12, 2, 0, 0, 4, source_system=2, source_component=1)
+    for _ in range(3):
+        b.feed(other)
+    warnings = [n for n in b.notices(NoticeKind.WARNING) if "system 2" in n.message]
+    assert len(warnings) == 1 and "following system 1" in warnings[0].message
+    b.fc_alive = False
+    b.step(b.settings.fc_timeout_s + 0.5)  # our FC is lost...
+    b.feed(other)  # ...and the other vehicle heartbeats on
+    assert b.engine.vehicle.target is None and not b.engine.fc_up
+    assert b.engine.snapshot(b.now).fc_link == "lost"
