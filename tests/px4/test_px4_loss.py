@@ -9,10 +9,13 @@ OFFBOARD by itself if setpoints resumed, px4-offboard.md §3).
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import signal
 import time
 from pathlib import Path
 
+import aiomqtt
 import pytest
 
 from offboardd.core.setpoints import PositionNed
@@ -48,6 +51,41 @@ async def test_lease_lapse_holds_then_asks_for_the_loss_action(
         assert abs(-r.position_ned_m[2] - ALT_M) < 1.0  # held, not dropped
         measured.update(lease_lapse_to_loiter_s=round(loiter_t - lapsed_t, 2),
                         phase_after=failsafe["phase"])
+
+
+async def test_a_dead_commanders_backlog_is_refused_and_a_live_one_resumes(
+    px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
+) -> None:
+    """What a bridge or a stalled network held back (the dead commander's session, seq
+    growing, 3 m/s north) arrives while the daemon holds: refused, PX4 keeps the hold.
+    A live commander quoting the hold's resume token flies on, in OFFBOARD throughout."""
+    engine = {"hold_s": 20.0, "command_loss_action": "hold"}
+    async with flying_stack(px4, mosquitto, tmp_path, {"engine": engine}) as s:
+        await s.fc_ready()
+        async with s.new_client() as commander:
+            await s.take_off(ALT_M, commander)
+            session = commander.session
+        held = await s.client.wait_for_state(lambda st: st["phase"] == "holding", 5)
+        held_t = time.monotonic()
+        async with aiomqtt.Client("127.0.0.1", mosquitto.port) as backlog:
+            for seq in range(1000, 1020):
+                await backlog.publish(s.client.topics.setpoint, json.dumps({
+                    "v": 1, "session": session, "seq": seq, "kind": "velocity_ned",
+                    "north_m_s": 3.0, "east_m_s": 0.0, "down_m_s": 0.0}).encode())
+        await asyncio.sleep(1.5)
+        state = await s.client.wait_for_state(lambda st: True, 1)
+        assert state["phase"] == "holding" and state["resume_token"] == held["resume_token"]
+        flown = [sp for sp in s.record.setpoints if sp.t > held_t
+                 and abs(sp.fields.get("vx", 0.0)) > 1.0]
+        assert flown == []  # PX4 never got the backlog's 3 m/s
+        drift_m = math.dist(s.record.position_ned_m[:2], (0.0, 0.0))
+        assert drift_m < 1.0 and s.record.mode == OFFBOARD
+        async with s.new_client() as live:
+            assert (await live.resume(PositionNed(2.0, 0.0, -ALT_M))).ok
+            await s.until(lambda r: abs(r.position_ned_m[0] - 2.0) < 0.4, 15, "north 2 m")
+            assert all(mode == OFFBOARD for t, mode in s.record.modes if t > held_t)
+            await live.land()
+        measured.update(backlog_drift_m=round(drift_m, 2))
 
 
 async def test_a_link_blackout_past_px4s_loss_time_never_hands_the_vehicle_back(
