@@ -114,6 +114,14 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
             f"{cmd.kind.value} is not allowed in phase {eng.phase.value}",
         )
         return
+    if rule.to is Phase.WARMUP or Reason.RESUMED in rule.reasons:
+        eng.lease.back(eng.commander)  # an engage, a resume quoting the token: alive
+    elif isinstance(cmd, _TIED) and eng.lease.gone(eng.commander):
+        eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
+                       f"{cmd.kind.value} refused: this commander's lease lapsed (phase "
+                       f"{eng.phase.value}); what it sends is not flown until it quotes a "
+                       "hold's resume token or engages again")
+        return
     accepted: bool
     if isinstance(cmd, Engage):
         accepted = _engage(eng, rule, cmd, now)
@@ -138,6 +146,9 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
 
 # Commands whose sender flies the vehicle from then on: it holds the lease.
 _FLOWN = (SetSetpoint, *MOTION_TYPES)
+# ...and what a commander whose lease lapsed may not send until it proves it is alive: a
+# stale backlog (same route) must neither fly nor keep or take a lease (Lease.gone).
+_TIED = (*_FLOWN, CommanderHeartbeat)
 
 
 def _heartbeat(eng: OffboardEngine, cmd: CommanderHeartbeat) -> bool:

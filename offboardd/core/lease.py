@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import math
 
+# Commanders remembered as gone after their lease lapsed (the oldest forgotten first).
+_GONE_KEPT = 64
+
 
 class Lease:
     def __init__(self, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self._expires_s: float | None = None
         self.holder: str | None = None  # who renews it (None: a caller that names no one)
+        # Holders whose lease lapsed: presumed dead until they prove otherwise (a hold's
+        # resume token, an engage). What a stalled network delivers from them later must
+        # not fly, nor take the lease from a commander that resumed (found by review).
+        self._gone: dict[str, None] = {}
 
     @property
     def held(self) -> bool:
@@ -47,6 +54,24 @@ class Lease:
 
     def end(self) -> None:
         self._expires_s = None
+
+    def lapse(self) -> None:
+        """It lapsed: ended, and its holder remembered as gone."""
+        self._expires_s = None
+        if self.holder is not None:
+            self._gone.pop(self.holder, None)
+            self._gone[self.holder] = None
+            if len(self._gone) > _GONE_KEPT:
+                del self._gone[next(iter(self._gone))]
+
+    def gone(self, who: str | None) -> bool:
+        """Did `who`'s lease lapse, with no sign of life from it since?"""
+        return who is not None and who in self._gone
+
+    def back(self, who: str | None) -> None:
+        """`who` proved it is alive (quoted a hold's token, engaged)."""
+        if who is not None:
+            self._gone.pop(who, None)
 
     def lapsed(self, now: float) -> bool:
         return self._expires_s is not None and now >= self._expires_s

@@ -30,7 +30,14 @@ from offboardd.runtime import Runtime
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import Broker, free_port
 from tests.integration.harness import serving
-from tests.mqtt.helpers import body, dumps, next_message, observer, settings_for
+from tests.mqtt.helpers import (
+    body,
+    dumps,
+    next_message,
+    observer,
+    request_properties,
+    settings_for,
+)
 
 pytestmark = pytest.mark.integration
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -212,6 +219,48 @@ async def test_a_dead_commanders_backlog_never_resumes_from_holding(mosquitto: B
         async with s.client() as live:
             assert (await live.resume(PositionNed(1, 0, -3))).ok
             await s_wait(lambda: engine.phase.value == "active", 3, "resumed")
+            await live.land()
+
+
+@pytest.mark.parametrize("resume_with", ["setpoint", "goto"])
+async def test_after_a_live_resume_the_dead_commanders_backlog_takes_nothing(
+    mosquitto: Broker, resume_with: str,
+) -> None:
+    """Found by review: once a live commander resumed, the rest of the dead one's backlog
+    (its reply route, its session, seq growing; a goto it had sent) was accepted in
+    `active`, took the lease and flew 3 m/s north (5.1 m in 2 s). It is refused: the
+    commander whose lease lapsed is gone until it quotes a hold's token itself."""
+    async with stack(mosquitto, hold_s=30.0) as s:
+        async with s.client() as mission:
+            await fc_ready(mission)
+            assert (await mission.engage(PositionNed(0, 0, -3), arm=True)).ok
+            await s_wait(lambda: s.sim.vehicle.position_ned_m[2] < -2.5, 15, "up at 3 m")
+            session, inbox = mission.session, mission._inbox
+        assert s.runtime.engine is not None
+        engine = s.runtime.engine
+        await s_wait(lambda: engine.phase.value == "holding", 3, "holding")
+        async with observer(mosquitto.port) as backlog, s.client() as live:
+            if resume_with == "goto":
+                await live.goto(PositionNed(0, 0, -3), speed_m_s=1.0, resume=True)
+            else:
+                assert (await live.resume(PositionNed(0, 0, -3))).ok
+            assert engine.phase.value == "active"
+            north0 = s.north_m
+            for seq in range(100, 140):  # 2 s more of what the network held back
+                await backlog.publish(T.setpoint, dumps({
+                    "v": 1, "session": session, "seq": seq, "kind": "velocity_ned",
+                    "north_m_s": 3.0, "east_m_s": 0.0, "down_m_s": 0.0}),
+                    properties=request_properties(inbox, f"{session}:{seq}".encode()))
+                await asyncio.sleep(0.05)
+            await backlog.publish(T.cmd, dumps({
+                "v": 1, "id": "old-goto", "cmd": "goto", "speed_m_s": 3.0,
+                "target": {"kind": "position_ned", "north_m": 20, "east_m": 0, "down_m": -3}}),
+                qos=1, properties=request_properties(inbox, b"old-goto"))
+            await asyncio.sleep(1.0)
+            assert engine.phase.value == "active" and engine.lease.holder == live._inbox
+            assert abs(s.north_m - north0) < 0.5  # neither 3 m/s nor the old goto flown
+            with pytest.raises(TimeoutError):  # the live commander never lost control
+                await asyncio.wait_for(live.control_lost(), 0.5)
             await live.land()
 
 
