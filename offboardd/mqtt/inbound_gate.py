@@ -29,6 +29,7 @@ from offboardd.mqtt.topics import Topics, valid_publish_topic
 from offboardd.mqtt.wire import MqttErrorCode, Rejection, ReplyRoute, peek_id_bytes
 
 log = structlog.get_logger("offboardd.mqtt")
+_ALL_ROUTES = ("*", Lane.REFUSED)  # the log lines' one bucket
 Channel = Literal["cmd", "setpoint"]
 
 
@@ -54,11 +55,14 @@ class InboundGate:
                  reply: Callable[..., None], *, clock: Callable[[], float]) -> None:
         self.settings = settings
         self._clock = clock
-        # Refusals are answered (and logged) at the commands' rate per reply route; the
-        # rest are counted and summed up in the next one logged (rates.py, Lane.REFUSED).
+        # Refusals are answered at the commands' rate per reply route (rates.py,
+        # Lane.REFUSED), and logged at that rate in all: a flood from rotating response
+        # topics gets a fresh bucket per topic, never a journal line each (review). What
+        # is not logged is summed up in the next line that is.
         self._answers = CommanderRates()
-        self.suppressed_count = 0
-        self._suppressed_since_logged = 0
+        self._log_lines = CommanderRates()
+        self.suppressed_count = 0  # refusals not answered
+        self._not_logged = 0
         self.topics = topics
         self._decoder = decoder
         self._on_command = on_command
@@ -108,14 +112,18 @@ class InboundGate:
 
     def _refuse(self, channel: Channel, route: ReplyRoute, rejection: Rejection) -> None:
         self.refused_count += 1
-        if self._answers.admit((route.topic, Lane.REFUSED), self._clock()) is not Admit.ACCEPT:
+        now = self._clock()
+        if self._answers.admit((route.topic, Lane.REFUSED), now) is not Admit.ACCEPT:
             self.suppressed_count += 1
-            self._suppressed_since_logged += 1
+            self._not_logged += 1
             return
-        suppressed, self._suppressed_since_logged = self._suppressed_since_logged, 0
-        log.warning("mqtt_refused", channel=channel, code=str(rejection.code),
-                    message=rejection.message, id=rejection.command_id,
-                    **({"unanswered_before": suppressed} if suppressed else {}))
+        if self._log_lines.admit(_ALL_ROUTES, now) is not Admit.ACCEPT:
+            self._not_logged += 1
+        else:
+            not_logged, self._not_logged = self._not_logged, 0
+            log.warning("mqtt_refused", channel=channel, code=str(rejection.code),
+                        message=rejection.message, id=rejection.command_id,
+                        **({"not_logged_before": not_logged} if not_logged else {}))
         route = ReplyRoute(route.topic, rejection.command_id, route.correlation_data,
                            route.reply_on_success)
         self._reply(route, ok=False, code=rejection.code, message=rejection.message)

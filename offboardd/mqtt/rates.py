@@ -59,7 +59,7 @@ class RateSettings:
     setpoint_rate_hz: float = 100.0
     setpoint_burst: int = 100
     refusal_gap_s: float = 0.25
-    max_commanders: int = 256  # buckets kept (a route has up to 3); the oldest forgotten
+    max_commanders: int = 256  # buckets kept (a route has up to 4); the least recent forgotten
 
 
 class CommanderRates:
@@ -73,11 +73,12 @@ class CommanderRates:
         s = self.settings
         rate, burst = ((s.setpoint_rate_hz, s.setpoint_burst) if key[1] is Lane.SETPOINT
                        else (s.cmd_rate_hz, s.cmd_burst))
-        bucket = self._buckets.get(key)
+        bucket = self._buckets.pop(key, None)  # and put back last: the least recent goes
         if bucket is None:
             if len(self._buckets) >= s.max_commanders:
                 self._buckets.pop(next(iter(self._buckets)))
-            bucket = self._buckets[key] = _Bucket(float(burst), now)
+            bucket = _Bucket(float(burst), now)
+        self._buckets[key] = bucket
         bucket.tokens = min(float(burst), bucket.tokens + (now - bucket.stamp_s) * rate)
         bucket.stamp_s = now
         if bucket.tokens >= 1.0:
