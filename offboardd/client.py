@@ -71,7 +71,7 @@ from offboardd.mqtt.client_types import (
     ClientError,
     CommandRefused,
     ConnectFailed,
-    NotHolding,
+    NoToken,
     Reply,
     ReplyTimeout,
     Watched,
@@ -84,7 +84,7 @@ from offboardd.mqtt.topics import Topics
 from offboardd.mqtt.wire import SCHEMA_VERSION, encode_document
 
 __all__ = ["ClientError", "CommandRefused", "ConnectFailed", "ControlLost", "MotionAborted",
-           "MotionHandle", "NotHolding", "OffboardClient", "Reply", "ReplyTimeout", "TlsSettings",
+           "MotionHandle", "NoToken", "OffboardClient", "Reply", "ReplyTimeout", "TlsSettings",
            "Watched", "Yaw", "YawMode"]
 
 
@@ -211,10 +211,11 @@ class OffboardClient:
         return await self.send(SetSetpoint(self.new_command_id(), setpoint))
 
     async def resume(self, setpoint: Setpoint) -> Reply:
-        """Take the vehicle back from `holding` (our lease lapsed: a network hiccup, a
-        stalled script) with `setpoint`, quoting the hold's resume token. Only a commander
-        that read the token resumes, so a backlog of a dead one never does. Renews the lease
-        from then on, as after an engage. Raises NotHolding if the daemon is not holding."""
+        """Take control with `setpoint`, quoting the daemon's token: back from `holding`
+        (our lease lapsed: a network hiccup, a stalled script), or over from another
+        commander. Only a commander that read the token takes control, so a dead one's late
+        backlog never does. Renews the lease from then on, as after an engage. Raises
+        NoToken if nobody flies the vehicle (engage instead)."""
         command = SetSetpoint(self.new_command_id(), setpoint, resume=await self._resume_token())
         return await self._taking_control(self.send(command))
 
@@ -240,7 +241,7 @@ class OffboardClient:
         return await self._stop(EmergencyStop(self.new_command_id(), confirm=confirm))
 
     # -- motions the daemon plans and flies (issue 16): answered once accepted ------------
-    # `resume`: take the vehicle back from `holding` with this motion (see `resume`).
+    # `resume`: take control with this motion, quoting the daemon's token (see `resume`).
     async def goto(self, target: Place, *, speed_m_s: float = 2.0, yaw: Yaw = KEEP_YAW,
                    engage: bool = False, arm: bool = False, resume: bool = False
                    ) -> MotionHandle:
@@ -293,8 +294,8 @@ class OffboardClient:
         return reply
 
     async def _resume_token(self, wanted: bool = True) -> str | None:
-        """The hold's resume token (None when not `wanted`); waits for the retained state
-        if none was read yet. Raises NotHolding when the daemon is not holding."""
+        """The daemon's token (None when not `wanted`); waits for the retained state if
+        none was read yet. Raises NoToken when there is none (nobody flies the vehicle)."""
         if not wanted:
             return None
         if self.inbox.resume_token is None and self.inbox.state is None:  # not read yet
@@ -302,7 +303,7 @@ class OffboardClient:
         token = self.inbox.resume_token
         if token is None:
             phase = (self.state or {}).get("phase")
-            raise NotHolding(f"nothing to resume: the daemon is not holding (phase {phase})")
+            raise NoToken(f"no token to take control with (phase {phase}): engage instead")
         return token
 
     def keep_lease(self) -> None:

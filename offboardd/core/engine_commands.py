@@ -36,7 +36,7 @@ from offboardd.core.engine_failsafe import fail_pending, start_handover
 from offboardd.core.engine_handover import MAX_JOINED
 from offboardd.core.engine_motion import on_motion
 from offboardd.core.machine import Do, Outcome, Rule, Trigger
-from offboardd.core.machine_table import MACHINE
+from offboardd.core.machine_table import LEASED, MACHINE
 from offboardd.core.modes import mode_name
 from offboardd.core.motion_commands import MOTION_TYPES
 from offboardd.core.reasons import Phase, Reason
@@ -114,14 +114,17 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
             f"{cmd.kind.value} is not allowed in phase {eng.phase.value}",
         )
         return
-    if rule.to is Phase.WARMUP or Reason.RESUMED in rule.reasons:
-        eng.lease.back(eng.commander)  # an engage, a resume quoting the token: alive
-    elif isinstance(cmd, _TIED) and eng.lease.gone(eng.commander):
-        eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
-                       f"{cmd.kind.value} refused: this commander's lease lapsed (phase "
-                       f"{eng.phase.value}); what it sends is not flown until it quotes a "
-                       "hold's resume token or engages again")
-        return
+    if isinstance(cmd, _TIED) and eng.phase in LEASED and not eng.lease.holds(eng.commander):
+        if not (isinstance(cmd, _FLOWN) and cmd.resume is not None
+                and cmd.resume == eng.resume_token):
+            token = eng.resume_token
+            eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
+                           f"{cmd.kind.value} refused: the lease is another commander's (phase "
+                           f"{eng.phase.value}); to take over, send a setpoint or motion with "
+                           f'"resume": "{token}"', resume=token)
+            return
+        eng.lease.pass_to(eng.commander)  # it quoted the token: alive, and it takes over
+        eng.new_epoch()
     accepted: bool
     if isinstance(cmd, Engage):
         accepted = _engage(eng, rule, cmd, now)
@@ -139,24 +142,19 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
         assert isinstance(cmd, CommanderHeartbeat)
         accepted = _heartbeat(eng, cmd)
     if accepted:
-        if isinstance(cmd, _FLOWN):
-            eng.lease.pass_to(eng.commander)  # whoever sends what is flown holds the lease
-        eng.lease.renew(now, eng.commander)
+        eng.lease.renew(now, eng.commander)  # its holder's only
 
 
-# Commands whose sender flies the vehicle from then on: it holds the lease.
+# What flies the vehicle, and with a heartbeat what keeps a lease: in a leased phase only
+# the lease's holder sends them. Anyone else takes over by quoting the engine's token,
+# which changes whenever control changes hands: a message written before (a dead
+# commander's late backlog) can never quote it (found by review, twice).
 _FLOWN = (SetSetpoint, *MOTION_TYPES)
-# ...and what a commander whose lease lapsed may not send until it proves it is alive: a
-# stale backlog (same route) must neither fly nor keep or take a lease (Lease.gone).
 _TIED = (*_FLOWN, CommanderHeartbeat)
 
 
 def _heartbeat(eng: OffboardEngine, cmd: CommanderHeartbeat) -> bool:
-    if not eng.lease.holds(eng.commander):
-        return eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
-                              "heartbeat refused: the lease is another commander's (the one "
-                              "that engaged or last sent a setpoint); engage to fly")
-    eng.out.reply_ok(cmd.command_id, "lease renewed")
+    eng.out.reply_ok(cmd.command_id, "lease renewed")  # the holder's (on_command)
     return True
 
 

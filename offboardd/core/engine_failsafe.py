@@ -67,7 +67,7 @@ def abandon(eng: OffboardEngine, trigger: Trigger, now: float, message: str) -> 
 
 
 def lease_lapsed(eng: OffboardEngine, now: float) -> None:
-    eng.lease.lapse()  # its holder is gone until it proves otherwise (engine_commands)
+    eng.lease.end()
     rule = eng.rule(Trigger.LEASE_LAPSED, now)
     if rule.to is Phase.IDLE:
         # Never request OFFBOARD or arm for a commander that has vanished.

@@ -118,5 +118,6 @@ def let_finish(eng: OffboardEngine, now: float) -> float:
     assert motion is not None
     until = min(motion.end_time_s(), now + eng.settings.motion.max_unleased_s)
     motion.unleased_until_s = until
-    eng.lease.grant_until(until)
+    eng.lease.grant_until(until)  # for nobody: a live commander takes it with the token
+    eng.new_epoch()
     return until

@@ -59,9 +59,10 @@ NOT_FINISHING = (Fact.MOTION_FINISHING, False)
 # Why HOLDING asks for the token: what a bridged broker or a stalled network held back
 # arrives after its commander died, same session, seq growing, and once resumed flight at
 # 2.9 m/s for a dead commander (found by review). A token made at the lapse can only be
-# quoted by a commander that read something the daemon said after it: a live one.
-_STALE_BACKLOG = ("without the hold's resume token it may be a stale backlog (a bridge, a "
-                  "stalled network) from a commander that died: refused, the token in the reply")
+# quoted by a commander that read something the daemon said after it: a live one. (In the
+# leased phases the same token lets a non-holder take over: engine_commands.on_command.)
+_STALE_BACKLOG = ("without the engine's token it may be a stale backlog (a bridge, a stalled "
+                  "network) from a commander that died: refused, the token in the reply")
 
 COMMANDS = [
     row(NOT_ENGAGED, T.ENGAGE, P.WARMUP, None, D.GRANT_LEASE, D.START_STREAM,

@@ -3,7 +3,7 @@
 `handle(event, now)` and `poll(now)` return the actions to take; `next_deadline()` says
 when to call `poll` next (the shell's one timer); `snapshot(now)` is the published state.
 No asyncio, no sockets, no logging, no clock reads: time is always the `now` passed in
-(and HOLDING's resume token comes from `new_token`, which tests may replace).
+(and the token that takes control comes from `new_token`, which tests may replace).
 
 The engine is a table plus small parts. Where a trigger leads is only ever looked up in
 machine_table.MACHINE (`rule` / `move` / `go` below): the engine never names the next
@@ -87,6 +87,8 @@ _HOLD_PHASES = _armed_in(Trigger.HOLD_EXPIRED)
 _SILENCE_PHASES = _armed_in(Trigger.FC_SILENT)
 # Where the stream may run: the streaming phases, and RELEASING until the FC takes the mode.
 _STREAM_ALLOWED = STREAMING_PHASES | {Phase.RELEASING}
+# Where a commander flies the vehicle, and a token takes control (engine_commands).
+_TOKEN_PHASES = STREAMING_PHASES
 # Where a planned motion's clock runs: the vehicle is ours (before: it waits at its start).
 _MOTION_PHASES = frozenset({Phase.ACTIVE, Phase.HOLDING})
 
@@ -113,8 +115,9 @@ class OffboardEngine:
         self.phase = Phase.IDLE  # changed by `move` only
         self.reason: Reason | None = None
         self.hold_end_s: float | None = None  # HOLDING's deadline; cleared on leaving it
-        # HOLDING's resume token, made as it is entered: only a commander that read it (a
-        # live one) resumes; a stale backlog cannot quote it (machine_table._STALE_BACKLOG).
+        # The token that takes control (resumes from HOLDING, takes over from the lease's
+        # holder), new whenever control changes hands (`new_epoch`): only a commander that
+        # read it, a live one, quotes it; a stale backlog cannot (machine_table).
         self.resume_token: str | None = None
         self.fc_up = False
         self.fc_ever_seen = False
@@ -318,10 +321,16 @@ class OffboardEngine:
         self.feed.report_stopped(why, message)
         if rule.to is not Phase.HOLDING:
             self.hold_end_s = None
-            self.resume_token = None
-        elif previous is not Phase.HOLDING:
-            self.resume_token = self._new_token()
+        if rule.to not in _TOKEN_PHASES:
+            self.resume_token = None  # nobody flies it: an engage takes it
+        elif previous not in _TOKEN_PHASES or Phase.HOLDING in (previous, rule.to):
+            self.new_epoch()  # engaged, held, resumed: control changed hands
         self.out.emit(Notice(NoticeKind.TRANSITION, message, rule.to, why, previous))
+
+    def new_epoch(self) -> None:
+        """Control changed hands (an engage, a lapse, a resume, a takeover): a new token,
+        so that nothing written before can take control with the old one."""
+        self.resume_token = self._new_token()
 
     def go(self, trigger: Trigger, now: float, message: str, reason: Reason | None = None) -> Rule:
         rule = self.rule(trigger, now)

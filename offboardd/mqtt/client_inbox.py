@@ -39,8 +39,8 @@ class ClientInbox:
         self.pending: dict[str, asyncio.Future[Reply]] = {}
         self.control = ControlWatch()
         self.last_stream_error: Reply | None = None  # a refused setpoint-topic message
-        # The token of the daemon's `holding` (the lease lapsed), from the state or from a
-        # refusal, whichever came last: quoting it resumes (mqtt-api.md, the lease)
+        # The daemon's token, from the state or from a refusal, whichever came last:
+        # quoting it takes control (resume from holding, take over; mqtt-api.md, the lease)
         self.resume_token: str | None = None
         self.heartbeat_failures = 0
         self.last_heartbeat_error: Reply | None = None

@@ -50,8 +50,9 @@ class ReplyTimeout(ClientError):
     pass
 
 
-class NotHolding(ClientError):
-    """A resume was asked for, but the daemon is not holding: no token to quote."""
+class NoToken(ClientError):
+    """Control was to be taken with the daemon's token, but it has none: nobody flies the
+    vehicle (phase idle, failsafe...): engage instead."""
 
 
 class ConnectFailed(ClientError):

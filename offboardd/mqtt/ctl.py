@@ -35,7 +35,7 @@ from offboardd.client import (
     ClientError,
     CommandRefused,
     ConnectFailed,
-    NotHolding,
+    NoToken,
     OffboardClient,
     Reply,
     ReplyTimeout,
@@ -102,7 +102,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     setpoint = actions.add_parser("setpoint", help="send one setpoint as a command")
     setpoint.add_argument("json", help='setpoint JSON, e.g. {"kind":"velocity_ned",...}')
     setpoint.add_argument("--resume", action="store_true",
-                          help="take the vehicle back from holding (quotes its resume token)")
+                          help="take control (from holding, or from another commander) "
+                               "quoting the daemon's token")
     send = actions.add_parser("send", help="send a raw command document")
     send.add_argument("json", help='e.g. {"v":1,"id":"x","cmd":"hold"}')
     add_motion_parsers(actions)
@@ -183,7 +184,7 @@ async def _run(args: argparse.Namespace) -> int:
     except ReplyTimeout as exc:
         print(f"offboardd ctl: {exc}", file=sys.stderr)
         return EXIT_TIMEOUT
-    except NotHolding as exc:  # --resume with nothing to resume: refused here
+    except NoToken as exc:  # --resume with no token to quote: refused here
         print(f"offboardd ctl: {exc}", file=sys.stderr)
         return EXIT_REFUSED
     except ConnectFailed as exc:

@@ -52,7 +52,8 @@ def add_motion_parsers(actions: Any) -> None:
         parser.add_argument("--wait", action="store_true",
                             help="keep the lease and wait for motion_done")
         parser.add_argument("--resume", action="store_true",
-                            help="take the vehicle back from holding (quotes its resume token)")
+                            help="take control (from holding, or from another commander) "
+                                 "quoting the daemon's token")
 
 
 def _place(value: Any, where: str) -> Place:

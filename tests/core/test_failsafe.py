@@ -83,7 +83,7 @@ def test_a_setpoint_quoting_the_holds_token_resumes() -> None:
     t = b.now
     b.feed(SetSetpoint("sp", PositionNed(5, 5, -5), resume=token))
     assert b.phase() is Phase.ACTIVE and b.reason() is Reason.RESUMED
-    assert b.engine.resume_token is None and b.engine.snapshot(b.now).resume_token is None
+    assert b.engine.resume_token not in (None, token)  # control changed hands: a new one
     assert b.reply("sp").ok and last_setpoint(b) == PositionNed(5, 5, -5)
     assert b.setpoint_times(since=t)[0] == t  # sent at once
     b.commander_alive = True
@@ -111,20 +111,20 @@ def test_a_stale_backlog_never_resumes_from_holding() -> None:
 
 
 def test_a_token_of_an_earlier_hold_does_not_resume_a_later_one() -> None:
-    tokens = iter(["first", "second"])
     b = Bench(EngineSettings(hold_s=3.0))
-    b.engine._new_token = lambda: next(tokens)
     b.engage(VelocityNed(1, 0, 0))
     lapse(b)
+    first = b.engine.resume_token
     b.commander_alive = True
-    b.feed(SetSetpoint("sp1", VelocityNed(1, 0, 0), resume="first"))
+    b.feed(SetSetpoint("sp1", VelocityNed(1, 0, 0), resume=first))
     assert b.phase() is Phase.ACTIVE
     lapse(b)
-    assert b.engine.resume_token == "second"
-    b.feed(SetSetpoint("sp2", VelocityNed(1, 0, 0), resume="first"))
-    assert b.phase() is Phase.HOLDING and b.reply("sp2").resume == "second"
+    second = b.engine.resume_token
+    assert second not in (None, first)
+    b.feed(SetSetpoint("sp2", VelocityNed(1, 0, 0), resume=first))
+    assert b.phase() is Phase.HOLDING and b.reply("sp2").resume == second
     b.feed(CommanderHeartbeat("hb-late"))
-    assert b.reply("hb-late").resume == "second"  # a heartbeat is told the token, never resumes
+    assert b.reply("hb-late").resume == second  # a heartbeat is told the token, never resumes
     assert b.phase() is Phase.HOLDING
 
 
@@ -530,7 +530,7 @@ def test_another_commanders_heartbeats_never_keep_a_dead_commanders_setpoint_fly
     assert b.now - t_dead < 2.1
 
 
-def test_the_commander_that_sends_the_setpoint_holds_the_lease() -> None:
+def test_another_commander_takes_over_only_quoting_the_token() -> None:
     b = Bench()
     b.connect()
     b.auto_fc()
@@ -538,9 +538,17 @@ def test_the_commander_that_sends_the_setpoint_holds_the_lease() -> None:
     for _ in range(12):
         b.feed(CommanderHeartbeat("a-hb"), commander="a")
         b.step(0.25)
-    b.feed(SetSetpoint("b-sp", VelocityNed(1, 0, 0)), commander="b")  # b flies it now
-    assert b.engine.lease.holder == "b"
+    b.feed(SetSetpoint("b-sp0", VelocityNed(1, 0, 0)), commander="b")
+    refused = b.reply("b-sp0")  # without the token: it may be anyone's stale backlog
+    assert refused.reason is Reason.NOT_IN_CONTROL and refused.resume == b.engine.resume_token
+    assert b.engine.lease.holder == "a"
+    token = b.engine.resume_token
+    b.feed(SetSetpoint("b-sp", VelocityNed(1, 0, 0), resume=token), commander="b")
+    assert b.reply("b-sp").ok and b.engine.lease.holder == "b"  # b flies it now
+    assert b.engine.resume_token not in (None, token)
     b.feed(CommanderHeartbeat("a-late"), commander="a")
     assert b.reply("a-late").reason is Reason.NOT_IN_CONTROL
+    b.feed(SetSetpoint("a-sp", VelocityNed(2, 0, 0), resume=token), commander="a")
+    assert b.reply("a-sp").reason is Reason.NOT_IN_CONTROL  # the old token: no longer
     b.feed(CommanderHeartbeat("b-hb"), commander="b")
     assert b.reply("b-hb").ok

@@ -1,15 +1,17 @@
-"""A commander whose lease lapsed is presumed dead until it proves otherwise (a hold's
-resume token, an engage): what a stalled network or a bridge delivers from it later never
-flies, renews nothing and takes no lease from a commander that resumed. Found by review:
-after a live commander resumed, the dead one's backlog took the lease back and flew 3 m/s
-north (5.1 m in 2 s); during a motion allowed to finish unleased, it renewed the lease for
-as long as it lasted."""
+"""Only the lease's holder flies; anyone else takes control by quoting the engine's token,
+which changes whenever control changes hands. So what a stalled network or a bridge
+delivers late from a commander that lost control never flies, renews nothing and takes no
+lease. Found by two reviews: after a live commander resumed, the dead one's backlog took
+the lease back and flew 3 m/s north (5.1 m in 2 s); during a motion allowed to finish
+unleased it renewed the lease for as long as it came (its late `arm`s too, 25 s); a
+commander that lost control by a hand-over or a takeover was never marked at all."""
 
 from __future__ import annotations
 
 from offboardd.core.actions import SendSetpoint
-from offboardd.core.commands import Command, CommanderHeartbeat, Engage, SetSetpoint
-from offboardd.core.motion_commands import Goto
+from offboardd.core.commands import Arm, Command, CommanderHeartbeat, Engage, Hold, SetSetpoint
+from offboardd.core.modes import Px4Mode
+from offboardd.core.motion_commands import Goto, Stop
 from offboardd.core.motion_settings import MotionSettings, OnLeaseLapse
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import PositionNed, VelocityNed
@@ -49,7 +51,7 @@ def test_after_another_commander_resumed_the_dead_ones_backlog_is_refused() -> N
         b.feed(cmd, commander="D")
         refused = b.reply(f"d{i + 1}")
         assert not refused.ok and refused.reason is Reason.NOT_IN_CONTROL
-        assert "lease lapsed" in refused.message
+        assert "another commander's" in refused.message
     assert b.engine.lease.holds("L") and streamed(b) == PositionNed(1, 0, -5)
     b.feed(CommanderHeartbeat("l2"), commander="L")
     assert b.reply("l2").ok  # the live commander keeps it
@@ -70,18 +72,59 @@ def test_a_commander_that_quotes_a_later_holds_token_is_back() -> None:
     assert b.reply("d2").ok
 
 
+FINISH = EngineSettings(hold_s=10.0, motion=MotionSettings(
+    on_lease_lapse=OnLeaseLapse.FINISH, max_unleased_s=3.0))
+
+
 def test_while_a_motion_finishes_unleased_the_dead_commander_renews_nothing() -> None:
-    settings = EngineSettings(hold_s=10.0, motion=MotionSettings(
-        on_lease_lapse=OnLeaseLapse.FINISH, max_unleased_s=3.0))
-    b = Bench(settings)
+    b = Bench(FINISH)
     engaged_by(b, "D")
     b.feed(Goto("g", PositionNed(60, 0, -5), speed_m_s=3.0), commander="D")  # 20 s long
     b.step(1.1)  # D went silent: the motion may finish, for 3 s at most
     assert b.phase() is Phase.ACTIVE
     t_lapse = b.now
-    for i in range(100):  # D's backlog for 5 s
+    for i in range(100):  # D's backlog for 5 s: setpoints, heartbeats, arms ("already")
         b.feed(SetSetpoint(f"d{i}", STALE), commander="D")
         b.feed(CommanderHeartbeat(f"h{i}", ack=False), commander="D")
+        b.feed(Arm(f"a{i}"), commander="D")
         b.step(0.05)
     assert not b.reply("d0").ok and b.phase() is Phase.HOLDING
     assert all(a.setpoint != STALE for _, a in b.actions(SendSetpoint, since=t_lapse))
+
+
+def test_in_the_finish_window_a_live_commander_takes_its_motion_back_with_the_token() -> None:
+    b = Bench(FINISH)
+    engaged_by(b, "D")
+    b.feed(Goto("g", PositionNed(60, 0, -5), speed_m_s=3.0), commander="D")
+    b.step(1.1)  # a drop-out: the motion goes on, unleased
+    token = b.engine.snapshot(b.now).resume_token
+    assert b.phase() is Phase.ACTIVE and token is not None
+    b.feed(Stop("s", resume=token), commander="D")  # back: it stops its own motion
+    assert b.reply("s").ok and b.engine.lease.holds("D")
+    for _ in range(20):
+        b.feed(CommanderHeartbeat("hb", ack=False), commander="D")
+        b.step(0.25)
+    assert b.phase() is Phase.ACTIVE  # its lease again, past the 3 s window
+
+
+def test_a_commander_that_lost_control_by_a_hand_over_never_flies_its_backlog() -> None:
+    b = Bench(EngineSettings(hold_s=10.0))
+    engaged_by(b, "D")  # D hangs; an operator on L takes the vehicle back, then engages
+    b.auto_fc()
+    b.feed(Hold("h"), commander="L")
+    b.step(0.5)
+    b.set_mode(Px4Mode.POSCTL)
+    b.step(0.2)
+    assert b.phase() is not Phase.ACTIVE
+    b.feed(Engage("e2", PositionNed(0, 0, -5)), commander="L")
+    b.step(0.5)
+    b.feed(SetSetpoint("d-late", STALE), commander="D")
+    assert b.reply("d-late").reason is Reason.NOT_IN_CONTROL and b.engine.lease.holds("L")
+
+
+def test_a_commander_whose_engage_lapsed_takes_over_later_with_the_token() -> None:
+    b = Bench(EngineSettings(hold_s=10.0))
+    engaged_by(b, "L")
+    b.feed(SetSetpoint("d1", PositionNed(1, 0, -5), resume=b.engine.resume_token),
+           commander="D")  # D read the state: alive, it takes over
+    assert b.reply("d1").ok and b.engine.lease.holds("D")

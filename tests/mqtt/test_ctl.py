@@ -116,7 +116,7 @@ async def test_setpoint_and_goto_resume_quote_the_holds_token(
     setpoint = '{"kind":"velocity_ned","north_m_s":1,"east_m_s":0,"down_m_s":0}'
     count = len(engine.commands)
     status, _, err = await ctl(mosquitto.port, "setpoint", "--resume", setpoint)
-    assert status == 1 and "not holding (phase idle)" in err  # nothing sent
+    assert status == 1 and "no token to take control with (phase idle)" in err  # nothing sent
     assert len(engine.commands) == count
     assert engine.bridge is not None
     engine.bridge.publish_state({"phase": "holding", "resume_token": "tok-1"})

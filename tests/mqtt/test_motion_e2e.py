@@ -103,16 +103,22 @@ async def test_ctl_goto_waits_for_motion_done(mosquitto: Broker) -> None:
     async with stack(mosquitto) as s, s.client() as c:
         await fc_ready(c)
         assert (await c.engage(PositionNed(0, 0, ALT), arm=True)).ok
+        ctl = (sys.executable, "-m", "offboardd", "ctl", "--port", str(mosquitto.port),
+               "--vehicle", VEHICLE, "goto", "4", "0", str(ALT), "--speed", "2", "--wait")
+        proc = await asyncio.create_subprocess_exec(  # another commander's: not without
+            *ctl, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            cwd=REPO_ROOT)  # the token (it may be anyone's late backlog)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode != 0 and "not_in_control" in (out + err).decode()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "offboardd", "ctl", "--port", str(mosquitto.port),
-            "--vehicle", VEHICLE, "goto", "4", "0", str(ALT), "--speed", "2", "--wait",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO_ROOT)
+            *ctl, "--resume", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            cwd=REPO_ROOT)
         out, err = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 0, err.decode()
         lines = [json.loads(line) for line in out.decode().splitlines()]
         assert lines[0]["ok"] is True and lines[-1]["kind"] == "motion_done"
         assert _at(s, 4, 0, ALT) < 0.6
-        # the goto's sender flew it, so the lease went with it: this commander lost control
+        # the goto's sender took control with the token: this commander lost it
         lost = await asyncio.wait_for(c.control_lost(), 5)
         assert "another commander" in lost.reason
         async with s.client() as operator:
