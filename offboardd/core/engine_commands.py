@@ -114,17 +114,16 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
             f"{cmd.kind.value} is not allowed in phase {eng.phase.value}",
         )
         return
-    if isinstance(cmd, _TIED) and eng.phase in LEASED and not eng.lease.holds(eng.commander):
-        if not (isinstance(cmd, _FLOWN) and cmd.resume is not None
-                and cmd.resume == eng.resume_token):
-            token = eng.resume_token
-            eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
-                           f"{cmd.kind.value} refused: the lease is another commander's (phase "
-                           f"{eng.phase.value}); to take over, send a setpoint or motion with "
-                           f'"resume": "{token}"', resume=token)
-            return
-        eng.lease.pass_to(eng.commander)  # it quoted the token: alive, and it takes over
-        eng.new_epoch()
+    taking_over = (isinstance(cmd, _TIED) and eng.phase in LEASED
+                   and not eng.lease.holds(eng.commander))
+    if taking_over and not (isinstance(cmd, _FLOWN) and cmd.resume is not None
+                            and cmd.resume == eng.resume_token):
+        token = eng.resume_token
+        eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
+                       f"{cmd.kind.value} refused: the lease is another commander's (phase "
+                       f"{eng.phase.value}); to take over, send a setpoint or motion with "
+                       f'"resume": "{token}"', resume=token)
+        return
     accepted: bool
     if isinstance(cmd, Engage):
         accepted = _engage(eng, rule, cmd, now)
@@ -141,6 +140,11 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
     else:
         assert isinstance(cmd, CommanderHeartbeat)
         accepted = _heartbeat(eng, cmd)
+    if accepted and taking_over:  # it quoted the token, and what it sent is flown
+        eng.lease.pass_to(eng.commander)  # (a refused one takes nothing: review)
+        eng.new_epoch()
+        eng.out.reply_fail(eng.engage.take_id(), Reason.NOT_IN_CONTROL,
+                           "another commander took control with the token")
     if accepted:
         eng.lease.renew(now, eng.commander)  # its holder's only
 

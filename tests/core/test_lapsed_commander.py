@@ -14,7 +14,7 @@ from offboardd.core.modes import Px4Mode
 from offboardd.core.motion_commands import Goto, Stop
 from offboardd.core.motion_settings import MotionSettings, OnLeaseLapse
 from offboardd.core.reasons import Phase, Reason
-from offboardd.core.setpoints import PositionNed, VelocityNed
+from offboardd.core.setpoints import GlobalPosition, PositionNed, VelocityNed
 from offboardd.core.settings import EngineSettings
 
 from .bench import Bench
@@ -83,7 +83,7 @@ def test_while_a_motion_finishes_unleased_the_dead_commander_renews_nothing() ->
     b.step(1.1)  # D went silent: the motion may finish, for 3 s at most
     assert b.phase() is Phase.ACTIVE
     t_lapse = b.now
-    for i in range(100):  # D's backlog for 5 s: setpoints, heartbeats, arms ("already")
+    for i in range(100):  # D's backlog for 5 s: setpoints, heartbeats, arms (none renews)
         b.feed(SetSetpoint(f"d{i}", STALE), commander="D")
         b.feed(CommanderHeartbeat(f"h{i}", ack=False), commander="D")
         b.feed(Arm(f"a{i}"), commander="D")
@@ -122,9 +122,49 @@ def test_a_commander_that_lost_control_by_a_hand_over_never_flies_its_backlog() 
     assert b.reply("d-late").reason is Reason.NOT_IN_CONTROL and b.engine.lease.holds("L")
 
 
-def test_a_commander_whose_engage_lapsed_takes_over_later_with_the_token() -> None:
+def test_another_live_commander_takes_over_with_the_token() -> None:
     b = Bench(EngineSettings(hold_s=10.0))
     engaged_by(b, "L")
     b.feed(SetSetpoint("d1", PositionNed(1, 0, -5), resume=b.engine.resume_token),
            commander="D")  # D read the state: alive, it takes over
     assert b.reply("d1").ok and b.engine.lease.holds("D")
+
+
+def test_a_takeover_that_is_refused_takes_nothing() -> None:
+    b = Bench(EngineSettings(hold_s=10.0))
+    engaged_by(b, "A")
+    token = b.engine.resume_token
+    unflyable = GlobalPosition(47.4, 8.5, 500.0)  # no global estimate here: refused
+    b.feed(SetSetpoint("b1", unflyable, resume=token), commander="B")
+    assert b.reply("b1").reason is Reason.ESTIMATE_MISSING
+    assert b.engine.lease.holds("A") and b.engine.resume_token == token
+    b.feed(CommanderHeartbeat("a-hb"), commander="A")
+    assert b.reply("a-hb").ok
+
+
+def test_a_takeover_during_the_engage_fails_the_engages_waiting_reply() -> None:
+    b = Bench()
+    b.connect()
+    b.auto_fc()
+    b.feed(Engage("a-engage", PositionNed(0, 0, -5), arm=True), commander="A")
+    b.step(0.3)  # warming up
+    b.feed(SetSetpoint("b1", PositionNed(1, 0, -5), resume=b.engine.resume_token),
+           commander="B")
+    assert b.reply("b1").ok and b.engine.lease.holds("B")
+    answer = b.reply("a-engage")  # never "engaged" for a commander that lost it
+    assert not answer.ok and answer.reason is Reason.NOT_IN_CONTROL
+    for _ in range(16):
+        b.feed(CommanderHeartbeat("b-hb", ack=False), commander="B")
+        b.step(0.25)
+    assert b.phase() is Phase.ACTIVE and b.engine.lease.holds("B")  # the engage went on
+
+
+def test_the_finish_window_has_a_token_of_its_own() -> None:
+    b = Bench(FINISH)
+    engaged_by(b, "D")
+    b.feed(Goto("g", PositionNed(60, 0, -5), speed_m_s=3.0), commander="D")
+    before = b.engine.resume_token
+    b.step(1.1)  # the lapse: the motion finishes unleased, control is nobody's
+    assert b.engine.resume_token not in (None, before)
+    b.feed(SetSetpoint("late", STALE, resume=before), commander="D")  # written before
+    assert b.reply("late").reason is Reason.NOT_IN_CONTROL
