@@ -106,7 +106,7 @@ class Fact(StrEnum):
     FC_IN_ASKED_MODE = "FC in that mode"  # the FC already reports the mode a command asks for
     ENGAGE_ASKED = "engage asked"  # a goto / path with engage: true
     MOTION_FINISHING = "motion may finish"  # on_lease_lapse = finish, a motion under way
-    RESUME_QUOTED = "resume token quoted"  # the command quotes HOLDING's token (a live sender)
+    RESUME_QUOTED = "resume token quoted"  # the command quotes the engine's token (a live sender)
 
 
 class Cond(NamedTuple):

@@ -67,7 +67,7 @@ COMPANION_HEARTBEAT_PERIOD_S = 1.0
 
 
 def _random_token() -> str:
-    """A resume token: unguessable, so no message written before the lapse can hold it."""
+    """A control token: unguessable, so no message written before it was made holds it."""
     return secrets.token_urlsafe(9)
 
 

@@ -18,7 +18,7 @@ class Phase(StrEnum):
     ENGAGING = "engaging"  # OFFBOARD requested, waiting for the FC to report it
     ARMING = "arming"  # in OFFBOARD, arm requested, waiting for HEARTBEAT to say armed
     ACTIVE = "active"  # streaming the commander's setpoints
-    HOLDING = "holding"  # lease lapsed: streaming "stay here"; a setpoint quoting its token resumes
+    HOLDING = "holding"  # lease lapsed: streaming "stay here"; a setpoint quoting the token resumes
     RELEASING = "releasing"  # asking the FC for another mode, still streaming until it reports it
     FAILSAFE = "failsafe"  # we stopped on a failure; a new engage is needed
     PREEMPTED = "preempted"  # the FC left OFFBOARD unasked; a new engage is needed

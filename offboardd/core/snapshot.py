@@ -33,7 +33,7 @@ class EngineSnapshot:
     missed_ticks: int
     setpoints_sent: int
     hold_remaining_s: float | None
-    resume_token: str | None  # HOLDING's: quote it as "resume" to resume (a live commander)
+    resume_token: str | None  # quote it as "resume" to take control (None: engage instead)
     com_of_loss_t_s: float | None
     com_obl_rc_act: str | None
     mav_fwdextsp: int | None
