@@ -192,8 +192,11 @@ class OffboardClient:
     async def engage(self, setpoint: Setpoint | None = None, *, arm: bool = False) -> Reply:
         """Engage with a first setpoint (None: hold where the vehicle is); arm if asked.
 
-        The heartbeat starts as the engage is sent: the lease runs through the warm-up."""
-        command = Engage(self.new_command_id(), setpoint=setpoint, arm=arm)
+        The heartbeat starts as the engage is sent: the lease runs through the warm-up.
+        It quotes the daemon's token when one was read: after a pilot, a GCS or a failsafe
+        took the vehicle, only an engage written since (quoting that phase's) is taken."""
+        command = Engage(self.new_command_id(), setpoint=setpoint, arm=arm,
+                         resume=self.inbox.resume_token)
         return await self._taking_control(self.send(command, timeout_s=self.engage_timeout_s))
 
     async def setpoint(self, setpoint: Setpoint) -> None:
@@ -247,14 +250,14 @@ class OffboardClient:
                    ) -> MotionHandle:
         """Fly to `target`; with `engage`, take control first (like `engage`)."""
         return await self._motion(Goto(self.new_command_id(), target, speed_m_s, yaw,
-                                       engage, arm, await self._resume_token(resume)))
+                                       engage, arm, await self._token_for(engage, resume)))
 
     async def path(self, waypoints: Sequence[Place], *, speed_m_s: float = 2.0,
                    corner_radius_m: float = 1.0, yaw: Yaw = KEEP_YAW, engage: bool = False,
                    arm: bool = False, resume: bool = False) -> MotionHandle:
         return await self._motion(FollowPath(self.new_command_id(), tuple(waypoints),
                                              speed_m_s, corner_radius_m, yaw, engage, arm,
-                                             await self._resume_token(resume)))
+                                             await self._token_for(engage, resume)))
 
     async def orbit(self, center: Place, radius_m: float, *, speed_m_s: float = 2.0,
                     turns: float = 1.0, clockwise: bool = True,
@@ -292,6 +295,11 @@ class OffboardClient:
             raise
         self.control.engaged()
         return reply
+
+    async def _token_for(self, engage: bool, resume: bool) -> str | None:
+        """An engaging motion quotes the token it knows, as `engage` does."""
+        return self.inbox.resume_token if engage and not resume else (
+            await self._resume_token(resume))
 
     async def _resume_token(self, wanted: bool = True) -> str | None:
         """The daemon's token (None when not `wanted`); waits for the retained state if

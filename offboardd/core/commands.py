@@ -28,6 +28,7 @@ class Engage:
     command_id: str
     setpoint: Setpoint | None = None
     arm: bool = False
+    resume: str | None = None  # the token, needed from FAILSAFE / PREEMPTED (machine_table)
     kind: ClassVar[CommandKind] = CommandKind.ENGAGE
 
     def __post_init__(self) -> None:

@@ -36,7 +36,7 @@ from offboardd.core.engine_failsafe import fail_pending, start_handover
 from offboardd.core.engine_handover import MAX_JOINED
 from offboardd.core.engine_motion import on_motion
 from offboardd.core.machine import Do, Outcome, Rule, Trigger
-from offboardd.core.machine_table import LEASED, MACHINE
+from offboardd.core.machine_table import LEASED, MACHINE, TAKEN
 from offboardd.core.modes import mode_name
 from offboardd.core.motion_commands import MOTION_TYPES
 from offboardd.core.reasons import Phase, Reason
@@ -102,8 +102,9 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
         if rule.reasons == (Reason.NOT_IN_CONTROL,):
             ended = "never engaged" if eng.reason is None else eng.reason.value
             token = eng.resume_token
-            then = ("engage to fly" if token is None else
-                    f'to resume, send a setpoint or motion with "resume": "{token}"')
+            then = ("engage to fly" if token is None
+                    else f'engage with "resume": "{token}"' if eng.phase in TAKEN
+                    else f'to resume, send a setpoint or motion with "resume": "{token}"')
             eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
                            f"{cmd.kind.value} refused: not in control (phase "
                            f"{eng.phase.value}: {ended}); {then}", resume=token)

@@ -24,6 +24,7 @@ P, T, R = Phase, Trigger, Reason
 STAY, IGNORE, REFUSE = Outcome.STAY, Outcome.IGNORE, Outcome.REFUSE
 ALL = frozenset(Phase)
 NOT_ENGAGED = frozenset({P.IDLE, P.FAILSAFE, P.PREEMPTED})  # nothing of ours in control
+TAKEN = frozenset({P.FAILSAFE, P.PREEMPTED})  # ...because someone or something took it
 LEASED = frozenset({P.WARMUP, P.ENGAGING, P.ARMING, P.ACTIVE})  # a commander holds the lease
 ENGAGE_STEPS = frozenset({P.WARMUP, P.ENGAGING})  # streaming, OFFBOARD not reported yet
 IN_OFFBOARD = frozenset({P.ARMING, P.ACTIVE, P.HOLDING})  # OFFBOARD reported, streaming
@@ -61,12 +62,22 @@ NOT_FINISHING = (Fact.MOTION_FINISHING, False)
 # 2.9 m/s for a dead commander (found by review). A token made at the lapse can only be
 # quoted by a commander that read something the daemon said after it: a live one. (In the
 # leased phases the same token lets a non-holder take over: engine_commands.on_command.)
+# After a pilot, a GCS or a failsafe took the vehicle, an engage written before (delivered
+# late by a stalled network) would ask for OFFBOARD over the pilot (found by review): a new
+# engage quotes the token made as the phase was entered, which no earlier message holds.
+_LATE_ENGAGE = ("taken by a pilot, a GCS or a failsafe: an engage without this phase's "
+                "token may be one written before, delivered late; never over the pilot")
 _STALE_BACKLOG = ("without the engine's token it may be a stale backlog (a bridge, a stalled "
                   "network) from a commander that died: refused, the token in the reply")
 
 COMMANDS = [
-    row(NOT_ENGAGED, T.ENGAGE, P.WARMUP, None, D.GRANT_LEASE, D.START_STREAM,
+    row(P.IDLE, T.ENGAGE, P.WARMUP, None, D.GRANT_LEASE, D.START_STREAM,
         why="the engage gate passed (PX4, parameters, estimate, envelope); OFFBOARD waits"),
+    row(TAKEN, T.ENGAGE, P.WARMUP, None, D.GRANT_LEASE, D.START_STREAM,
+        when=(Fact.RESUME_QUOTED,), why="a new engage, written after the vehicle was taken: "
+                                        "it quotes this phase's token; then as from idle"),
+    row(TAKEN, T.ENGAGE, REFUSE, R.NOT_IN_CONTROL, when=(no(Fact.RESUME_QUOTED),),
+        why=_LATE_ENGAGE),
     row(STREAMING - {P.HOLDING}, T.SETPOINT, STAY, None, D.SEND_NOW, D.REPLY_OK,
         why="what the envelope admits replaces the setpoint"),
     row(P.HOLDING, T.SETPOINT, P.ACTIVE, R.RESUMED, D.SEND_NOW, D.GRANT_LEASE, D.REPLY_OK,
@@ -123,10 +134,15 @@ COMMANDS += [
 # engage: true engages like an engage does. The motion itself starts in ACTIVE.
 for _trigger in (T.GOTO, T.PATH):
     COMMANDS += [
-        row(NOT_ENGAGED, _trigger, P.WARMUP, None, D.GRANT_LEASE, D.PLAN_MOTION, D.START_STREAM,
+        row(P.IDLE, _trigger, P.WARMUP, None, D.GRANT_LEASE, D.PLAN_MOTION, D.START_STREAM,
             when=(Fact.ENGAGE_ASKED,),
             why="an engage: the warm-up streams where the vehicle is; the motion starts once "
                 "OFFBOARD is reported (and armed, if asked)"),
+        row(TAKEN, _trigger, P.WARMUP, None, D.GRANT_LEASE, D.PLAN_MOTION, D.START_STREAM,
+            when=(Fact.ENGAGE_ASKED, Fact.RESUME_QUOTED),
+            why="an engage quoting this phase's token, as from idle"),
+        row(TAKEN, _trigger, REFUSE, R.NOT_IN_CONTROL,
+            when=(Fact.ENGAGE_ASKED, (Fact.RESUME_QUOTED, False)), why=_LATE_ENGAGE),
         row(NOT_ENGAGED, _trigger, REFUSE, R.NOT_IN_CONTROL, when=(no(Fact.ENGAGE_ASKED),),
             why="without engage: true a motion never takes the vehicle (it may be a pilot's)"),
     ]

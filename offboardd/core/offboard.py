@@ -87,8 +87,10 @@ _HOLD_PHASES = _armed_in(Trigger.HOLD_EXPIRED)
 _SILENCE_PHASES = _armed_in(Trigger.FC_SILENT)
 # Where the stream may run: the streaming phases, and RELEASING until the FC takes the mode.
 _STREAM_ALLOWED = STREAMING_PHASES | {Phase.RELEASING}
-# Where a commander flies the vehicle, and a token takes control (engine_commands).
-_TOKEN_PHASES = STREAMING_PHASES
+# Where a token takes control: a commander flies the vehicle (engine_commands), or it was
+# taken from us and a new engage must be written after that (machine_table._LATE_ENGAGE).
+_TOKEN_PHASES = STREAMING_PHASES | {Phase.FAILSAFE, Phase.PREEMPTED}
+_LEASED = STREAMING_PHASES - {Phase.HOLDING}  # the engage's steps keep the token
 # Where a planned motion's clock runs: the vehicle is ours (before: it waits at its start).
 _MOTION_PHASES = frozenset({Phase.ACTIVE, Phase.HOLDING})
 
@@ -322,9 +324,9 @@ class OffboardEngine:
         if rule.to is not Phase.HOLDING:
             self.hold_end_s = None
         if rule.to not in _TOKEN_PHASES:
-            self.resume_token = None  # nobody flies it: an engage takes it
-        elif previous not in _TOKEN_PHASES or Phase.HOLDING in (previous, rule.to):
-            self.new_epoch()  # engaged, held, resumed: control changed hands
+            self.resume_token = None  # idle, releasing: an engage takes it
+        elif not (previous in _LEASED and rule.to in _LEASED):
+            self.new_epoch()  # engaged, held, resumed, taken: control changed hands
         self.out.emit(Notice(NoticeKind.TRANSITION, message, rule.to, why, previous))
 
     def new_epoch(self) -> None:

@@ -77,7 +77,8 @@ _BARE: dict[str, type[Release | Hold | Land | Rtl | Arm]] = {
 _COMMAND_SPECS: dict[str, ObjectSpec] = {
     # "setpoint": null on engage means none: hold where the vehicle is
     "engage": _command("engage", flag("arm", False),
-                       FieldSpec("setpoint", JsonType.OBJECT, default=None), sequenced=True),
+                       FieldSpec("setpoint", JsonType.OBJECT, default=None), RESUME,
+                       sequenced=True),
     "setpoint": _command("setpoint", FieldSpec("setpoint", JsonType.OBJECT), RESUME,
                          sequenced=True),
     "disarm": _command("disarm", flag("force", False)),
@@ -209,7 +210,8 @@ class CommandDecoder:
             if stale is not None:
                 return Rejection(MqttErrorCode.SETPOINT_STALE, stale, command_id)
         if name == "engage":
-            return Engage(command_id, setpoint=setpoint, arm=fields["arm"])
+            return Engage(command_id, setpoint=setpoint, arm=fields["arm"],
+                          resume=fields["resume"])
         assert setpoint is not None
         return SetSetpoint(command_id, setpoint, resume=fields["resume"])
 
@@ -282,7 +284,7 @@ def encode_command(command: Command, *, session: str | None = None,
             doc["arm"] = command.arm
         if command.setpoint is not None:
             doc["setpoint"] = setpoint_to_wire(command.setpoint)
-        if isinstance(command, SetSetpoint) and command.resume is not None:
+        if command.resume is not None:
             doc["resume"] = command.resume
     elif isinstance(command, Disarm):
         doc["force"] = command.force

@@ -234,7 +234,10 @@ def test_preemption_by_a_pilot_stops_streaming_and_stays_stopped() -> None:
     b.feed(SetSetpoint("sp", UP))
     assert b.reply("sp").code is ErrorCode.NOT_IN_CONTROL  # issue 15: says it lost control
     assert b.setpoint_times(since=t + 1e-9) == [] and b.mode_requests(since=t) == []
-    b.feed(Engage("again", UP))  # a new explicit engage is the only way back
+    b.feed(Engage("late", UP))  # written before the pilot took it, delivered late
+    assert b.reply("late").code is ErrorCode.NOT_IN_CONTROL and b.mode_requests(since=t) == []
+    token = b.engine.resume_token  # a new explicit engage, written after: the only way back
+    b.feed(Engage("again", UP, resume=token))
     assert b.phase() is Phase.WARMUP
 
 

@@ -52,13 +52,13 @@ def _flying_a_goto(b: Bench) -> None:
     b.feed(Goto("g", PositionNed(30, 0, -5), speed_m_s=3.0))
 
 
-def _motion(trigger: Trigger, *, engage: bool) -> Callable[[Bench], None]:
+def _motion(trigger: Trigger, *, engage: bool, quote: bool = False) -> Callable[[Bench], None]:
     there = PositionNed(3, 0, -5)
-    cmd = (Goto("m", there, engage=engage) if trigger is Trigger.GOTO
-           else FollowPath("m", (there,), engage=engage))
 
     def fire(b: Bench) -> None:
-        b.feed(cmd)
+        token = b.engine.resume_token if quote else None
+        b.feed(Goto("m", there, engage=engage, resume=token) if trigger is Trigger.GOTO
+               else FollowPath("m", (there,), engage=engage, resume=token))
     return fire
 
 
@@ -250,10 +250,12 @@ CASES = [
     *[Case(f"{asked.value} in {phase.value}, FC already there", S(),
            _in_phase_fc_in(phase, asked), _ask(asked), asked, {F.FC_IN_ASKED_MODE: True})
       for phase in (Phase.IDLE, Phase.FAILSAFE, Phase.PREEMPTED) for asked in COMMANDS],
-    *[Case(f"{trigger.value} (engage: {asked}) in {phase.value}", S(), walk.RECIPES[phase],
-           _motion(trigger, engage=asked), trigger, {F.ENGAGE_ASKED: asked})
+    *[Case(f"{trigger.value} (engage: {asked}, token: {quote}) in {phase.value}", S(),
+           walk.RECIPES[phase], _motion(trigger, engage=asked, quote=quote), trigger,
+           {F.ENGAGE_ASKED: asked, F.RESUME_QUOTED: quote})
       for phase in (Phase.IDLE, Phase.FAILSAFE, Phase.PREEMPTED)
-      for trigger in (Trigger.GOTO, Trigger.PATH) for asked in (False, True)],
+      for trigger in (Trigger.GOTO, Trigger.PATH) for asked in (False, True)
+      for quote in ((False,) if phase is Phase.IDLE else (False, True))],
     *[Case(f"FC silent in {phase.value}", S(hold_s=5.0), walk.RECIPES[phase], _fc_silent,
            Trigger.FC_SILENT)
       for phase in (Phase.ENGAGING, Phase.ARMING, Phase.ACTIVE, Phase.HOLDING, Phase.RELEASING)],
@@ -313,8 +315,8 @@ def test_the_walk_looks_up_every_row_in_every_phase() -> None:
             walk.test_fc_events_in_every_phase_do_what_the_table_says(phase, inject)
         for case in CASES:
             run_case(case)
-        for trigger in (Trigger.SETPOINT, Trigger.GOTO, Trigger.PATH, Trigger.ORBIT, Trigger.STOP):
-            walk.test_in_holding_what_quotes_the_token_resumes(trigger)
+        for phase, trigger in walk.QUOTED:
+            walk.test_what_quotes_the_token_takes_control(phase, trigger)
     missing = sorted(
         (phase.value, str(rule.trigger), str(rule.to), ", ".join(map(str, rule.when)))
         for rule in MACHINE.rules

@@ -122,10 +122,14 @@ def fc_ready(snapshot: dict[str, Any]) -> bool:
             and bool(snapshot["estimates"].get("local_position")))
 
 
-def engage_payload(n: int) -> bytes:
+def engage_payload(n: int, fz: Fuzzing | None = None) -> bytes:
+    """An engage written now: it quotes the daemon's token, as a commander reading `state`
+    does (after a failsafe or a takeover an engage without it is refused)."""
+    token = None if fz is None else fz.snapshot()["resume_token"]
     return json.dumps({"v": 1, "id": f"engage-{n}", "cmd": "engage", "arm": True,
                        "setpoint": {"kind": "position_ned", "north_m": 0.0, "east_m": 0.0,
-                                    "down_m": -5.0}}).encode()
+                                    "down_m": -5.0},
+                       **({} if token is None else {"resume": token})}).encode()
 
 
 async def collect_replies(client: aiomqtt.Client, replies: list[dict[str, Any]]) -> None:
@@ -193,7 +197,7 @@ async def fuzz_mqtt(fz: Fuzzing, client: aiomqtt.Client, publications: list[Any]
             cases.note("published_while_active")
         if fz.phase() not in ENGAGED and loop.time() - last_engage_s > 0.5:
             # the fuzz landed, released, disarmed or drove into the fence: fly again
-            await client.publish(T.cmd, engage_payload(seq), qos=1)
+            await client.publish(T.cmd, engage_payload(seq, fz), qos=1)
             last_engage_s = loop.time()
             cases.note("re_engaged")
         await asyncio.sleep(0.015)
@@ -210,7 +214,7 @@ async def hover_again(fz: Fuzzing, client: aiomqtt.Client) -> None:
                                                     "cmd": "release"}).encode(), qos=1)
             with contextlib.suppress(AssertionError):
                 await wait_for(lambda: fz.phase() not in (*ENGAGED, "releasing"), 8, "release")
-        await client.publish(T.cmd, engage_payload(10_000 + attempt), qos=1)
+        await client.publish(T.cmd, engage_payload(10_000 + attempt, fz), qos=1)
         with contextlib.suppress(AssertionError):
             await wait_for(lambda: fz.phase() == "active" and fz.sim.vehicle.armed
                            and fz.sim.vehicle.position_ned_m[2] < -3.0, 15, "hovering")

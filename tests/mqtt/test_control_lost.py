@@ -19,8 +19,8 @@ from offboardd.mavlink.links import parse_link_url
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import Broker, free_port
 from tests.integration.harness import serving
-from tests.mqtt.helpers import settings_for
-from tests.mqtt.test_e2e_sim import VEHICLE, Stack, fc_ready, stack
+from tests.mqtt.helpers import body, dumps, next_message, observer, settings_for
+from tests.mqtt.test_e2e_sim import VEHICLE, Stack, T, fc_ready, stack
 
 pytestmark = pytest.mark.integration
 UP = PositionNed(0.0, 0.0, -3.0)
@@ -160,3 +160,29 @@ async def test_a_commander_whose_lease_lapsed_resumes_with_the_holds_token(
         s.sim.pilot_mode_switch("POSCTL")
         lost = await asyncio.wait_for(c.control_lost(), 8)
         assert "preempted" in lost.reason
+
+
+async def test_a_late_engage_never_takes_the_vehicle_back_from_a_pilot(
+    mosquitto: Broker,
+) -> None:
+    """Found by review: an engage (or a goto with engage: true) written while the script
+    flew, delivered after a pilot took over, asked for OFFBOARD over the pilot. In
+    `preempted` an engage must quote that phase's token; the client's engage does."""
+    async with stack(mosquitto) as s, s.client() as c:
+        await flying(s, c)
+        s.sim.pilot_mode_switch("POSCTL")
+        await asyncio.wait_for(c.control_lost(), 8)
+        asked_before = len(s.sim.record.offboard_requests)
+        async with observer(mosquitto.port) as late:
+            await late.subscribe(T.reply, 1)
+            await late.publish(T.cmd, dumps({
+                "v": 1, "id": "late-goto", "cmd": "goto", "engage": True, "arm": True,
+                "target": {"kind": "position_ned", "north_m": 20, "east_m": 0,
+                           "down_m": -3}}), qos=1)
+            refused = body(await next_message(late, T.reply))
+        assert refused["code"] == "not_in_control" and refused["resume"]
+        await asyncio.sleep(1.5)
+        assert len(s.sim.record.offboard_requests) == asked_before  # the pilot keeps it
+        assert s.runtime.engine is not None and s.runtime.engine.phase.value == "preempted"
+        assert (await c.engage(UP)).ok  # written now: it quotes the token it read
+        await c.land()
