@@ -117,8 +117,7 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
         return
     taking_over = (isinstance(cmd, _TIED) and eng.phase in LEASED
                    and not eng.lease.holds(eng.commander))
-    if taking_over and not (isinstance(cmd, _FLOWN) and cmd.resume is not None
-                            and cmd.resume == eng.resume_token):
+    if taking_over and not (isinstance(cmd, _FLOWN) and eng.quotes_token(cmd)):
         token = eng.resume_token
         eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
                        f"{cmd.kind.value} refused: the lease is another commander's (phase "

@@ -52,7 +52,7 @@ from offboardd.core.events import FC_MESSAGE_TYPES, Event, FcLinkDown
 from offboardd.core.fc_link import FcChecks, format_version
 from offboardd.core.lease import Lease
 from offboardd.core.machine import Do, Fact, MisuseError, Outcome, Rule, Trigger
-from offboardd.core.machine_table import MACHINE
+from offboardd.core.machine_table import LEASED, MACHINE, TAKEN
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
 from offboardd.core.retry import Retrier
@@ -89,8 +89,7 @@ _SILENCE_PHASES = _armed_in(Trigger.FC_SILENT)
 _STREAM_ALLOWED = STREAMING_PHASES | {Phase.RELEASING}
 # Where a token takes control: a commander flies the vehicle (engine_commands), or it was
 # taken from us and a new engage must be written after that (machine_table._LATE_ENGAGE).
-_TOKEN_PHASES = STREAMING_PHASES | {Phase.FAILSAFE, Phase.PREEMPTED}
-_LEASED = STREAMING_PHASES - {Phase.HOLDING}  # the engage's steps keep the token
+_TOKEN_PHASES = STREAMING_PHASES | TAKEN
 # Where a planned motion's clock runs: the vehicle is ours (before: it waits at its start).
 _MOTION_PHASES = frozenset({Phase.ACTIVE, Phase.HOLDING})
 
@@ -298,8 +297,7 @@ class OffboardEngine:
         if fact is Fact.ENGAGE_ASKED:
             return bool(getattr(self.command_in_hand, "engage", False))
         if fact is Fact.RESUME_QUOTED:
-            quoted = getattr(self.command_in_hand, "resume", None)
-            return quoted is not None and quoted == self.resume_token
+            return self.quotes_token(self.command_in_hand)
         if fact is Fact.MOTION_FINISHING:
             return finishing_allowed(self, now)
         if fact is Fact.ARM_WANTED:
@@ -325,9 +323,15 @@ class OffboardEngine:
             self.hold_end_s = None
         if rule.to not in _TOKEN_PHASES:
             self.resume_token = None  # idle, releasing: an engage takes it
-        elif not (previous in _LEASED and rule.to in _LEASED):
+        elif not (previous in LEASED and rule.to in LEASED):  # the engage's steps keep it
             self.new_epoch()  # engaged, held, resumed, taken: control changed hands
         self.out.emit(Notice(NoticeKind.TRANSITION, message, rule.to, why, previous))
+
+    def quotes_token(self, command: object) -> bool:
+        """Does `command` quote the current token (a sender alive since control last
+        changed hands)? Fact.RESUME_QUOTED, and a takeover (engine_commands)."""
+        quoted = getattr(command, "resume", None)
+        return quoted is not None and quoted == self.resume_token
 
     def new_epoch(self) -> None:
         """Control changed hands (an engage, a lapse, a resume, a takeover): a new token,
