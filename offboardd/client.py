@@ -219,7 +219,8 @@ class OffboardClient:
         commander. Only a commander that read the token takes control, so a dead one's late
         backlog never does. Renews the lease from then on, as after an engage. Raises
         NoToken if nobody flies the vehicle (engage instead)."""
-        command = SetSetpoint(self.new_command_id(), setpoint, resume=await self._resume_token())
+        command = SetSetpoint(self.new_command_id(), setpoint,
+                              resume=await self._token_for(engage=False, resume=True))
         return await self._taking_control(self.send(command))
 
     async def release(self) -> Reply:
@@ -249,25 +250,28 @@ class OffboardClient:
                    engage: bool = False, arm: bool = False, resume: bool = False
                    ) -> MotionHandle:
         """Fly to `target`; with `engage`, take control first (like `engage`)."""
+        token = await self._token_for(engage=engage, resume=resume)
         return await self._motion(Goto(self.new_command_id(), target, speed_m_s, yaw,
-                                       engage, arm, await self._token_for(engage, resume)))
+                                       engage, arm, token))
 
     async def path(self, waypoints: Sequence[Place], *, speed_m_s: float = 2.0,
                    corner_radius_m: float = 1.0, yaw: Yaw = KEEP_YAW, engage: bool = False,
                    arm: bool = False, resume: bool = False) -> MotionHandle:
+        token = await self._token_for(engage=engage, resume=resume)
         return await self._motion(FollowPath(self.new_command_id(), tuple(waypoints),
-                                             speed_m_s, corner_radius_m, yaw, engage, arm,
-                                             await self._token_for(engage, resume)))
+                                             speed_m_s, corner_radius_m, yaw, engage, arm, token))
 
     async def orbit(self, center: Place, radius_m: float, *, speed_m_s: float = 2.0,
                     turns: float = 1.0, clockwise: bool = True,
                     yaw: Yaw = FACE_CENTER_YAW, resume: bool = False) -> MotionHandle:
         return await self._motion(Orbit(self.new_command_id(), center, radius_m, speed_m_s,
-                                        turns, clockwise, yaw, await self._resume_token(resume)))
+                                        turns, clockwise, yaw,
+                                        await self._token_for(engage=False, resume=resume)))
 
     async def stop(self, *, resume: bool = False) -> MotionHandle:
         """Stop smoothly where the vehicle is going, then hold there."""
-        return await self._motion(Stop(self.new_command_id(), await self._resume_token(resume)))
+        return await self._motion(Stop(self.new_command_id(),
+                                       await self._token_for(engage=False, resume=resume)))
 
     async def _motion(self, command: MotionCommand) -> MotionHandle:
         engaging = getattr(command, "engage", False)
@@ -296,16 +300,12 @@ class OffboardClient:
         self.control.engaged()
         return reply
 
-    async def _token_for(self, engage: bool, resume: bool) -> str | None:
-        """An engaging motion quotes the token it knows, as `engage` does."""
-        return self.inbox.resume_token if engage and not resume else (
-            await self._resume_token(resume))
-
-    async def _resume_token(self, wanted: bool = True) -> str | None:
-        """The daemon's token (None when not `wanted`); waits for the retained state if
-        none was read yet. Raises NoToken when there is none (nobody flies the vehicle)."""
-        if not wanted:
-            return None
+    async def _token_for(self, *, engage: bool, resume: bool) -> str | None:
+        """The token a command quotes. `resume`: the daemon's, waiting for the retained
+        state if none was read yet (NoToken when there is none: nobody flies the vehicle).
+        An engage: the one it knows, if any. Else none."""
+        if not resume:
+            return self.inbox.resume_token if engage else None
         if self.inbox.resume_token is None and self.inbox.state is None:  # not read yet
             await self.wait_for_state(lambda _: True, self.reply_timeout_s)
         token = self.inbox.resume_token
