@@ -57,6 +57,7 @@ class Record:
     attitude_rad: tuple[float, float, float] = (math.nan, math.nan, math.nan)
     global_position: tuple[float, float, float] = (math.nan, math.nan, math.nan)  # deg, deg, m AMSL
     relative_alt_m: float = math.nan
+    home_alt_m: list[tuple[float, float]] = field(default_factory=list)  # HOME_POSITION, AMSL
     landed_state: int = 0  # MAV_LANDED_STATE: 1 on ground, 2 in air
     undecodable: int = 0
     received: Counter[str] = field(default_factory=Counter)  # PX4's messages by name
@@ -137,6 +138,8 @@ class TeeRecorder:
         elif name == "GLOBAL_POSITION_INT":
             r.global_position = (msg.lat * 1e-7, msg.lon * 1e-7, msg.alt * 1e-3)
             r.relative_alt_m = msg.relative_alt * 1e-3
+        elif name == "HOME_POSITION":
+            r.home_alt_m.append((now, msg.altitude * 1e-3))
         elif name == "EXTENDED_SYS_STATE":
             r.landed_state = int(msg.landed_state)
         elif name == "STATUSTEXT":

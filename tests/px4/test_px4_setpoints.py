@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import time
 from pathlib import Path
 
 from offboardd.core.setpoints import (
@@ -26,7 +27,7 @@ from offboardd.core.setpoints import (
 from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
 from tests.px4.stack import Stack, flying_stack
-from tests.px4.tee import OFFBOARD
+from tests.px4.tee import OFFBOARD, Record
 
 ALT_M = 5.0
 M_PER_DEG_LAT = 111_320.0  # close enough over a few metres
@@ -38,6 +39,20 @@ async def fly(s: Stack, setpoint: Setpoint, seconds: float) -> None:
     for _ in range(round(seconds * 10)):
         await s.client.setpoint(setpoint)
         await asyncio.sleep(0.1)
+
+
+def assert_sent_from_home(r: Record, since: float, relative_alt_m: float) -> None:
+    """Every global setpoint since `since` was sent in AMSL as home + `relative_alt_m`,
+    home being one of the last HOME_POSITIONs PX4 sent before it (the tee sees them a
+    moment before the daemon does)."""
+    sent = [sp for sp in r.setpoints
+            if sp.t >= since and sp.name == "SET_POSITION_TARGET_GLOBAL_INT"]  # fmt: skip
+    assert sent
+    for sp in sent:
+        assert sp.fields["coordinate_frame"] == 5, sp  # MAV_FRAME_GLOBAL_INT (AMSL)
+        homes = [a for t, a in r.home_alt_m if t <= sp.t + 0.2][-3:]
+        off_m = min(abs(sp.fields["alt"] - relative_alt_m - h) for h in homes)
+        assert off_m < 0.01, (sp, homes)
 
 
 async def back_to(s: Stack, north_m: float, east_m: float) -> None:
@@ -85,16 +100,28 @@ async def test_every_setpoint_kind_flies_on_real_px4(
 
         lat, lon, amsl_m = r.global_position
         rel_m = r.relative_alt_m
+        sampled_t, home_then_m = time.monotonic(), r.home_alt_m[-1][1]
         # PX4 turns a relative altitude into local z off by twice this (envelope.in_amsl):
         # home AMSL (alt - relative_alt) above the local origin (alt + z)
         measured["home_above_origin_m"] = round(-rel_m - r.position_ned_m[2], 2)
         north_lat = lat + 3.0 / M_PER_DEG_LAT
         for frame, alt_m in ((AltitudeFrame.AMSL, amsl_m), (AltitudeFrame.RELATIVE, rel_m),
                              (AltitudeFrame.TERRAIN, ALT_M)):
+            leg_start = time.monotonic()
             await fly(s, GlobalPosition(north_lat, lon, alt_m, frame), 5.0)
             assert abs(r.position_ned_m[0] - 3.0) < 0.6, frame
-            assert abs(-r.position_ned_m[2] - ALT_M) < 1.0, frame
-            measured[f"{frame.value}_altitude_error_m"] = round(-r.position_ned_m[2] - ALT_M, 2)
+            # A relative altitude is flown from home as PX4 last reported it. PX4 v1.17
+            # corrects home's altitude for 120 s after take-off whenever GNSS and baro
+            # disagree by more than 1 m (HomePosition.cpp); SIH's GNSS noise moves it by
+            # up to ~1.7 m every few seconds there, and the vehicle follows.
+            homes = [a for t, a in r.home_alt_m if t >= sampled_t] + [home_then_m]
+            home_moved_m = max(homes) - min(homes) if frame is AltitudeFrame.RELATIVE else 0.0
+            error_m = -r.position_ned_m[2] - ALT_M
+            assert abs(error_m) < 1.0 + home_moved_m, (frame, error_m, home_moved_m)
+            measured[f"{frame.value}_altitude_error_m"] = round(error_m, 2)
+            if frame is AltitudeFrame.RELATIVE:
+                measured["home_moved_m"] = round(home_moved_m, 2)
+                assert_sent_from_home(r, leg_start, alt_m)
             await back_to(s, 0, 0)
         wire_frames = {sp.fields["coordinate_frame"] for sp in r.setpoints
                        if sp.name == "SET_POSITION_TARGET_GLOBAL_INT"}  # fmt: skip
