@@ -29,6 +29,7 @@ from typing import Any, TypeAlias
 from offboardd.mavlink import slim_dialect
 from offboardd.mavlink.frame_layout import (
     CRC_LEN,
+    HEADER_LEN_V1,
     HEADER_LEN_V2,
     IFLAG_SIGNED,
     MAGIC_V1,
@@ -38,6 +39,7 @@ from offboardd.mavlink.frame_layout import (
     next_magic,
 )
 from offboardd.mavlink.lean import LeanDecoder
+from offboardd.mavlink.lean import mcrf4xx as _mcrf4xx
 from offboardd.mavlink.signing import SignatureChecker
 
 # (and `dialect`, the full dialect, through __getattr__)
@@ -135,6 +137,12 @@ class MavlinkCodec:
         )
         self._last_decoded_s: dict[int, float] = {}
         self._lean = LeanDecoder(lean_ids, dialect)
+        # Each known id's CRC_EXTRA, to check a frame's CRC in C before pymavlink decodes it:
+        # a frame pymavlink refuses costs it ~25 us in exceptions, and a flood of crafted
+        # bad frames ("FE 00" repeated: a MAVLink 1 header every two bytes) then stalled
+        # the stream for seconds (review; tests/mavlink/test_codec_flood.py).
+        self._crc_extra = {msg_id: bytes((cls.crc_extra,))
+                           for msg_id, cls in dialect.mavlink_map.items()}
         self._buf = bytearray()
         # The flight recorder's tap (recorder.py): when set, every whole frame decode()
         # frames (decoded, thinned or filtered alike) is appended, as it came on the wire.
@@ -281,17 +289,24 @@ class MavlinkCodec:
                         tap.append(buf[pos:after])
                     pos = after
                     continue
-            known = msg_id in known_ids  # pymavlink decodes the rest as MAVLink_unknown
+            if msg_id not in known_ids:  # no CRC_EXTRA to check it with: counted, if plausible
+                if plausible:
+                    stats.unknown_id += 1
+                    if tap is not None:
+                        tap.append(buf[pos:after])
+                    pos = after
+                else:
+                    stats.garbage_bytes += 1
+                    pos += 1
+                continue
             msg = self._decode_frame(buf[pos:after], msg_id)
-            if msg is None or (not plausible and not known):
+            if msg is None:
                 # A bad frame may be garbage that happened to hold a magic byte:
                 # resynchronise one byte further instead of trusting its length.
                 stats.garbage_bytes += 1
                 pos += 1
                 continue
-            if not known:
-                stats.unknown_id += 1
-            elif self._checker is not None and not self._signature_allows(buf, pos, after, msg):
+            if self._checker is not None and not self._signature_allows(buf, pos, after, msg):
                 pass  # counted by _signature_allows
             else:
                 stats.frames_ok += 1
@@ -337,7 +352,8 @@ class MavlinkCodec:
         while nxt >= 0:
             frame_len, msg_id = frame_shape(buf, nxt, end)
             # only an id our dialect knows has a CRC_EXTRA, so only such a frame proves it
-            if frame_len > 0 and nxt + frame_len <= end and msg_id in self._known_ids:
+            if (frame_len > 0 and nxt + frame_len <= end and msg_id in self._known_ids
+                    and self._crc_ok(buf[nxt : nxt + frame_len], msg_id)):
                 try:
                     self._rx.decode(bytearray(buf[nxt : nxt + frame_len]))
                 except Exception:  # not a frame: keep looking
@@ -347,10 +363,22 @@ class MavlinkCodec:
             nxt = next_magic(buf, nxt + 1)
         return False
 
+    def _crc_ok(self, frame: bytes | bytearray, msg_id: int) -> bool:
+        """Whether a whole frame of a known id carries the right CRC (True without fastcrc:
+        pymavlink then checks it alone)."""
+        if _mcrf4xx is None:
+            return True
+        crc_at = (HEADER_LEN_V2 if frame[0] == MAGIC_V2 else HEADER_LEN_V1) + frame[1]
+        crc = _mcrf4xx(bytes(frame[1:crc_at]) + self._crc_extra[msg_id], 0xFFFF)
+        return bool(crc == frame[crc_at] | (frame[crc_at + 1] << 8))
+
     def _decode_frame(self, frame: bytes | bytearray, msg_id: int) -> Message | None:
+        """The message in a whole frame of a known id, or None (counted) when it is bad."""
         msg: Message
         if self._lean.handles(frame, msg_id):
             msg = self._lean.decode(frame, msg_id)
+        elif not self._crc_ok(frame, msg_id):
+            msg = None
         else:
             try:
                 msg = self._rx.decode(bytearray(frame))  # it appends to what it is given

@@ -33,7 +33,7 @@ from offboardd.mavlink.frame_layout import (
 
 _CRC = struct.Struct("<H")
 # pymavlink's own CRC-16/MCRF4XX (fastcrc, which pymavlink depends on); None without it.
-_mcrf4xx: Any = getattr(slim_dialect, "mcrf4xx", None)
+mcrf4xx: Any = getattr(slim_dialect, "mcrf4xx", None)
 
 
 class _LeanMethods:
@@ -87,7 +87,7 @@ def _is_scalar(msg_class: Any) -> bool:
 class LeanDecoder:
     def __init__(self, msg_ids: Collection[int], dialect: Any = slim_dialect) -> None:
         self._layouts: dict[int, _Layout] = {}
-        if _mcrf4xx is None:
+        if mcrf4xx is None:
             return  # no fast CRC: pymavlink decodes everything
         for msg_id in msg_ids:
             msg_class = dialect.mavlink_map.get(msg_id)
@@ -113,7 +113,7 @@ class LeanDecoder:
         crc_at = HEADER_LEN_V2 + payload_len
         if len(frame) != crc_at + CRC_LEN + (SIGNATURE_LEN if frame[2] & IFLAG_SIGNED else 0):
             return None
-        crc = _mcrf4xx(bytes(frame[1:crc_at]) + layout.crc_extra, 0xFFFF)
+        crc = mcrf4xx(bytes(frame[1:crc_at]) + layout.crc_extra, 0xFFFF)
         if crc != _CRC.unpack_from(frame, crc_at)[0]:
             return None
         payload = bytes(frame[HEADER_LEN_V2:crc_at])

@@ -191,3 +191,25 @@ def test_min_interval_thins_a_fast_stream_at_frame_level() -> None:
     assert len(rx.decode(tx.encode(dialect.MAVLink_attitude_message(0, 0, 0, 0, 0, 0, 0)))) == 1, (
         "without now_s nothing is thinned"
     )
+
+
+def test_a_bad_crc_never_reaches_pymavlink() -> None:
+    """Crafted garbage ("FE 00" repeated: a MAVLink 1 HEARTBEAT header every two bytes)
+    was handed to pymavlink frame by frame, each refusal an exception: ~1.6 us a byte, and
+    1 MB/s of it at the UDP port stalled the stream for 4.4 s (review). The CRC is now
+    checked first; a good frame after the garbage still decodes."""
+    rx = MavlinkCodec(255, 0)
+    calls: list[int] = []
+    real = rx._rx.decode
+
+    def spy(frame: bytearray) -> Any:
+        calls.append(len(frame))
+        return real(frame)
+
+    rx._rx.decode = spy
+    (hb,) = _heartbeats(MavlinkCodec(1, 1), 1)
+    v1_hb = bytes([0xFE, 9, 0, 1, 1, 0]) + bytes(9) + b"\x00\x00"  # right shape, wrong CRC
+    got = rx.decode(b"\xfe\x00" * 4000 + v1_hb * 50 + hb)
+    assert [m.get_type() for m in got] == ["HEARTBEAT"]
+    assert calls == [] or all(n == len(hb) for n in calls)  # only the good frame, if any
+    assert rx.stats.bad_crc >= 4000

@@ -9,7 +9,7 @@ import socket
 import pytest
 
 from offboardd.mavlink.codec import MavlinkCodec
-from offboardd.mavlink.links import open_link
+from offboardd.mavlink.links import open_link, udp
 from tests.mavlink.conftest import Recorder, heartbeat, markers, running, wait_until
 
 
@@ -86,3 +86,21 @@ def test_stream_links_are_never_polled() -> None:
     for url in ("tcpout://127.0.0.1:5760", "serial:///dev/ttyAMA0:921600"):
         link = open_link(url, lambda data: None, lambda state: None, polled=True)
         assert not link.polled and link.poll() == 0
+
+
+async def test_one_poll_takes_at_most_its_byte_budget(udp_port: int) -> None:
+    """A flood of big datagrams is read a budget at a time; the rest waits for the next
+    poll (or is dropped by the kernel), so one poll cannot hold the control cycle (review:
+    1,000 datagrams of 32 KB of crafted garbage stalled the stream for 4.4 s)."""
+    rec = Recorder()
+    link = open_link(f"udpin://127.0.0.1:{udp_port}", rec.on_bytes, rec.on_state, polled=True)
+    with _peer() as flood:
+        async with running(link):
+            await wait_until(lambda: link.state.detail.startswith("listening"), "the bind")
+            for _ in range(8):
+                flood.sendto(bytes(16_000), ("127.0.0.1", udp_port))
+            await asyncio.sleep(0.1)
+            first = link.poll()
+            assert 0 < first < 8
+            assert sum(map(len, rec.chunks)) <= udp._MAX_BYTES_PER_POLL + 16_000
+            assert first + link.poll() + link.poll() == 8  # the rest, on later polls

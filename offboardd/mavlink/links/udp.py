@@ -30,9 +30,14 @@ from offboardd.mavlink.links.url import LinkUrl, format_host_port
 __all__ = ["UdpInLink", "UdpOutLink"]
 
 _MAX_DATAGRAM_BYTES = 65_535
-# Datagrams one poll() delivers at most: a flood cannot hold the event loop (the rest wait
-# in the kernel for the next poll). PX4 sends ~5 per 50 ms cycle; the heavy profile ~100.
+# What one poll() delivers at most: a flood cannot hold the event loop (the rest wait in
+# the kernel for the next poll, which drops what its buffer cannot hold). PX4 sends ~5
+# datagrams and ~1.3 kB per 50 ms cycle (~400 messages a second); the heavy profile ~100
+# datagrams. Bytes matter as much as datagrams: crafted garbage (a MAVLink 1 header every
+# two bytes) costs the framer ~0.6 us a byte, so 32 KiB is ~20 ms of a cycle at worst;
+# 1,000 datagrams of 64 KiB each once held the stream for 4.4 s (review).
 _MAX_DATAGRAMS_PER_POLL = 1_000
+_MAX_BYTES_PER_POLL = 32 * 1024
 # Asked for, capped by the kernel (net.core.rmem_max, 208 KiB by default): room for what
 # arrives between two polls many times over.
 _RECEIVE_BUFFER_BYTES = 1 << 20
@@ -107,8 +112,9 @@ class _UdpLink(Link):
         made a whole frame, and the link replied to their sender: found by the end-to-end
         fuzz.)"""
         sock = self._sock if self.polled else None
-        received = 0
-        while sock is not None and received < _MAX_DATAGRAMS_PER_POLL:
+        received = taken_bytes = 0
+        while (sock is not None and received < _MAX_DATAGRAMS_PER_POLL
+               and taken_bytes < _MAX_BYTES_PER_POLL):
             try:
                 data, addr = sock.recvfrom(_MAX_DATAGRAM_BYTES)
             except (BlockingIOError, InterruptedError):
@@ -119,6 +125,7 @@ class _UdpLink(Link):
                 self._end_session(f"socket error: {exc}")
                 break
             received += 1
+            taken_bytes += len(data)
             self._datagram(data, addr)
             if self._session_over():  # the callback failed: run() ends with its error
                 break
