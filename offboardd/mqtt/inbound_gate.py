@@ -36,8 +36,8 @@ Channel = Literal["cmd", "setpoint"]
 class InboundDecoder(Protocol):
     """Turns a loaded JSON document into an engine command, or refuses it (schema.py)."""
 
-    def decode_bytes(self, channel: str, payload: bytes, *, max_bytes: int
-                     ) -> Command | Query | Rejection: ...
+    def decode_bytes(self, channel: str, payload: bytes, *, max_bytes: int,
+                     commander: str = "") -> Command | Query | Rejection: ...
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,10 @@ class InboundGate:
                 "retained messages are never acted on; publish commands with retain=false "
                 "(and clear this one with an empty retained publish)", command_id))
             return
-        decoded = self._decoder.decode_bytes(channel, payload, max_bytes=max_bytes)
+        # The replay check keeps a sequence per commander: the reply route, the identity
+        # the engine's lease names (one shared route on MQTT 3.1.1: one commander there).
+        decoded = self._decoder.decode_bytes(channel, payload, max_bytes=max_bytes,
+                                             commander=route.topic)
         if isinstance(decoded, Rejection):
             self._refuse(channel, route, decoded)
             return

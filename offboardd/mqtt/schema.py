@@ -17,8 +17,9 @@ Setpoint topic (`setpoint`), flat, high rate, `id` optional:
 
 `CommandDecoder.decode` returns a core command or a coded `Rejection`; it never raises,
 so nothing invalid ever reaches the engine. It holds the replay guard's state (one per
-bridge, no module globals). Each object is declared below as `schema_fields` specs
-whose field order is the order of the checks (so which error a reply names). Pure: no I/O.
+bridge, no module globals; a sequence per commander). Each object is declared below as
+`schema_fields` specs whose field order is the order of the checks (so which error a reply
+names). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -100,36 +101,46 @@ _KIND_NAMES = ", ".join(sorted(str(kind) for kind in SETPOINT_TABLE))
 
 
 class ReplayGuard:
-    """Drops setpoints that are not newer than the last one of their commander session.
+    """Drops setpoints that are not newer than the last one of their commander's session.
 
-    A new session id starts over (a restarted commander); the ids of sessions it replaced
-    are remembered (a bounded number) so their late or replayed setpoints are dropped too.
+    Each commander (its reply route: who the engine's lease names) has its own current
+    session and last `seq`; a new session id starts that commander over (a restarted
+    commander), and the sessions replaced are remembered, for everyone, a bounded number,
+    so their late or replayed setpoints are dropped too. One commander's message never
+    touches another's sequence: with one guard for all, a single setpoint from a client
+    that did not hold the lease (refused `not_in_control`) replaced the holder's session,
+    and every later setpoint of the holder's was dropped as stale while its heartbeats
+    kept the lease: the vehicle flew the last velocity on (review).
     """
 
-    def __init__(self, retired_sessions: int = 4096) -> None:
+    def __init__(self, retired_sessions: int = 4096, commanders: int = 1024) -> None:
         # 4,096 sessions (at most 64 characters each): a commander restarted every minute
         # for three days. 32 were kept once, and a replay of the 33rd-newest was accepted
         # (found by review) while the docs promised "until the daemon restarts".
-        self.session: str | None = None
-        self.last_seq = -1
+        self._current: dict[str, tuple[str, int]] = {}  # commander -> (session, last seq)
+        self._commanders_max = commanders
         self._retired: deque[str] = deque()
         self._retired_set: set[str] = set()
         self._retired_max = retired_sessions
 
-    def check(self, session: str, seq: int) -> str | None:
+    def check(self, session: str, seq: int, commander: str = "") -> str | None:
         """None when fresh (and remembered); else why it is dropped."""
-        if session == self.session:
-            if seq <= self.last_seq:
-                return f"seq {seq} is not newer than {self.last_seq} in session {session!r}"
+        current = self._current.pop(commander, None)  # put back last: the least recent goes
+        if current is not None and session == current[0]:
+            if seq <= current[1]:
+                self._current[commander] = current
+                return f"seq {seq} is not newer than {current[1]} in session {session!r}"
         elif session in self._retired_set:
+            if current is not None:
+                self._current[commander] = current
             return f"session {session!r} was replaced by a newer one"
-        else:
-            if self.session is not None:
-                self._retire(self.session)
-            self.session = session
-        self.last_seq = seq
+        elif current is not None:
+            self._retire(current[0])
+        if len(self._current) >= self._commanders_max:
+            self._current.pop(next(iter(self._current)))  # forgotten, not retired: it may
+            # still be alive, and a session that comes back starts over
+        self._current[commander] = (session, seq)
         return None
-
 
     def _retire(self, session: str) -> None:
         self._retired.append(session)
@@ -144,23 +155,26 @@ class CommandDecoder:
     def __init__(self) -> None:
         self.replay = ReplayGuard()
 
-    def decode_bytes(self, channel: str, payload: bytes, *, max_bytes: int
-                     ) -> Command | Query | Rejection:
-        """Size, JSON, version, schema, core validity and replay, in that order."""
+    def decode_bytes(self, channel: str, payload: bytes, *, max_bytes: int,
+                     commander: str = "") -> Command | Query | Rejection:
+        """Size, JSON, version, schema, core validity and replay, in that order.
+        `commander`: who sent it (its reply route), whose sequence the replay check uses."""
         loaded = load_document(payload, max_bytes=max_bytes)
         if isinstance(loaded, Rejection):
             return loaded
-        return self.decode(channel, loaded)
+        return self.decode(channel, loaded, commander)
 
-    def decode(self, channel: str, document: dict[str, Any]) -> Command | Query | Rejection:
+    def decode(self, channel: str, document: dict[str, Any],
+               commander: str = "") -> Command | Query | Rejection:
         try:
             if channel == "setpoint":
-                return self._decode_stream(document)
-            return self._decode_command(document)
+                return self._decode_stream(document, commander)
+            return self._decode_command(document, commander)
         except OffboarddError as exc:  # a core constructor refused (e.g. command_id)
             return Rejection(exc.code, exc.message, peek_id(document))
 
-    def _decode_command(self, doc: dict[str, Any]) -> Command | Query | Rejection:
+    def _decode_command(self, doc: dict[str, Any], commander: str
+                        ) -> Command | Query | Rejection:
         name = doc.get("cmd")
         if name is None:
             return Rejection(MqttErrorCode.MISSING_FIELD, 'field "cmd" is required', peek_id(doc))
@@ -175,7 +189,7 @@ class CommandDecoder:
         assert isinstance(fields, dict)
         command_id: str = fields["id"]
         if name in ("engage", "setpoint"):
-            return self._decode_sequenced(name, fields, command_id)
+            return self._decode_sequenced(name, fields, command_id, commander)
         if name in MOTION_FIELDS:
             return decode_motion(name, fields, command_id, _setpoint)
         if name == "disarm":
@@ -193,8 +207,8 @@ class CommandDecoder:
         command: Command = _BARE[name](command_id)
         return command
 
-    def _decode_sequenced(self, name: str, fields: dict[str, Any],
-                          command_id: str) -> Command | Rejection:
+    def _decode_sequenced(self, name: str, fields: dict[str, Any], command_id: str,
+                          commander: str) -> Command | Rejection:
         session, seq = fields["session"], fields["seq"]
         if (session is None) != (seq is None):
             return Rejection(MqttErrorCode.MISSING_FIELD,
@@ -206,7 +220,7 @@ class CommandDecoder:
                 return built
             setpoint = built
         if session is not None:
-            stale = self.replay.check(session, seq)
+            stale = self.replay.check(session, seq, commander)
             if stale is not None:
                 return Rejection(MqttErrorCode.SETPOINT_STALE, stale, command_id)
         if name == "engage":
@@ -215,7 +229,7 @@ class CommandDecoder:
         assert setpoint is not None
         return SetSetpoint(command_id, setpoint, resume=fields["resume"])
 
-    def _decode_stream(self, doc: dict[str, Any]) -> Command | Rejection:
+    def _decode_stream(self, doc: dict[str, Any], commander: str) -> Command | Rejection:
         kind = doc.get("kind")
         spec = _STREAM_SPECS.get(kind) if type(kind) is str else None
         if spec is None:  # the envelope's errors come first, then the kind's
@@ -235,7 +249,7 @@ class CommandDecoder:
             setpoint = setpoint_from_wire(fields)
         except SetpointError as exc:
             return Rejection(MqttErrorCode.SETPOINT_INVALID, exc.message, command_id)
-        stale = self.replay.check(fields["session"], fields["seq"])
+        stale = self.replay.check(fields["session"], fields["seq"], commander)
         if stale is not None:
             return Rejection(MqttErrorCode.SETPOINT_STALE, stale, command_id)
         return SetSetpoint(command_id, setpoint, resume=fields["resume"])

@@ -13,11 +13,13 @@ import pytest
 
 from offboardd.client import OffboardClient
 from offboardd.config import DaemonConfig, MavlinkSettings
+from offboardd.core.setpoints import PositionNed, VelocityNed
 from offboardd.mavlink.links import parse_link_url
 from offboardd.mqtt.topics import Topics
 from tests.conftest import Broker, free_port
 from tests.integration.harness import serving
 from tests.mqtt.helpers import dumps, observer, settings_for
+from tests.mqtt.test_e2e_sim import fc_ready, stack
 
 pytestmark = pytest.mark.integration
 T = Topics.for_vehicle("nic")
@@ -80,3 +82,27 @@ async def test_a_command_that_waits_for_its_reply_gets_it_amid_throttled_refusal
                 if reply["id"] == "want":
                     assert reply["code"] == "not_in_control"
                     break
+
+
+async def test_a_non_holders_refused_setpoint_never_freezes_the_holders_stream(
+    mosquitto: Broker,
+) -> None:
+    """Found by review: one replay guard for all commanders. A client that did not hold the
+    lease sent one setpoint; it was refused `not_in_control`, yet its session replaced the
+    holder's, and every later setpoint of the holder's was refused `setpoint_stale` while
+    its heartbeats kept the lease: the vehicle flew on at 2 m/s through the holder's stop."""
+    async with stack(mosquitto, hold_s=30.0) as s, s.client() as a, s.client() as b:
+        await fc_ready(a)
+        assert (await a.engage(PositionNed(0, 0, -3), arm=True)).ok
+        for _ in range(40):
+            await a.setpoint(VelocityNed(2.0, 0.0, 0.0))
+            await asyncio.sleep(0.05)
+        await b.setpoint(PositionNed(0, 0, -3))  # not the holder: refused not_in_control
+        await asyncio.sleep(0.3)
+        assert b.last_stream_error is not None
+        assert b.last_stream_error.code == "not_in_control"
+        for _ in range(40):  # the holder: stop
+            await a.setpoint(VelocityNed(0.0, 0.0, 0.0))
+            await asyncio.sleep(0.05)
+        assert a.last_stream_error is None, a.last_stream_error
+        assert abs(float(s.sim.vehicle.velocity_ned_m_s[0])) < 0.5

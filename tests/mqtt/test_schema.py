@@ -479,3 +479,26 @@ def test_replay_guard_remembers_the_sessions_of_a_long_day() -> None:
     for i in range(1000):
         assert guard.check(f"s{i}", 5) is None
     assert guard.check("s0", 100) is not None
+
+
+def test_one_commanders_session_never_retires_anothers() -> None:
+    """Found by review: with one sequence for all commanders, a non-holder's single setpoint
+    (refused by the engine afterwards) made every later setpoint of the holder's stale."""
+    guard = ReplayGuard()
+    assert guard.check("holder", 1, "reply/a") is None
+    assert guard.check("other", 1, "reply/b") is None
+    assert guard.check("holder", 2, "reply/a") is None  # the holder's sequence goes on
+    assert guard.check("holder", 2, "reply/a") is not None  # and is still guarded
+    assert guard.check("newer", 1, "reply/a") is None  # a restarted commander...
+    assert guard.check("holder", 3, "reply/a") is not None  # ...retires its old session
+    assert guard.check("holder", 9, "reply/c") is not None  # for everyone
+
+
+def test_replay_guard_forgets_the_least_recent_commander_beyond_its_bound() -> None:
+    guard = ReplayGuard(commanders=2)
+    assert guard.check("a", 5, "ra") is None
+    assert guard.check("b", 5, "rb") is None
+    assert guard.check("a", 6, "ra") is None
+    assert guard.check("c", 5, "rc") is None  # rb forgotten, not retired
+    assert guard.check("b", 1, "rb") is None  # starts over (and ra, now least recent, goes)
+    assert guard.check("a", 6, "ra") is None  # forgotten too: starts over
