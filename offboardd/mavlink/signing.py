@@ -16,6 +16,9 @@ What this module owns:
 - `TimestampStore` / `initial_timestamp`: the timestamp (10 us units since 2015-01-01 UTC)
   seeded from the wall clock and persisted, so that it never goes back across restarts
   (pymavlink starts at 0, which a PX4 holding a later timestamp for our stream refuses).
+- `TimestampSaver`: the periodic saves on a thread of their own, never on the control loop
+  (an fsync on an SD card takes hundreds of ms; the recorder's writer syncs on its thread
+  for the same reason); the save at exit stays synchronous and complete.
 
 This module must not read a clock, log or decide policy beyond the spec: callers pass the
 wall time in and log what it returns.
@@ -30,6 +33,8 @@ import hmac
 import os
 import stat
 import struct
+import threading
+from collections import deque
 from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -210,49 +215,165 @@ class TimestampStore:
         os.replace(tmp, self.path)
 
 
+class TimestampSaver:
+    """Writes a `TimestampStore` from a thread of its own, and synchronously when asked.
+
+    `submit` never waits for the disk: it hands the timestamp to the thread, which writes
+    and fsyncs it. At most one save is in flight; a newer timestamp submitted meanwhile
+    replaces the one still waiting. Every write (the thread's or `save_now`'s) holds one
+    lock and is skipped unless its timestamp is above the last one written, so the file
+    never goes back: a late save of the thread's cannot overwrite a newer one.
+
+    The restart guarantee (`RESTART_MARGIN_TICKS`) holds while a save lands within
+    SAVE_STEP_TICKS of the timestamp's progress after it was submitted: 30 s for a write
+    that takes well under a second even on an SD card.
+    """
+
+    def __init__(self, store: TimestampStore) -> None:
+        self.store = store
+        self._write_lock = threading.Lock()  # one writer of the file (and its .tmp) at a time
+        self._written: int | None = None  # the last timestamp the file was given (fsynced)
+        self._cond = threading.Condition()  # guards what follows; never held while writing
+        self._pending: int | None = None
+        self._busy = False
+        self._stopping = False
+        self._outcomes: deque[str | None] = deque(maxlen=16)  # the thread's: problem or None
+        self._thread: threading.Thread | None = None
+
+    def submit(self, timestamp: int) -> None:
+        """Have the thread save `timestamp` (started on first use); returns at once."""
+        with self._cond:
+            self._stopping = False
+            if self._pending is None or timestamp > self._pending:
+                self._pending = timestamp
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="offboardd-signing-timestamp")
+                self._thread.start()
+            self._cond.notify_all()
+
+    def outcomes(self) -> list[str | None]:
+        """The thread's saves finished since the last call, in order: a problem or None."""
+        with self._cond:
+            done = list(self._outcomes)
+            self._outcomes.clear()
+        return done
+
+    def save_now(self, timestamp: int) -> str | None:
+        """Save `timestamp` here and now, after any save in flight; a problem or None."""
+        with self._cond:  # a save still waiting is older: it is not needed any more
+            if self._pending is not None and self._pending <= timestamp:
+                self._pending = None
+        return self._write(timestamp)
+
+    def close(self) -> None:
+        """Stop the thread: a save still waiting is dropped, one in flight finishes."""
+        with self._cond:
+            self._stopping, self._pending = True, None
+            thread, self._thread = self._thread, None
+            self._cond.notify_all()
+        if thread is not None:
+            thread.join()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """True once nothing is waiting or in flight (for tests and tools)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._pending is None and not self._busy,
+                                       timeout_s)  # fmt: skip
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending is not None or self._stopping)
+                if self._stopping:
+                    return
+                timestamp, self._pending, self._busy = self._pending, None, True
+            assert timestamp is not None
+            try:
+                problem = self._write(timestamp)
+            except Exception as exc:  # a bug here must not end the thread: no save would
+                problem = f"cannot save the signing timestamp: internal error: {exc!r}"
+            with self._cond:
+                self._busy = False
+                self._outcomes.append(problem)
+                self._cond.notify_all()
+
+    def _write(self, timestamp: int) -> str | None:
+        with self._write_lock:
+            if self._written is not None and timestamp <= self._written:
+                return None  # the file holds this or a later one already
+            try:
+                self.store.save(timestamp)
+            except OSError as exc:
+                return f"cannot save the signing timestamp to {self.store.path}: {exc}"
+            self._written = timestamp
+            return None
+
+
 class SigningSession:
     """The daemon's signing from start to exit: key, timestamp seeding and saving, reports."""
 
     def __init__(self, key: bytes, timestamp_file: str | Path) -> None:
         self.key = key
         self.store = TimestampStore(timestamp_file) if str(timestamp_file) else None
-        self._saved: int | None = None
+        self.saver = TimestampSaver(self.store) if self.store is not None else None
+        self._submitted: int | None = None  # the last timestamp handed to the saver
+        self._start_problem: str | None = None  # attach's save failed: the first tick says so
         self._last_problem: str | None = None
         self._reported = (0, 0, 0)
         self._report_s = -1e9
 
     def attach(self, codec: MavlinkCodec, wall_s: float, *, accept_unsigned: bool,
                unsigned_ids: Collection[int]) -> str | None:  # fmt: skip
-        """Turn signing on in `codec`, starting at max(wall clock, persisted + margin).
-        Returns a problem with the persisted timestamp worth a warning, or None."""
+        """Turn signing on in `codec`, starting at max(wall clock, persisted + margin), and
+        save that start here and now: it is on disk before any frame is signed (the daemon
+        attaches before its event loop runs). Returns a problem with the persisted
+        timestamp worth a warning, or None; a problem saving is the first tick's warning."""
         persisted, problem = self.store.load() if self.store is not None else (None, None)
-        codec.enable_signing(self.key, timestamp=initial_timestamp(wall_s, persisted),
+        start = initial_timestamp(wall_s, persisted)
+        codec.enable_signing(self.key, timestamp=start,
                              accept_unsigned=accept_unsigned, unsigned_ids=unsigned_ids)
+        if self.saver is not None:
+            self._start_problem = self.saver.save_now(start)
+            self._submitted = start if self._start_problem is None else None
         return problem
 
     def tick(self, codec: MavlinkCodec, wall_s: float, *, final: bool = False) -> list[str]:
-        """Keep the codec's timestamp at or above the wall clock; save it once it has moved
-        SAVE_STEP_TICKS since the last save (always when `final`). Returns warnings: a save
-        problem (once per distinct problem), and refused frames (at most every 10 s)."""
+        """Keep the codec's timestamp at or above the wall clock; hand it to the saver's
+        thread once it has moved SAVE_STEP_TICKS since the last save (attach's or a
+        hand-over), never waiting for the disk. When `final`, save it here and now (after a
+        save in flight) and stop the thread. Returns warnings: a save problem (once per
+        distinct problem; the thread's on the tick after it failed, and the save is then
+        retried), and refused frames (at most every 10 s)."""
         warnings: list[str] = []
         timestamp = max(codec.signing_timestamp, timestamp_from_unix(wall_s))
         codec.signing_timestamp = timestamp
-        due = self._saved is None or timestamp - self._saved >= SAVE_STEP_TICKS
-        if self.store is not None and (due or final):
-            try:
-                self.store.save(timestamp)
-                self._saved, self._last_problem = timestamp, None
-            except OSError as exc:
-                problem = f"cannot save the signing timestamp to {self.store.path}: {exc}"
-                if problem != self._last_problem:
-                    warnings.append(problem)
-                self._last_problem = problem
+        if (saver := self.saver) is not None:
+            outcomes = saver.outcomes()
+            if self._start_problem is not None:
+                outcomes.insert(0, self._start_problem)
+                self._start_problem = None
+            for problem in outcomes:
+                self._report(problem, warnings)
+            if outcomes and outcomes[-1] is not None:
+                self._submitted = None  # it failed: try again now, as a failed save always was
+            if final:
+                self._report(saver.save_now(timestamp), warnings)
+                saver.close()
+            elif self._submitted is None or timestamp - self._submitted >= SAVE_STEP_TICKS:
+                saver.submit(timestamp)
+                self._submitted = timestamp
         st = codec.stats
         refused = (st.bad_signature, st.unsigned_refused, st.replayed)
         if refused != self._reported and wall_s - self._report_s >= 10.0:
             self._reported, self._report_s = refused, wall_s
             warnings.append(refusal_hint(st) or "")
         return warnings
+
+    def _report(self, problem: str | None, warnings: list[str]) -> None:
+        if problem is not None and problem != self._last_problem:
+            warnings.append(problem)
+        self._last_problem = problem
 
 
 def refusal_hint(stats: CodecStats) -> str | None:

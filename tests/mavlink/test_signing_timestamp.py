@@ -21,6 +21,7 @@ from offboardd.mavlink.signing import (
 
 KEY = bytes(range(32))
 WALL_S = 1_800_000_000.0  # 2027-01-15
+WAIT_S = 5.0  # a deadline for the saver's thread, not an expectation
 
 
 def _session(path: Path, wall_s: float) -> tuple[SigningSession, MavlinkCodec]:
@@ -52,8 +53,9 @@ def test_monotonic_across_restarts_with_a_clock_that_went_back(tmp_path: Path) -
     path = tmp_path / "state" / "signing-timestamp"  # the directory is created on first save
     session, codec = _session(path, WALL_S)
     assert codec.signing_timestamp == timestamp_from_unix(WALL_S)
-    assert session.tick(codec, WALL_S) == []  # first tick saves at once
+    # saved as signing is attached, before any frame is signed
     assert TimestampStore(path).load() == (codec.signing_timestamp, None)
+    assert session.tick(codec, WALL_S) == []
     last = _send(codec, 500)
     assert session.tick(codec, WALL_S + 1.0, final=True) == []
     assert oct(path.stat().st_mode & 0o777) == "0o600"
@@ -67,15 +69,18 @@ def test_monotonic_after_a_crash_between_saves(tmp_path: Path) -> None:
     path = tmp_path / "signing-timestamp"
     session, codec = _session(path, WALL_S)
     session.tick(codec, WALL_S)
+    assert session.saver is not None
     saves = 0
     last = 0
     for second in range(1, 200):  # a burst of frames every second, the wall clock advancing
         last = _send(codec, 20)
         before = TimestampStore(path).load()[0]
         session.tick(codec, WALL_S + second)
+        assert session.saver.wait_idle(WAIT_S)  # saved on the saver's thread
         saves += TimestampStore(path).load()[0] != before
     assert 1 <= saves <= 200 * TICKS_PER_S // SAVE_STEP_TICKS + 1  # now and then, not always
-    _, codec2 = _session(path, 0.0)  # the crash, then a clock stuck at 1970
+    session.saver.close()  # the crash: no final save
+    _, codec2 = _session(path, 0.0)  # then a clock stuck at 1970
     assert codec2.signing_timestamp > last
 
 
@@ -91,9 +96,11 @@ def test_a_corrupt_or_unwritable_state_file_is_reported_not_fatal(tmp_path: Path
     blocked.write_text("")
     session = SigningSession(KEY, blocked / "signing-timestamp")  # parent is not a directory
     session.attach(codec, WALL_S, accept_unsigned=False, unsigned_ids=())
-    warnings = session.tick(codec, WALL_S)
+    warnings = session.tick(codec, WALL_S)  # attach's save failed: the first tick says so
     assert len(warnings) == 1 and "cannot save the signing timestamp" in warnings[0]
-    assert session.tick(codec, WALL_S + 60, final=True) == []  # said once, not every tick
+    assert session.saver is not None and session.saver.wait_idle(WAIT_S)  # retried, failed
+    assert session.tick(codec, WALL_S + 0.05) == []  # said once, not every tick
+    assert session.tick(codec, WALL_S + 60, final=True) == []
 
 
 def test_the_timestamp_follows_the_wall_clock_and_received_frames(tmp_path: Path) -> None:
@@ -104,3 +111,5 @@ def test_the_timestamp_follows_the_wall_clock_and_received_frames(tmp_path: Path
     peer.enable_signing(KEY, timestamp=timestamp_from_unix(WALL_S + 500.0))
     codec.decode(peer.encode(dialect.MAVLink_heartbeat_message(2, 12, 0, 0, 4, 3)))
     assert codec.signing_timestamp == timestamp_from_unix(WALL_S + 500.0)  # the spec's max()
+    assert session.saver is not None
+    session.saver.close()
