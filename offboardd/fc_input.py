@@ -31,9 +31,11 @@ class FcInput:
         self._relay = relay
         self._on_error = on_error
         self._pending: list[Event] = []  # translated, not yet fed to the engine
-        # The system the engine follows, once it adopted one (the runtime keeps it current):
-        # only a frame from it vouches for its sender as the address setpoints go to.
-        self.fc_target_system: int | None = None
+        # The autopilot (system, component) the engine follows, once it adopted one (the
+        # runtime keeps it current): only a frame from it vouches for its sender as the
+        # address setpoints go to. The component counts: a camera of the FC's system
+        # heartbeating to our port from its own address took the stream away (review).
+        self.fc_target: tuple[int, int] | None = None
 
     def decode(self, data: bytes, now: float) -> bool:
         """Take one chunk of link bytes; True when it held valid MAVLink (signed, when
@@ -62,8 +64,8 @@ class FcInput:
     def _from_fc(self, msg: Message) -> bool:
         """From the autopilot the engine follows; before it follows one, an autopilot's
         HEARTBEAT (a GCS or a companion heartbeats with autopilot INVALID)."""
-        if self.fc_target_system is not None:
-            return bool(msg.get_srcSystem() == self.fc_target_system)
+        if self.fc_target is not None:
+            return (msg.get_srcSystem(), msg.get_srcComponent()) == self.fc_target
         return msg.get_type() == "HEARTBEAT" and bool(msg.autopilot != MAV_AUTOPILOT_INVALID)
 
     def _on_message(self, msg: Message, now: float) -> None:

@@ -64,6 +64,7 @@ class VehicleState:
         # The first PX4 system followed, kept for the run: after an FC loss only it is
         # adopted again, never another vehicle on a shared radio (found by review).
         self.px4_system: int | None = None
+        self.px4_component: int | None = None  # (its autopilot's component: 1 on PX4)
         self.foreign_px4_systems: set[int] = set()  # other PX4s heard (warned of, once)
         self.autopilot: int | None = None
         self.custom_mode: int | None = None  # latest of HEARTBEAT / CURRENT_MODE
@@ -84,8 +85,9 @@ class VehicleState:
     # -- folding ---------------------------------------------------------------------------
 
     def accepts(self, event: FcMessageEvent) -> bool:
-        """Is this event from our autopilot? A first autopilot heartbeat adopts its sender;
-        GCS and companion heartbeats (autopilot INVALID) never count."""
+        """Is this event from our autopilot (its system and component)? A first autopilot
+        heartbeat adopts its sender; GCS and companion heartbeats (autopilot INVALID) never
+        count."""
         if isinstance(event, FcHeartbeat):
             if event.autopilot == MAV_AUTOPILOT_INVALID:
                 return False
@@ -102,12 +104,18 @@ class VehicleState:
             ):
                 self.target = source
             if event.autopilot == MAV_AUTOPILOT_PX4 and source == self.target:
-                self.px4_system = source.system_id
+                self.px4_system, self.px4_component = source.system_id, source.component_id
             return (event.source_system, event.source_component) == (
                 self.target.system_id,
                 self.target.component_id,
             )
-        return self.target is not None and event.source_system == self.target.system_id
+        # The autopilot's own messages only: PX4 forwards its other components' traffic
+        # (a gimbal's ATTITUDE with its own boot clock read as an FC reboot, a camera's
+        # COMMAND_ACK as a refusal of our mode change, another component's position as
+        # the hold point: found by review).
+        target = self.target
+        return (target is not None and event.source_system == target.system_id
+                and event.source_component == target.component_id)
 
     def fold(self, event: FcMessageEvent, now: float) -> bool:
         """Update from an accepted event; True if it shows the FC rebooted."""

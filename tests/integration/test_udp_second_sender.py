@@ -11,8 +11,10 @@ import socket
 
 import pytest
 
+from offboardd.mavlink.codec import MavlinkCodec
 from offboardd.mavlink.codec import dialect as d
 from tests.integration.harness import flight
+from tests.mavlink.conftest import heartbeat
 
 pytestmark = pytest.mark.integration
 
@@ -55,3 +57,30 @@ async def test_a_gcs_heartbeating_to_the_daemons_port_never_gets_the_setpoints(
         assert received == 0, "the daemon sent to the GCS"
         assert len(times) >= 35 and max(b - a for a, b in itertools.pairwise(times)) < 0.2
         assert fl.sim.vehicle.mode_name == "OFFBOARD" and fl.phase == "active"
+
+
+async def test_a_camera_of_the_fcs_system_never_takes_the_setpoints() -> None:
+    """Found by review: any frame whose system id was the FC's vouched for its sender, so a
+    camera of system 1 heartbeating to the port from its own address at 50 Hz got the
+    setpoints (12 of ~60 reached the sim in 3 s; at 200 Hz none, and the loss action)."""
+    async with flight() as fl:
+        await fl.takeoff(-3.0)
+        port = fl.runtime.config.mavlink.url.address[1]
+        camera = MavlinkCodec(1, 100)  # MAV_COMP_ID_CAMERA of system 1
+        base = len(fl.sim.record.setpoints)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            sock.setblocking(False)
+            loop = asyncio.get_running_loop()
+            end, received = loop.time() + 2.0, 0
+            while loop.time() < end:
+                sock.sendto(heartbeat(camera, 1), ("127.0.0.1", port))
+                try:
+                    while True:
+                        sock.recvfrom(65535)
+                        received += 1
+                except BlockingIOError:
+                    pass
+                await asyncio.sleep(0.02)
+        assert received == 0
+        assert len(fl.sim.record.setpoints) - base >= 35  # ~40 in 2 s at 20 Hz
