@@ -125,7 +125,8 @@ class MavlinkCodec:
         self._wanted: frozenset[int] | None = (
             frozenset(wanted_ids) if wanted_ids is not None else None
         )
-        # Thinning: decode a message id at most once per interval (when decode gets `now_s`).
+        # Thinning: decode a message id at most once per interval and sender (when decode
+        # gets `now_s`).
         # PX4 sends ATTITUDE at 100/s and the daemon needs ~20/s: skipping at frame level
         # saves the CRC check, the unpacking and the message object (bench/README.md).
         gaps_s = dict(min_interval_s or {})
@@ -135,7 +136,7 @@ class MavlinkCodec:
             {msg_id: gaps_s.get(msg_id, 0.0) for msg_id in self._wanted}
             if self._wanted is not None else gaps_s
         )
-        self._last_decoded_s: dict[int, float] = {}
+        self._last_decoded_s: dict[int, float] = {}  # id | system << 24 | component << 32
         self._lean = LeanDecoder(lean_ids, dialect)
         # Each known id's CRC_EXTRA, to check a frame's CRC in C before pymavlink decodes it:
         # a frame pymavlink refuses costs it ~25 us in exceptions, and a flood of crafted
@@ -281,9 +282,15 @@ class MavlinkCodec:
                     stats.garbage_bytes += 1
                     pos += 1
                 continue
-            if gap_s and thinning and plausible:
+            source_key = -1
+            if gap_s and thinning:
                 assert now_s is not None
-                if now_s - last.get(msg_id, -math.inf) < gap_s:
+                # per sender: a second vehicle on a shared link sending the same message
+                # just ahead of ours once took every window, and our FC's position was
+                # thinned away (review)
+                at = pos + 5 if magic == MAGIC_V2 else pos + 3
+                source_key = msg_id | buf[at] << 24 | buf[at + 1] << 32
+                if plausible and now_s - last.get(source_key, -math.inf) < gap_s:
                     thinned += 1
                     if tap is not None:
                         tap.append(buf[pos:after])
@@ -311,9 +318,11 @@ class MavlinkCodec:
             else:
                 stats.frames_ok += 1
                 out.append(msg)
-                if gap_s and thinning:
+                if source_key >= 0:
                     assert now_s is not None
-                    last[msg_id] = now_s
+                    if len(last) >= 4096 and source_key not in last:
+                        last.clear()  # many senders (forged ones): start the windows over
+                    last[source_key] = now_s
             if tap is not None:
                 tap.append(buf[pos:after])
             pos = after

@@ -213,3 +213,20 @@ def test_a_bad_crc_never_reaches_pymavlink() -> None:
     assert [m.get_type() for m in got] == ["HEARTBEAT"]
     assert calls == [] or all(n == len(hb) for n in calls)  # only the good frame, if any
     assert rx.stats.bad_crc >= 4000
+
+
+def test_thinning_keeps_a_window_per_sender() -> None:
+    """Found by review: thinning was per message id, whoever sent it. A second vehicle on a
+    shared link sending LOCAL_POSITION_NED 2 ms ahead of our FC's took every window: none
+    of our FC's 300 positions in 10 s was decoded."""
+    lpos_id = dialect.MAVLINK_MSG_ID_LOCAL_POSITION_NED
+    rx = MavlinkCodec(255, 0, min_interval_s={lpos_id: 0.045})
+    ours, theirs = MavlinkCodec(1, 1), MavlinkCodec(2, 1)
+    kept = {1: 0, 2: 0}
+    for i in range(300):  # 10 s, both at PX4's onboard 30/s
+        t = i / 30.0
+        for codec, at in ((theirs, t - 0.002), (ours, t)):
+            frame = codec.encode(dialect.MAVLink_local_position_ned_message(i, 0, 0, -5, 0, 0, 0))
+            for msg in rx.decode(frame, now_s=at):
+                kept[msg.get_srcSystem()] += 1
+    assert kept[1] >= 140 and kept[2] >= 140  # every other one (45 ms windows at 33 ms)
