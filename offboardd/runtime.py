@@ -39,6 +39,7 @@ from offboardd.mavlink import translate
 from offboardd.mavlink.budget import FcSendBudget
 from offboardd.mavlink.codec import Message
 from offboardd.mavlink.links import Link, LinkState, open_link
+from offboardd.mavlink.links.unsent import UnsentWatch
 from offboardd.mavlink.signing import refusal_hint
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
 from offboardd.mqtt.queries import FlightsQuery
@@ -56,6 +57,8 @@ from offboardd.wake_timer import WakeTimer, wake_timer
 
 log = structlog.get_logger("offboardd")
 
+# The phases in which setpoints go out (releasing: until PX4 confirms the hand-over).
+_STREAMS = STREAMING_PHASES | {Phase.RELEASING}
 _MAX_TIMER_SLEEP_S = 0.5  # wake at least this often: watchdog and state stay fresh
 # asyncio's selector waits in whole milliseconds, rounded up, so its timer fires up to 1 ms
 # late. Where there is no timerfd (wake_timer.py), the timer is set this much early and a
@@ -106,6 +109,7 @@ class Runtime:
         self._waking = False  # inside _wake, which re-arms once at its end
         self.run_id = secrets.token_hex(6)  # this run of the daemon, in every `state`
         self.fc_budget = FcSendBudget()
+        self.unsent = UnsentWatch()  # a peer that stopped taking our bytes (unsent.py)
         self._fc_messages = translate.SetpointMessages()  # a held setpoint: built once
         self.rates = CommanderRates()
         self.outputs = Outputs(self.bridge, self.notifier,
@@ -194,7 +198,7 @@ class Runtime:
                 async with asyncio.timeout(_SHUTDOWN_RELEASE_S):
                     await asyncio.shield(reply)
         deadline = loop.time() + _SHUTDOWN_RELEASE_S
-        while Phase(engine.phase) in STREAMING_PHASES | {Phase.RELEASING}:
+        while Phase(engine.phase) in _STREAMS:
             if loop.time() > deadline:
                 log.warning("shutdown_release_unconfirmed", phase=engine.phase.value)
                 break
@@ -289,8 +293,13 @@ class Runtime:
             return
         vehicle = engine.vehicle
         before = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
+        streamed = engine.phase in _STREAMS
         actions = (engine.step(events, now) if cycle
                    else engine.handle_all(events, now, commander=commander))
+        if streamed and engine.phase not in _STREAMS:
+            # What has not left by now is stale (a tty's queue behind a stuck line): a
+            # burst of it later would take PX4 back into OFFBOARD (links/unsent.py).
+            self.link.drop_unsent()
         # Whose frames vouch for a UDP sender (fc_input.py): the FC we follow, else (lost)
         # the PX4 we followed before, the only one adopted again (vehicle.py).
         target = vehicle.target
@@ -337,6 +346,8 @@ class Runtime:
         engine = self._engine()
         self._handle(self.fc_input.take(), now, cycle=True)
         self._send_budgeted(now)
+        if abandoned := self.unsent.check(self.link, now, engine.checks.loss_timeout_s or 1.0):
+            log.warning("fc_link_stalled", unsent_bytes=abandoned, link=str(self.link.url))
         if self.recorder is not None:
             self.recorder.cycle(engine, now)
         self.outputs.telemetry(self._telemetry_schedule, self.fc_input.telemetry, now)

@@ -168,3 +168,32 @@ async def test_a_second_link_on_the_same_device_is_refused_as_busy(pty: Pty) -> 
             await wait_until(lambda: "busy" in second.state.detail, "the lock refusal")
             assert not second.up
             assert first.up
+
+
+async def test_drop_unsent_throws_away_what_a_stuck_line_holds(pty: Pty) -> None:
+    """When the stream stops, what has not left is stale (links/unsent.py): the backlog
+    and the tty's output queue are dropped, so a line that comes back does not deliver a
+    burst of old setpoints (found by review: PX4 re-entered OFFBOARD on such a burst).
+    A pty keeps ~4 KB past a flush (a real UART's queue, which TIOCOUTQ reads, goes)."""
+    rec = Recorder()
+    link = open_link(f"serial://{pty.link_path}:921600", rec.on_bytes, rec.on_state)
+    me = MavlinkCodec(1, 191)
+    async with running(link):
+        await wait_until(lambda: link.up, "the device to open")
+        for marker in range(1000):  # ~60 KB: the pty's buffer, then the backlog
+            link.send(heartbeat(me, marker))
+        assert link.unsent_bytes() > 0  # the backlog (a pty's own queue reads 0)
+        dropped_before = link.stats.sends_dropped
+        link.drop_unsent()
+        assert link.unsent_bytes() == 0 and link.stats.sends_dropped > dropped_before
+        await asyncio.sleep(0.05)
+        assert len(pty.read_available()) < 8 * 1024  # not the ~20 KB the pty held
+        link.send(heartbeat(me, 5000))  # the link goes on
+        reader = MavlinkCodec(9, 9)
+        got: list[int] = []
+
+        def fresh() -> bool:
+            got.extend(markers(reader.decode(pty.read_available())))
+            return 5000 in got
+
+        await wait_until(fresh, "a frame sent after the drop")

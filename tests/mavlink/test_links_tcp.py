@@ -10,6 +10,7 @@ import pytest
 
 from offboardd.mavlink.codec import MavlinkCodec
 from offboardd.mavlink.links import LinkStats, TcpInLink, TcpOutLink, open_link
+from offboardd.mavlink.links.unsent import UnsentWatch
 from tests.mavlink.conftest import Recorder, heartbeat, markers, running, wait_until
 
 
@@ -193,3 +194,33 @@ async def test_tcpin_on_port_0_tells_the_port_the_kernel_chose() -> None:
         await wait_until(lambda: link.up, "client connected")
         writer.close()
         await writer.wait_closed()
+
+
+async def test_a_stalled_peer_is_abandoned_by_the_unsent_watch(tcp_port: int) -> None:
+    """A peer whose kernel stops taking our bytes (no ACKs: a host that froze, a network
+    that stalled) would get them late and in a burst, retransmitted by TCP. Once bytes
+    have waited longer than PX4 trusts a stream the watch ends the connection (it reconnects), so
+    they never arrive (links/unsent.py): the runtime passes PX4's COM_OF_LOSS_T."""
+    rec = Recorder()
+    link = open_link(f"tcpout://127.0.0.1:{tcp_port}", rec.on_bytes, rec.on_state)
+    fc = FlightController(tcp_port)  # accepts, never reads
+    await fc.start()
+    watch = UnsentWatch()
+    try:
+        async with running(link):
+            await wait_until(lambda: link.up, "the connection")
+            now = 0.0
+            assert watch.check(link, now, 0.5) == 0
+            while link.unsent_bytes() == 0:  # fill the peer's receive buffer, then ours
+                link.send(bytes(16 * 1024))
+                await asyncio.sleep(0)
+            for _ in range(5):  # 0.4 s of cycles: nothing has waited 0.5 s yet
+                now += 0.1
+                assert watch.check(link, now, 0.5) == 0
+            now += 0.2
+            assert watch.check(link, now, 0.5) > 0
+            await wait_until(lambda: any("abandoned" in s.detail for s in rec.states),
+                             "the connection abandoned")
+            await wait_until(lambda: link.up, "the reconnection")
+    finally:
+        await fc.stop()

@@ -18,8 +18,11 @@ Contract for subclasses (`run()` here drives them):
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import socket
+import struct
+import termios
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +36,7 @@ __all__ = [
     "LinkState",
     "LinkStats",
     "StateCallback",
+    "kernel_outq",
 ]
 
 # Bytes a stream link may hold unsent. At 921600 baud (~90 kB/s) 64 KiB is ~0.7 s of
@@ -102,6 +106,23 @@ class Link(ABC):
         sender only then; for every other link this does nothing.
         """
         return  # a deliberate no-op hook (B027 wants a body), not an abstract method
+
+    def unsent_bytes(self) -> int:
+        """Bytes taken by `send` that have not left yet, as far as the transport can tell:
+        its own buffer, and the kernel's queue where the kernel says (a TCP socket's
+        unacknowledged bytes, a UART's output queue; not a pty's, nor a datagram's)."""
+        return 0
+
+    def drop_unsent(self) -> None:
+        """Throw away what has not left, where that is cheap and keeps the link (a tty's
+        output queue): the stream stopped, so it is stale, and a burst of it delivered
+        later could take PX4 back into OFFBOARD (px4-offboard.md §3)."""
+        return  # a deliberate no-op hook: datagrams are never queued, TCP cannot drop
+
+    def abandon_stalled(self, reason: str) -> None:
+        """The peer has taken nothing for too long (`UnsentWatch`): drop what waits, or,
+        where queued bytes cannot be dropped (TCP), end the session so they never arrive."""
+        self.drop_unsent()
 
     @property
     def state(self) -> LinkState:
@@ -239,6 +260,15 @@ class Link(ABC):
             self._on_state(self._state)
         except Exception as exc:
             self._record_fault(exc)
+
+
+def kernel_outq(fd: int) -> int:
+    """Bytes the kernel still holds to send on `fd` (TIOCOUTQ, the same request as
+    SIOCOUTQ for a TCP socket: unsent and unacknowledged); 0 where it cannot say."""
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(fd, termios.TIOCOUTQ, b"\0\0\0\0"))[0])
+    except OSError:
+        return 0
 
 
 def os_error_text(exc: OSError) -> str:

@@ -21,11 +21,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import termios
 from collections import deque
 
 import serial
 
-from offboardd.mavlink.links.base import MAX_BACKLOG_BYTES, BytesCallback, Link, StateCallback
+from offboardd.mavlink.links.base import (
+    MAX_BACKLOG_BYTES,
+    BytesCallback,
+    Link,
+    StateCallback,
+    kernel_outq,
+)
 from offboardd.mavlink.links.url import LinkUrl
 
 __all__ = ["SerialLink"]
@@ -130,6 +137,27 @@ class SerialLink(Link):
             self._backlog_bytes += len(data)
         self._trim_backlog()
         return True
+
+    def unsent_bytes(self) -> int:
+        fd = self._fd
+        if fd is None:
+            return 0
+        return kernel_outq(fd) + self._backlog_bytes - self._head_sent
+
+    def drop_unsent(self) -> None:
+        """The tty's output queue flushed (a pty's buffer too, mostly: TIOCOUTQ reads 0
+        there, so only this reaches it) and the backlog dropped; a frame cut half-way is
+        garbage the FC's parser resynchronises past."""
+        fd = self._fd
+        if fd is None:
+            return
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcflush(fd, termios.TCOFLUSH)
+        if self._backlog:
+            self.stats.sends_dropped += len(self._backlog)
+            self._backlog.clear()
+            self._backlog_bytes = self._head_sent = 0
+            asyncio.get_running_loop().remove_writer(fd)
 
     def _trim_backlog(self) -> None:
         """Drop the oldest whole sends beyond the bound; never one already half-written."""

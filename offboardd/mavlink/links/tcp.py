@@ -24,6 +24,7 @@ from offboardd.mavlink.links.base import (
     BytesCallback,
     Link,
     StateCallback,
+    kernel_outq,
     os_error_text,
 )
 from offboardd.mavlink.links.url import LinkUrl, format_host_port
@@ -69,6 +70,7 @@ class _Stream(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.made_s = self.last_data_s = time.monotonic()  # (monotonic) connected, last read
+        self.stalled: str | None = None  # why we abandoned it (abandon), if we did
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -102,13 +104,29 @@ class _Stream(asyncio.Protocol):
         transport.write(data)
         return True
 
+    def unsent_bytes(self) -> int:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return 0
+        sock = transport.get_extra_info("socket")
+        queued = kernel_outq(sock.fileno()) if sock is not None else 0
+        return transport.get_write_buffer_size() + queued
+
+    def abandon(self, reason: str) -> None:
+        """End the connection now (queued bytes die with it); `reason` says why."""
+        if self.transport is not None and not self.transport.is_closing():
+            self.stalled = reason
+            self.transport.abort()
+
     async def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
             await self.closed
 
 
-def _lost_reason(exc: Exception | None) -> str:
+def _lost_reason(stream: _Stream, exc: Exception | None) -> str:
+    if stream.stalled is not None:
+        return f"abandoned: {stream.stalled}"
     return f"connection lost: {exc}" if exc else "peer closed the connection"
 
 
@@ -139,7 +157,7 @@ class TcpOutLink(Link):
         self._deliver(data)
 
     def _lost(self, stream: _Stream, exc: Exception | None) -> None:
-        self._end_session(f"{self._where}: {_lost_reason(exc)}")
+        self._end_session(f"{self._where}: {_lost_reason(stream, exc)}")
 
     async def _close(self) -> None:
         stream, self._stream = self._stream, None
@@ -151,6 +169,13 @@ class TcpOutLink(Link):
 
     def _write(self, data: bytes) -> bool:
         return self._stream is not None and self._stream.write(data)
+
+    def unsent_bytes(self) -> int:
+        return self._stream.unsent_bytes() if self._stream is not None else 0
+
+    def abandon_stalled(self, reason: str) -> None:
+        if self._stream is not None:
+            self._stream.abandon(reason)
 
 
 class TcpInLink(Link):
@@ -214,7 +239,7 @@ class TcpInLink(Link):
         self._streams.discard(stream)
         if stream is self._client:
             self._client = None
-            self._mark_down(f"client {stream.peer} left: {_lost_reason(exc)}")
+            self._mark_down(f"client {stream.peer} left: {_lost_reason(stream, exc)}")
 
     async def _close(self) -> None:
         server, self._server = self._server, None
@@ -231,3 +256,10 @@ class TcpInLink(Link):
 
     def _write(self, data: bytes) -> bool:
         return self._client is not None and self._client.write(data)
+
+    def unsent_bytes(self) -> int:
+        return self._client.unsent_bytes() if self._client is not None else 0
+
+    def abandon_stalled(self, reason: str) -> None:
+        if self._client is not None:
+            self._client.abandon(reason)
