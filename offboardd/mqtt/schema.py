@@ -110,7 +110,8 @@ class ReplayGuard:
     touches another's sequence: with one guard for all, a single setpoint from a client
     that did not hold the lease (refused `not_in_control`) replaced the holder's session,
     and every later setpoint of the holder's was dropped as stale while its heartbeats
-    kept the lease: the vehicle flew the last velocity on (review).
+    kept the lease: the vehicle flew the last velocity on (review). A commander's live
+    session replayed through another route is still dropped as not newer.
     """
 
     def __init__(self, retired_sessions: int = 4096, commanders: int = 1024) -> None:
@@ -118,6 +119,7 @@ class ReplayGuard:
         # for three days. 32 were kept once, and a replay of the 33rd-newest was accepted
         # (found by review) while the docs promised "until the daemon restarts".
         self._current: dict[str, tuple[str, int]] = {}  # commander -> (session, last seq)
+        self._owner: dict[str, str] = {}  # session -> the commander it is current for
         self._commanders_max = commanders
         self._retired: deque[str] = deque()
         self._retired_set: set[str] = set()
@@ -125,6 +127,11 @@ class ReplayGuard:
 
     def check(self, session: str, seq: int, commander: str = "") -> str | None:
         """None when fresh (and remembered); else why it is dropped."""
+        owner = self._owner.get(session)
+        if owner is not None and owner != commander:  # another's live session, replayed
+            last_seq = self._current[owner][1]
+            if seq <= last_seq:
+                return f"seq {seq} is not newer than {last_seq} in session {session!r}"
         current = self._current.pop(commander, None)  # put back last: the least recent goes
         if current is not None and session == current[0]:
             if seq <= current[1]:
@@ -136,10 +143,15 @@ class ReplayGuard:
             return f"session {session!r} was replaced by a newer one"
         elif current is not None:
             self._retire(current[0])
+            self._owner.pop(current[0], None)
         if len(self._current) >= self._commanders_max:
-            self._current.pop(next(iter(self._current)))  # forgotten, not retired: it may
-            # still be alive, and a session that comes back starts over
+            # forgotten, not retired: it may still be alive, and if it comes back it
+            # starts over
+            forgotten_session, _ = self._current.pop(next(iter(self._current)))
+            if self._owner.get(forgotten_session) is not None:
+                del self._owner[forgotten_session]
         self._current[commander] = (session, seq)
+        self._owner[session] = commander
         return None
 
     def _retire(self, session: str) -> None:

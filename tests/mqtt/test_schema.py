@@ -502,3 +502,11 @@ def test_replay_guard_forgets_the_least_recent_commander_beyond_its_bound() -> N
     assert guard.check("c", 5, "rc") is None  # rb forgotten, not retired
     assert guard.check("b", 1, "rb") is None  # starts over (and ra, now least recent, goes)
     assert guard.check("a", 6, "ra") is None  # forgotten too: starts over
+
+
+def test_a_live_session_replayed_through_another_route_is_still_stale() -> None:
+    guard = ReplayGuard()
+    for seq in (1, 2, 3):
+        assert guard.check("s", seq, "reply/a") is None
+    assert guard.check("s", 1, "reply/spy") is not None  # a replay, wherever it comes from
+    assert guard.check("s", 4, "reply/a") is None  # and the commander's sequence goes on
