@@ -48,7 +48,7 @@ from offboardd.core.engine_motion import finishing_allowed
 from offboardd.core.engine_outbox import Outbox
 from offboardd.core.engine_stream import SetpointStream
 from offboardd.core.envelope import Envelope
-from offboardd.core.events import FC_MESSAGE_TYPES, Event, FcLinkDown
+from offboardd.core.events import FC_MESSAGE_TYPES, Event, FcLinkDown, LandedState
 from offboardd.core.fc_link import FcChecks, format_version
 from offboardd.core.lease import Lease
 from offboardd.core.machine import Do, Fact, MisuseError, Outcome, Rule, Trigger
@@ -230,10 +230,12 @@ class OffboardEngine:
                 else format_version(self.checks.version.flight_sw_version)
             ),
             fc_heartbeat_age_s=v.heartbeat_age_s(now),
-            fc_mode=mode_name(v.custom_mode),
-            fc_custom_mode=v.custom_mode,
-            armed=v.armed,
-            landed_state=v.landed_state.name.lower(),
+            # What a lost FC last said is not what it is now: unknown, until it speaks
+            # (a dashboard showed OFFBOARD, armed, in the air through a link loss: review).
+            fc_mode=mode_name(v.custom_mode if self.fc_up else None),
+            fc_custom_mode=v.custom_mode if self.fc_up else None,
+            armed=v.armed if self.fc_up else None,
+            landed_state=(v.landed_state if self.fc_up else LandedState.UNDEFINED).name.lower(),
             in_control=self.fc_up and v.in_control(),  # a lost FC is flown by nobody here
             lease_remaining_s=self.lease.remaining_s(now),
             estimates=v.estimates(now),

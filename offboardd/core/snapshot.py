@@ -21,7 +21,7 @@ class EngineSnapshot:
     fc_heartbeat_age_s: float | None
     fc_mode: str
     fc_custom_mode: int | None
-    armed: bool
+    armed: bool | None  # None (with fc_mode unknown...) while the FC is not heard
     landed_state: str
     in_control: bool  # OFFBOARD, armed and not on the ground, all at once
     lease_remaining_s: float | None

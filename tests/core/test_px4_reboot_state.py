@@ -18,5 +18,8 @@ def test_px4_gone_in_flight_is_not_in_control() -> None:
     b.step(3.5)
     state = b.engine.snapshot(b.now)
     assert state.fc_link == "lost" and not state.in_control
+    # what it last said is not what it is now (review): unknown until it speaks again
+    assert (state.fc_mode, state.fc_custom_mode, state.armed, state.landed_state) == (
+        "unknown", None, None, "undefined")
     # (streaming, it stopped at 0.9 x COM_OF_LOSS_T of silence: FC_SILENT, engine_fc.py)
     assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.FC_SILENT
