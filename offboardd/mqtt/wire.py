@@ -107,7 +107,8 @@ def load_document(payload: bytes, *, max_bytes: int) -> dict[str, Any] | Rejecti
         return Rejection(MqttErrorCode.MALFORMED_JSON, "payload is not UTF-8")
     except ValueError as exc:  # JSONDecodeError is a ValueError; so are NaN/Infinity
         if "not allowed" in str(exc):
-            return Rejection(MqttErrorCode.NOT_FINITE, f"JSON NaN/Infinity refused: {exc}")
+            return Rejection(MqttErrorCode.NOT_FINITE, f"JSON NaN/Infinity refused: {exc}",
+                             _lenient_id(text))
         return Rejection(MqttErrorCode.MALFORMED_JSON, f"payload is not JSON: {exc}")
     except RecursionError:
         return Rejection(MqttErrorCode.MALFORMED_JSON, "payload is nested too deeply")
@@ -125,6 +126,16 @@ def load_document(payload: bytes, *, max_bytes: int) -> dict[str, Any] | Rejecti
             command_id,
         )
     return doc
+
+
+def _lenient_id(text: str) -> str | None:
+    """The id of a document refused for a NaN or an infinity, so that the refusal can
+    quote it (an MQTT 3.1.1 client matches replies by id; review): read again with
+    Python's own leniency, for the id only."""
+    try:
+        return peek_id(json.loads(text))
+    except (ValueError, RecursionError):
+        return None
 
 
 def peek_id(doc: object) -> str | None:

@@ -510,3 +510,16 @@ def test_a_live_session_replayed_through_another_route_is_still_stale() -> None:
         assert guard.check("s", seq, "reply/a") is None
     assert guard.check("s", 1, "reply/spy") is not None  # a replay, wherever it comes from
     assert guard.check("s", 4, "reply/a") is None  # and the commander's sequence goes on
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"v":1,"id":"n1","cmd":"hold","x":NaN}',
+    b'{"v":1,"id":"n1","cmd":"hold","x":-Infinity}',
+    b'{"v":1,"id":"n1","cmd":"hold","x":1e400}',
+])
+def test_a_not_finite_refusal_quotes_the_commands_id(payload: bytes) -> None:
+    """Found by review: the refusal said "id": null, and an MQTT 3.1.1 client, which matches
+    replies by id, waited for its answer until it timed out."""
+    result = decode(payload)
+    assert isinstance(result, Rejection) and result.code == "not_finite"
+    assert result.command_id == "n1"
