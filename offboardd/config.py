@@ -85,6 +85,13 @@ def load_config(path: str | Path, environ: dict[str, str] | None = None) -> Daem
     return config_from_dict(document, env)
 
 
+def default_config(environ: dict[str, str] | None = None) -> DaemonConfig:
+    """What a config file with no keys gives: the defaults, the stream plan built from them
+    (`DaemonConfig()` alone has no plan rows) and the MQTT password from the environment.
+    `offboardd run` without --config flies with this."""
+    return config_from_dict({}, dict(os.environ if environ is None else environ))
+
+
 def config_from_dict(document: dict[str, Any], environ: dict[str, str]) -> DaemonConfig:
     known = {f.name for f in dataclasses.fields(DaemonConfig)} | {"envelope", "motion"}
     for section in document:

@@ -1,4 +1,7 @@
-"""`offboardd run --config FILE`: load the configuration, set up logging, run the runtime."""
+"""`offboardd run [--config FILE]`: load the configuration, set up logging, run the runtime.
+
+Without --config the daemon runs with what an empty config file gives (`default_config`),
+the default stream plan included."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import asyncio
 import dataclasses
 import sys
 
-from offboardd.config import DaemonConfig, load_config
+from offboardd.config import DaemonConfig, default_config, load_config
 from offboardd.errors import ConfigError, LinkUrlError
 from offboardd.logs import configure_logging
 from offboardd.mavlink.links import LinkUrl, parse_link_url
@@ -20,13 +23,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-mqtt", action="store_true", help="run without the MQTT bridge")
 
 
+def build_config(args: argparse.Namespace) -> DaemonConfig:
+    """The configuration `run` flies with: the file, or an empty file's; then --link."""
+    config = load_config(args.config) if args.config else default_config()
+    if args.link:
+        config = dataclasses.replace(
+            config, mavlink=dataclasses.replace(config.mavlink, url=_link(args.link))
+        )
+    return config
+
+
 def main(args: argparse.Namespace) -> int:
     try:
-        config = load_config(args.config) if args.config else DaemonConfig()
-        if args.link:
-            config = dataclasses.replace(
-                config, mavlink=dataclasses.replace(config.mavlink, url=_link(args.link))
-            )
+        config = build_config(args)
     except ConfigError as exc:
         print(f"offboardd: {exc.message}", file=sys.stderr)
         return 2

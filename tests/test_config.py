@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import subprocess
 import sys
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from offboardd.config import DaemonConfig, load_config, with_stream_plan
+from offboardd import runtime_cli
+from offboardd.config import DaemonConfig, default_config, load_config, with_stream_plan
 from offboardd.core.envelope_settings import EnvelopeSettings, LimitAction, PolygonFrame
 from offboardd.core.settings import EngineSettings
 from offboardd.errors import ConfigError
@@ -25,6 +27,19 @@ def test_documented_example_equals_the_defaults() -> None:
         defaults.engine, defaults.mavlink, defaults.mqtt))
     assert dataclasses.replace(config.engine, stream_plan=()) == EngineSettings()
     assert len(config.engine.stream_plan) > 10
+
+
+def test_run_without_a_config_file_flies_what_an_empty_file_gives(tmp_path: Path) -> None:
+    """Found by review: `offboardd run` without --config used DaemonConfig() as is, with no
+    stream plan rows, so PX4's whole default load stayed on and state.stream_plan was null."""
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    from_file = load_config(empty, environ={})
+    assert default_config({}) == from_file and len(from_file.engine.stream_plan) > 10
+    args = argparse.Namespace(config=None, link="udpin://127.0.0.1:14600", no_mqtt=False)
+    config = runtime_cli.build_config(args)
+    assert config.engine == from_file.engine
+    assert str(config.mavlink.url) == "udpin://127.0.0.1:14600"
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ keeps PX4's defaults; a reboot is planned again; plan "px4" leaves everything al
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import pytest
 
@@ -105,3 +106,23 @@ async def test_a_vehicle_that_is_not_system_1_is_answered_as_ours() -> None:
         assert engine.streams.refused == {}
         assert runtime.codec.mav.srcSystem == 2
         assert sum(sim.link("udp").streams.rates_hz.values()) < sum(PROFILES["px4"].values()) / 4
+
+
+async def test_run_without_a_config_file_applies_the_default_plan() -> None:
+    """Found by review: `offboardd run` without --config (as the README's tour runs it) built
+    DaemonConfig() as is, with no plan: PX4's whole default load stayed on the link. Run as
+    users run it, a process with only --link: the daemon's link carries the minimal plan."""
+    port = free_port()
+    sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
+                           gcs_bind=None, profile="px4")
+    total_before = sum(PROFILES["px4"].values())
+    async with SimServer(sim_config) as sim:
+        daemon = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "offboardd", "run", "--link", f"udpin://127.0.0.1:{port}",
+            "--no-mqtt", stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        try:
+            await _until(lambda: 0 < sum(sim.link("udp").streams.rates_hz.values())
+                         < total_before / 4, 20)
+        finally:
+            daemon.terminate()
+            await asyncio.wait_for(daemon.wait(), 10)
