@@ -13,8 +13,9 @@
 
 Replies are printed as one JSON line on stdout. Exit status: 0 ok, 1 refused,
 2 bad usage, 3 no reply in time, 4 broker unreachable, 5 broker refused us (credentials,
-TLS), 6 control lost while `engage --keep-lease` held it (a pilot, a GCS, a failsafe, a
-daemon restart: the reason goes to stderr and --then is not sent). Built on
+TLS), 6 control lost while `engage --keep-lease` or a motion's `--wait` held it (a pilot, a
+GCS, a failsafe, another commander, a daemon restart: the reason goes to stderr and --then
+is not sent). Every subcommand prints a refusal's reply and exits 1. Built on
 `offboardd.client`; it keeps no state of its own.
 """
 
@@ -35,6 +36,7 @@ from offboardd.client import (
     ClientError,
     CommandRefused,
     ConnectFailed,
+    ControlLost,
     NoToken,
     OffboardClient,
     Reply,
@@ -187,6 +189,11 @@ async def _run(args: argparse.Namespace) -> int:
     except NoToken as exc:  # --resume with no token to quote: refused here
         print(f"offboardd ctl: {exc}", file=sys.stderr)
         return EXIT_REFUSED
+    except CommandRefused as exc:  # a setpoint or a motion is sent checked: its refusal
+        return _print_reply(exc.reply)  # is a reply like any other, not a broker failure
+    except ControlLost as exc:  # a motion's --wait: a pilot, a GCS, another commander...
+        print(f"offboardd ctl: {exc}", file=sys.stderr)
+        return EXIT_CONTROL_LOST
     except ConnectFailed as exc:
         print(f"offboardd ctl: broker {args.host}:{args.port}: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE if exc.failure.kind == FailureKind.NETWORK else EXIT_BROKER_REFUSED

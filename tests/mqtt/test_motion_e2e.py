@@ -109,7 +109,8 @@ async def test_ctl_goto_waits_for_motion_done(mosquitto: Broker) -> None:
             *ctl, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             cwd=REPO_ROOT)  # the token (it may be anyone's late backlog)
         out, err = await asyncio.wait_for(proc.communicate(), 30)
-        assert proc.returncode != 0 and "not_in_control" in (out + err).decode()
+        assert proc.returncode == 1, err.decode()  # refused: the reply, not "broker"
+        assert json.loads(out)["code"] == "not_in_control"
         proc = await asyncio.create_subprocess_exec(
             *ctl, "--resume", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             cwd=REPO_ROOT)
@@ -123,6 +124,37 @@ async def test_ctl_goto_waits_for_motion_done(mosquitto: Broker) -> None:
         assert "another commander" in lost.reason
         async with s.client() as operator:
             await operator.land()
+
+
+async def _ctl(port: int, *argv: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "offboardd", "ctl", "--port", str(port), "--vehicle", VEHICLE,
+        "--timeout", "3", *argv, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, cwd=REPO_ROOT)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.parametrize("argv", [
+    ("setpoint", '{"kind":"position_ned","north_m":1,"east_m":0,"down_m":-3}'),
+    ("stop",),
+    ("goto", "4", "0", "-3"),
+    ("orbit", "0", "0", "-3", "--radius", "2"),
+])
+async def test_ctl_prints_a_refused_setpoint_or_motion_and_exits_1(
+    mosquitto: Broker, argv: tuple[str, ...],
+) -> None:
+    """Found by review: a refused `ctl setpoint` or motion (sent checked: the client raises
+    CommandRefused) printed no reply, blamed the broker and exited 4. mqtt-api.md: ctl
+    prints each reply as one JSON line and exits 1 when refused."""
+    async with stack(mosquitto) as s, s.client() as c:
+        await fc_ready(c)  # idle: nobody flies, so a setpoint or motion is not_in_control
+        status, out, err = await _ctl(mosquitto.port, *argv)
+        assert status == 1, (status, out, err)
+        reply = json.loads(out)
+        assert (reply["ok"], reply["code"]) == (False, "not_in_control") and "broker" not in err
+        assert s.sim.record.setpoints == [] and not s.sim.vehicle.armed
 
 
 async def test_a_pilot_taking_over_mid_motion_ends_it_for_the_script(mosquitto: Broker) -> None:
