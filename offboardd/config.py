@@ -27,6 +27,7 @@ from offboardd.mavlink.codec import message_id
 from offboardd.mavlink.links import LinkUrl, parse_link_url
 from offboardd.mavlink.signing import load_key
 from offboardd.mqtt.bridge import MqttSettings
+from offboardd.mqtt.topics import valid_publish_topic, valid_vehicle_id
 from offboardd.recorder.settings import RecorderSettings
 
 # The MQTT password may come from the environment (systemd EnvironmentFile=, a secret store).
@@ -223,8 +224,75 @@ def _mqtt(table: dict[str, Any], environ: dict[str, str]) -> MqttSettings:
         table["mavlink_relay"] = frozenset(n.upper() for n in relay)
     if table.get("password") is None and environ.get(MQTT_PASSWORD_ENV):
         table["password"] = environ[MQTT_PASSWORD_ENV]
+    _mqtt_types(table)
     settings: MqttSettings = _build("mqtt", MqttSettings, table)
+    _mqtt_values(settings)
     return settings
+
+
+# [mqtt] keys MqttSettings takes as they come: their types are checked here, before it
+# compares them (a quoted "1883" is not a port), each with what is allowed
+_MAX_PENDING_EVENTS = 65536
+_MQTT_WHOLE = {
+    "port": "1..65535", "keepalive_s": "1..65535 s", "max_payload_bytes": "64..1000000",
+    "max_pending_events": f"1..{_MAX_PENDING_EVENTS}",
+}
+_MQTT_NUMBERS = {
+    "timeout_s": "0.1..120 s", "reconnect_min_s": "above 0 s, at most reconnect_max_s",
+    "reconnect_max_s": "at least reconnect_min_s", "state_min_interval_s": "0..10 s",
+    "motion_state_interval_s": "0.05..10 s", "mavlink_relay_rate_hz": "above 0 up to 100 Hz",
+}
+_MQTT_STRINGS = ("host", "vehicle_id", "client_id", "topic_root", "username", "password")
+
+
+def _mqtt_bad(key: str, value: object, allowed: str) -> ConfigError:
+    return ConfigError(f"mqtt.{key} = {value!r} is invalid; {allowed}")
+
+
+def _mqtt_types(table: dict[str, Any]) -> None:
+    """Each value of the type its key needs (a quoted "1883" is not a port)."""
+    for key, allowed in _MQTT_WHOLE.items():
+        value = table.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _mqtt_bad(key, value, f"allowed: a whole number, {allowed}")
+    for key, allowed in _MQTT_NUMBERS.items():
+        value = table.get(key, 1.0)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _mqtt_bad(key, value, f"allowed: a number, {allowed}")
+    for key in _MQTT_STRINGS:
+        value = table.get(key, "")
+        if value is not None and not isinstance(value, str):
+            raise _mqtt_bad(key, value, "allowed: a string")
+    rates = table.get("telemetry_rates_hz", {})
+    if not isinstance(rates, dict):
+        raise _mqtt_bad("telemetry_rates_hz", rates, "allowed: a table of kind = Hz")
+    for kind, rate_hz in rates.items():
+        if isinstance(rate_hz, bool) or not isinstance(rate_hz, int | float):
+            raise _mqtt_bad(f"telemetry_rates_hz.{kind}", rate_hz, "allowed: 0..100 Hz")
+
+
+def _mqtt_values(s: MqttSettings) -> None:
+    """What MqttSettings does not check itself, and the run would crash on or ignore."""
+    if not s.host or any(c.isspace() for c in s.host):
+        raise _mqtt_bad("host", s.host, "allowed: the broker's host name or IP address")
+    if s.client_id and not valid_vehicle_id(s.client_id):  # it may fill an ACL's %c
+        raise _mqtt_bad("client_id", s.client_id,
+                        'allowed: "" (offboardd-<vehicle_id>) or 1-64 of A-Z a-z 0-9 _ . -')
+    root = s.topic_root.strip("/")
+    if not valid_publish_topic(root) or root.startswith("$"):
+        raise _mqtt_bad("topic_root", s.topic_root,
+                        "allowed: a topic prefix such as offboardd or fleet/site1, without "
+                        "the wildcards + and #, not starting with $")
+    if not 1 <= s.max_pending_events <= _MAX_PENDING_EVENTS:
+        raise _mqtt_bad("max_pending_events", s.max_pending_events,
+                        f"allowed: {_MQTT_WHOLE['max_pending_events']}")
+    if not 0 <= s.state_min_interval_s <= 10:
+        raise _mqtt_bad("state_min_interval_s", s.state_min_interval_s,
+                        "allowed: 0..10 s (0: every change)")
+    if not 0 < s.mavlink_relay_rate_hz <= 100:
+        raise _mqtt_bad("mavlink_relay_rate_hz", s.mavlink_relay_rate_hz,
+                        f"allowed: {_MQTT_NUMBERS['mavlink_relay_rate_hz']} "
+                        "(an empty mavlink_relay relays nothing)")
 
 
 def _log(table: dict[str, Any]) -> LogSettings:

@@ -199,3 +199,62 @@ def test_bad_mavlink_signing_config_is_named(
     with pytest.raises(ConfigError) as info:
         load_config(path, environ={})
     assert expected.format(d=tmp_path) in info.value.message
+
+
+# Found by review: check-config said ok to each of these, then `offboardd run` died with a
+# traceback (systemd: a restart loop) or silently ignored the value.
+BAD_MQTT = [
+    ("max_pending_events = 0", "mqtt.max_pending_events = 0 is invalid; allowed: 1..65536"),
+    ("max_pending_events = -3", "mqtt.max_pending_events = -3 is invalid; allowed: 1..65536"),
+    ('topic_root = "#"', "mqtt.topic_root = '#' is invalid; allowed: a topic prefix"),
+    ('topic_root = "a/+/b"', "mqtt.topic_root = 'a/+/b' is invalid; allowed: a topic prefix"),
+    ('topic_root = "/"', "mqtt.topic_root = '/' is invalid"),
+    ('topic_root = "$SYS"', "mqtt.topic_root = '$SYS' is invalid"),
+    ('host = ""', "mqtt.host = '' is invalid; allowed: the broker's host name or IP address"),
+    ('port = "1883"', "mqtt.port = '1883' is invalid; allowed: a whole number, 1..65535"),
+    ("port = true", "mqtt.port = True is invalid; allowed: a whole number, 1..65535"),
+    ("state_min_interval_s = -1", "mqtt.state_min_interval_s = -1 is invalid; allowed: 0..10 s"),
+    ("mavlink_relay_rate_hz = 0",
+     "mqtt.mavlink_relay_rate_hz = 0 is invalid; allowed: above 0 up to 100 Hz"),
+    ("mavlink_relay_rate_hz = -5", "mqtt.mavlink_relay_rate_hz = -5 is invalid"),
+    ("keepalive_s = 2.5", "mqtt.keepalive_s = 2.5 is invalid; allowed: a whole number, 1..65535"),
+    ('timeout_s = "5"', "mqtt.timeout_s = '5' is invalid; allowed: a number, 0.1..120 s"),
+    ('client_id = "a/b"', "mqtt.client_id = 'a/b' is invalid; allowed: \"\" (offboardd-"),
+    ('client_id = "a#"', "mqtt.client_id = 'a#' is invalid"),
+    ('client_id = "a+"', "mqtt.client_id = 'a+' is invalid"),
+    ("host = 127", "mqtt.host = 127 is invalid; allowed: a string"),
+    ('telemetry_rates_hz = {position = "5"}',
+     "mqtt.telemetry_rates_hz.position = '5' is invalid; allowed: 0..100 Hz"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), BAD_MQTT)
+def test_bad_mqtt_value_is_named(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(f"[mqtt]\n{text}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert expected in info.value.message
+
+
+def test_the_edges_of_the_mqtt_ranges_load(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[mqtt]\nmax_pending_events = 1\nstate_min_interval_s = 0\n'
+                    'mavlink_relay_rate_hz = 100\ntopic_root = "/fleet/site1/"\n'
+                    'client_id = "companion-7.a_b"\nhost = "broker.example"\nkeepalive_s = 60\n')
+    mqtt = load_config(path, environ={}).mqtt
+    assert (mqtt.max_pending_events, mqtt.state_min_interval_s, mqtt.client_id) == (
+        1, 0, "companion-7.a_b")
+
+
+@pytest.mark.parametrize("text", ["max_pending_events = 0", 'topic_root = "#"', 'host = ""'])
+def test_check_config_and_run_both_refuse_what_run_crashed_on(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(f"[mqtt]\n{text}\n")
+    check = subprocess.run([sys.executable, "-m", "offboardd", "check-config", str(path)],
+                           capture_output=True, text=True, check=False, timeout=30)
+    run = subprocess.run([sys.executable, "-m", "offboardd", "run", "--config", str(path)],
+                         capture_output=True, text=True, check=False, timeout=30)
+    assert check.returncode == 1 and "is invalid; allowed" in check.stderr
+    assert run.returncode == 2 and "is invalid; allowed" in run.stderr
+    assert "Traceback" not in run.stderr

@@ -50,6 +50,9 @@ class Outbox:
     def __init__(
         self, *, state_min_interval_s: float, max_replies: int = 64, max_events: int = 256
     ) -> None:
+        if max_replies < 1 or max_events < 1:  # a queue of none fails at its first message
+            raise ValueError(f"the outbox keeps at least 1 reply and 1 event (max_replies = "
+                             f"{max_replies}, max_events = {max_events})")
         self._state_min_interval_s = state_min_interval_s
         self._replies: deque[Outbound] = deque()
         self._max_replies = max_replies

@@ -98,3 +98,10 @@ def test_qos_0_is_refused_it_goes_to_paho_directly() -> None:
     aiomqtt a QoS 0 publish would wait for that callback forever.)"""
     with pytest.raises(ValueError, match="QoS 1 and 2 only"):
         Outbound("t", b"x", 0, False)
+
+
+@pytest.mark.parametrize("kwargs", [{"max_events": 0}, {"max_events": -1}, {"max_replies": 0}])
+def test_an_outbox_that_keeps_nothing_is_refused_when_made(kwargs: dict[str, int]) -> None:
+    """Found by review: max_events = 0 failed at the first event (pop from an empty deque)."""
+    with pytest.raises(ValueError, match="at least 1 reply and 1 event"):
+        Outbox(state_min_interval_s=0.1, **kwargs)
