@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -272,20 +273,39 @@ async def s_wait(predicate: Any, timeout_s: float, what: str) -> None:
         await asyncio.sleep(0.02)
 
 
-def readme_mosquitto_example() -> str:
+def readme_mosquitto_example(page: str = "README.md") -> str:
     """The README's mosquitto example block, exactly as printed there."""
-    text = (REPO_ROOT / "README.md").read_text()
+    text = (REPO_ROOT / page).read_text()
     begin = text.index("<!-- mosquitto-example:begin")
     block = text[text.index("```sh\n", begin) + len("```sh\n"):]
     return block[: block.index("```")]
 
 
-async def test_docs_mosquitto_examples_fly_the_sim(mosquitto: Broker, tmp_path: Path) -> None:
-    # mosquitto_pub/sub/rr read default options from $XDG_CONFIG_HOME/<tool>: point them at
-    # the test broker so the script runs exactly as the docs print it.
+def test_the_api_docs_print_the_readmes_mosquitto_example() -> None:
+    """docs/mqtt-api.md carries the same block; what is run here is what both print."""
+    assert readme_mosquitto_example("docs/mqtt-api.md") == readme_mosquitto_example()
+
+
+def _tools_at(broker: Broker, home: Path) -> dict[str, str]:
+    """mosquitto_pub/sub/rr read default options from $XDG_CONFIG_HOME/<tool>: point them
+    at the test broker so the script runs exactly as the docs print it."""
     for tool in ("mosquitto_pub", "mosquitto_sub", "mosquitto_rr"):
-        (tmp_path / tool).write_text(f"-h 127.0.0.1\n-p {mosquitto.port}\n")
-    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
+        (home / tool).write_text(f"-h 127.0.0.1\n-p {broker.port}\n")
+    return {**os.environ, "XDG_CONFIG_HOME": str(home)}
+
+
+def _group_alive(pgid: int) -> bool:
+    """A live process (not a zombie: PID 1 may never reap orphans here) in the group."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after "pid (comm)"
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                return True
+    return False
+
+
+async def test_docs_mosquitto_examples_fly_the_sim(mosquitto: Broker, tmp_path: Path) -> None:
+    env = _tools_at(mosquitto, tmp_path)
     async with stack(mosquitto) as s, s.client() as c:
         await fc_ready(c)
         proc = await asyncio.create_subprocess_exec(
@@ -299,6 +319,38 @@ async def test_docs_mosquitto_examples_fly_the_sim(mosquitto: Broker, tmp_path: 
         land = json.loads(land_line)
         assert (land["id"], land["ok"]) == ("l1", True)
         assert s.sim.record.changes_to("OFFBOARD") and s.sim.vehicle.mode_name == "AUTO.LAND"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
+async def test_docs_mosquitto_example_killed_mid_flight_leaves_the_vehicle_holding(
+    mosquitto: Broker, tmp_path: Path, signum: int,
+) -> None:
+    """Found by review: the example's heartbeat loop (`mosquitto_pub -l &`, the mission's own
+    identity) outlived a mission shell that died during its velocity leg, kept the lease,
+    and the vehicle flew on north at 1 m/s for as long as the loop lived. The loop now lives
+    only as long as the script: the vehicle holds, and nothing of the script is left."""
+    env = _tools_at(mosquitto, tmp_path)
+    async with stack(mosquitto, hold_s=30.0) as s, s.client() as c:
+        await fc_ready(c)
+        proc = await asyncio.create_subprocess_exec(
+            "sh", "-c", readme_mosquitto_example(), env=env, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+        try:
+            await s_wait(lambda: s.sim.vehicle.velocity_ned_m_s[0] > 0.7, 40, "the 1 m/s leg")
+            proc.send_signal(signum)  # the mission shell dies; what it started is orphaned
+            await proc.wait()
+            assert s.runtime.engine is not None
+            engine = s.runtime.engine
+            # the orphaned 3 s stream may still renew the lease, then it lapses
+            await s_wait(lambda: engine.phase.value == "holding", 8, "holding")
+            await s_wait(lambda: abs(s.sim.vehicle.velocity_ned_m_s[0]) < 0.3, 5, "stopped")
+            await s_wait(lambda: not _group_alive(proc.pid), 5, "the script's processes gone")
+            await asyncio.sleep(2.0)  # nobody renews the lease any more
+            assert engine.phase.value == "holding"
+            assert abs(float(s.sim.vehicle.velocity_ned_m_s[0])) < 0.3
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
 
 
 async def test_ctl_watch_shows_state_telemetry_and_relay(mosquitto: Broker) -> None:
