@@ -219,12 +219,8 @@ async def _act(c: OffboardClient, args: argparse.Namespace) -> int:
         return await _flights(c, args)
     if action == "engage":
         return await _engage(c, args)
-    if action in MOTIONS:
-        return await run_motion(c, args)
-    if action == "setpoint":
-        setpoint = _setpoint_json(args.json, "setpoint")
-        return _print_reply(await (c.resume(setpoint) if args.resume
-                                   else c.setpoint_confirmed(setpoint)))
+    if action in MOTIONS or action == "setpoint":
+        return await _flown(c, args)
     command_id = c.new_command_id()
     command: Command
     if action == "disarm":
@@ -234,6 +230,27 @@ async def _act(c: OffboardClient, args: argparse.Namespace) -> int:
     else:
         command = _SIMPLE[action](command_id)
     return _print_reply(await c.send(command, check=False))
+
+
+async def _flown(c: OffboardClient, args: argparse.Namespace) -> int:
+    """A setpoint or a motion. With --resume, a refusal `not_in_control` naming the daemon's
+    current token is tried once more with it: control changed hands (the last `ctl`'s
+    lease lapsed) between reading the token and the command's arrival. The token came from
+    the daemon just now, so it is still a live commander that quotes it."""
+    async def once() -> int:
+        if args.action in MOTIONS:
+            return await run_motion(c, args)
+        setpoint = _setpoint_json(args.json, "setpoint")
+        return _print_reply(await (c.resume(setpoint) if args.resume
+                                   else c.setpoint_confirmed(setpoint)))
+
+    try:
+        return await once()
+    except CommandRefused as exc:
+        fresh = exc.reply.extra.get("resume")
+        if not (args.resume and exc.reply.code == "not_in_control" and isinstance(fresh, str)):
+            raise
+    return await once()
 
 
 async def _engage(c: OffboardClient, args: argparse.Namespace) -> int:

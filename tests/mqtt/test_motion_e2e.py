@@ -21,7 +21,8 @@ from offboardd.client import (
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.setpoints import PositionNed
 from tests.conftest import Broker
-from tests.mqtt.test_e2e_sim import REPO_ROOT, VEHICLE, Stack, fc_ready, stack
+from tests.mqtt.helpers import dumps, observer
+from tests.mqtt.test_e2e_sim import REPO_ROOT, VEHICLE, Stack, T, fc_ready, stack
 
 pytestmark = pytest.mark.integration
 ALT = -3.0
@@ -157,6 +158,28 @@ async def test_ctl_prints_a_refused_setpoint_or_motion_and_exits_1(
         assert s.sim.record.setpoints == [] and not s.sim.vehicle.armed
 
 
+async def test_ctl_resume_that_quotes_a_token_gone_meanwhile_takes_the_current_one(
+    mosquitto: Broker,
+) -> None:
+    """Between a `ctl --resume` reading the token and its command arriving, control can
+    change hands (the last `ctl`'s lease lapses: docs/motion.md's block runs one `ctl` after
+    another): the refusal names the current token and ctl tries once more with it. Made
+    certain here with a retained state whose token is already gone."""
+    async with stack(mosquitto) as s, s.client() as c, observer(mosquitto.port) as pub:
+        await fc_ready(c)
+        assert (await c.engage(PositionNed(0, 0, ALT), arm=True)).ok
+        state = await c.wait_for_state(lambda st: st["phase"] == "active", timeout_s=15)
+        await pub.publish(T.state, dumps({**state, "resume_token": "gone-already"}), qos=1,
+                          retain=True)
+        status, out, err = await _ctl(mosquitto.port, "goto", "2", "0", str(ALT), "--resume")
+        assert status == 0, (out, err)
+        assert json.loads(out)["ok"] is True
+        lost = await asyncio.wait_for(c.control_lost(), 5)
+        assert "another commander" in lost.reason
+        async with s.client() as operator:
+            await operator.land()
+
+
 async def test_a_pilot_taking_over_mid_motion_ends_it_for_the_script(mosquitto: Broker) -> None:
     async with stack(mosquitto) as s, s.client() as c:
         await fc_ready(c)
@@ -170,3 +193,4 @@ async def test_a_pilot_taking_over_mid_motion_ends_it_for_the_script(mosquitto: 
         assert "preempted" in str(aborted.value)
         lost = await asyncio.wait_for(c.control_lost(), 5)
         assert "preempted" in lost.reason
+
