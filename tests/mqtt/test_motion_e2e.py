@@ -194,3 +194,29 @@ async def test_a_pilot_taking_over_mid_motion_ends_it_for_the_script(mosquitto: 
         lost = await asyncio.wait_for(c.control_lost(), 5)
         assert "preempted" in lost.reason
 
+
+def motion_ctl_example() -> str:
+    """docs/motion.md's `offboardd ctl` block, exactly as printed there."""
+    text = (REPO_ROOT / "docs" / "motion.md").read_text()
+    begin = text.index("<!-- motion-ctl-example:begin")
+    block = text[text.index("```sh\n", begin) + len("```sh\n"):]
+    return block[: block.index("```")]
+
+
+async def test_docs_motion_ctl_example_flies_the_sim(mosquitto: Broker) -> None:
+    """Found by review: the block was one `ctl` after another with neither --engage nor
+    --resume, but each `ctl` is a new commander: the first was refused in idle, the rest
+    not_in_control. Run as printed, `offboardd` pointed at the test broker."""
+    point_at_broker = (f'offboardd() {{ sub=$1; shift; "{sys.executable}" -m offboardd '
+                       f'"$sub" --port {mosquitto.port} --vehicle {VEHICLE} "$@"; }}\nset -e\n')
+    async with stack(mosquitto) as s, s.client() as c:
+        await fc_ready(c)
+        proc = await asyncio.create_subprocess_exec(
+            "sh", "-c", point_at_broker + motion_ctl_example(), cwd=REPO_ROOT,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 150)
+        assert proc.returncode == 0, (out.decode(), err.decode())
+        lines = [json.loads(line) for line in out.decode().splitlines()]
+        assert [d["kind"] for d in lines if "kind" in d] == ["motion_done"] * 4
+        assert lines[-1]["ok"] is True  # the land
+        assert s.sim.record.changes_to("OFFBOARD") and s.sim.vehicle.mode_name == "AUTO.LAND"
