@@ -15,7 +15,7 @@ import stat
 import tomllib
 from pathlib import Path
 
-from offboardd.config import DaemonConfig, load_config
+from offboardd.config import DaemonConfig, default_config, load_config
 from offboardd.doctor.broker import broker_checks
 from offboardd.doctor.device import (
     SERVICE_USER,
@@ -102,7 +102,7 @@ async def _remote_checks(config: DaemonConfig, args: argparse.Namespace,
 def check_config(path: Path | None, user: User) -> tuple[DaemonConfig | None, list[Check]]:
     """Load and validate; then whether the service user can read it, and who else can."""
     if path is None:
-        return DaemonConfig(), [note("config", f"no --config and no {DEFAULT_CONFIG}: "
+        return default_config(), [note("config", f"no --config and no {DEFAULT_CONFIG}: "
                                      "checking the built-in defaults")]
     try:
         config = load_config(path)

@@ -60,7 +60,10 @@ def main(args: argparse.Namespace) -> int:
 
 def _root(args: argparse.Namespace) -> Path:
     if args.dir:
-        return Path(args.dir)
+        root = Path(args.dir)
+        if not root.is_dir():  # a mistyped --dir once read "no flights recorded" (review)
+            raise LookupError(f"{root}: no such folder")
+        return root
     if args.config:
         return flights_root(load_config(args.config).recorder)
     return flights_root(RecorderSettings())

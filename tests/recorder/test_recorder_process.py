@@ -108,3 +108,11 @@ async def test_flights_command_lists_the_recorded_flights(
         out, _ = await ctl.communicate()
         assert ctl.returncode == 0
         assert json.loads(out)["flights"][0]["name"] == flight["name"]
+
+
+def test_log_with_a_folder_that_does_not_exist_says_so(tmp_path: Path) -> None:
+    """Found by review: `log --dir /nonexistent list` printed "no flights recorded" and
+    exited 0, hiding a mistyped path."""
+    listed = _log("--dir", str(tmp_path / "nope"), "list")
+    assert listed.returncode == 1 and "no such folder" in listed.stderr
+    assert _log("--dir", str(tmp_path), "list").returncode == 0  # empty but there: fine
