@@ -69,7 +69,9 @@ class FcInput:
         return msg.get_type() == "HEARTBEAT" and bool(msg.autopilot != MAV_AUTOPILOT_INVALID)
 
     def _on_message(self, msg: Message, now: float) -> None:
-        self.telemetry.update(msg)
+        target = self.fc_target
+        if target is None or (msg.get_srcSystem(), msg.get_srcComponent()) == target:
+            self.telemetry.update(msg)  # the vehicle's telemetry: not its gimbal's attitude
         if self._relay is not None and self._relay.wants_mavlink(msg.get_type()):
             self._relay.relay_mavlink(msg.get_type(), message_document(msg))
         self._pending.extend(self.translator.events(msg, now))
