@@ -48,6 +48,7 @@ from offboardd.core.motion_profile import (
     Profile,
     plan_path,
     plan_stop,
+    segment_speed_limit,
 )
 from offboardd.core.setpoints import AltitudeFrame, GlobalPosition, PositionVelocityNed
 
@@ -182,9 +183,13 @@ def plan(cmd: MotionCommand, start: Start, lim: Limits, home: Home | None) -> Mo
     if speed < _AT_REST_M_S:
         return Motion(cmd, plan_path(geometry, lim), yaw, start.yaw_rad, centre)
     heading = unit(start.velocity)
-    # Moving, with a path ahead that starts the way we go: fly on into it. With no path at
-    # all (the target within a centimetre, as when a goto is sent again near its end), stop.
-    if geometry.segments and dot(heading, geometry.segments[0].tangent(0.0)) >= _ALIGNED_COS:
+    # Moving, with a path ahead that starts the way we go, no faster than that path allows
+    # (its speed, its climb or descent, its arc): fly on into it. Faster, the carried speed
+    # held the whole leg (a goto at 2 m/s flown at 12 with 2.7 m/s down, a 0.5 m orbit at
+    # 12 m/s: review), so it stops first. With no path at all (the target within a
+    # centimetre, as when a goto is sent again near its end), stop.
+    if (geometry.segments and dot(heading, geometry.segments[0].tangent(0.0)) >= _ALIGNED_COS
+            and speed <= segment_speed_limit(geometry.segments[0], lim) + 1e-6):
         a_along = dot(heading, start.acceleration)
         try:  # carry the speed on, if every slow-down still fits
             return Motion(cmd, plan_path(geometry, lim, speed, a_along), yaw, start.yaw_rad,
