@@ -193,9 +193,7 @@ class Envelope:
             return sp, None
         pos = vehicle.local_position
         need = EstimateNeed.LOCAL_POSITION if fenced else EstimateNeed.LOCAL_VELOCITY
-        yaw = vehicle.attitude.yaw_rad if vehicle.attitude is not None else None
-        if yaw is not None and not math.isfinite(yaw):
-            yaw = None  # a broken FC's inf/NaN heading is no heading (found by fuzzing)
+        yaw = vehicle.heading_rad(now)  # None: stale, or a broken FC's inf/NaN (fuzzing)
         if (
             pos is None
             or not vehicle.estimate_valid(need, now)

@@ -80,6 +80,7 @@ class VehicleState:
         self._local_s = _Stamped()
         self._global_s = _Stamped()
         self._flags_s = _Stamped()
+        self._attitude_s = _Stamped()
         self._boot_ms: int | None = None
 
     # -- folding ---------------------------------------------------------------------------
@@ -140,7 +141,7 @@ class VehicleState:
             self.global_position, self._global_s.received_s = event, now
             return self._boot_time(event.time_boot_ms)
         elif isinstance(event, FcAttitude):
-            self.attitude = event
+            self.attitude, self._attitude_s.received_s = event, now
             return self._boot_time(event.time_boot_ms)
         elif isinstance(event, FcEstimatorStatus):
             self.estimator_flags, self._flags_s.received_s = event.flags, now
@@ -155,6 +156,7 @@ class VehicleState:
         self.local_position = self.global_position = self.attitude = None
         self.estimator_flags = None
         self._local_s, self._global_s, self._flags_s = _Stamped(), _Stamped(), _Stamped()
+        self._attitude_s = _Stamped()
         self._boot_ms = None
 
     # -- judgements ------------------------------------------------------------------------
@@ -211,15 +213,22 @@ class VehicleState:
         v = (pos.north_m_s, pos.east_m_s, pos.down_m_s)
         return v if all(math.isfinite(x) for x in v) else (0.0, 0.0, 0.0)
 
+    def heading_rad(self, now: float) -> float | None:
+        """The vehicle's yaw from an ATTITUDE no older than the estimate timeout, finite;
+        else None. A minute-old heading turned a body-frame velocity the wrong way at a
+        fence: 97 m east with the fence at 25 m (review)."""
+        att = self.attitude
+        if att is None or now - self._attitude_s.received_s > self.estimate_timeout_s:
+            return None
+        return att.yaw_rad if math.isfinite(att.yaw_rad) else None
+
     def hold_setpoint(self, now: float) -> PositionVelocityNed | None:
         """Stay where the vehicle is, at zero velocity, facing where it faces; None without
         a valid local position (then no "here" can be flown)."""
         pos = self.local_position
         if pos is None or not self.estimate_valid(EstimateNeed.LOCAL_POSITION, now):
             return None
-        yaw = self.attitude.yaw_rad if self.attitude is not None else None
-        if yaw is not None and not math.isfinite(yaw):
-            yaw = None
+        yaw = self.heading_rad(now)
         try:
             return PositionVelocityNed(
                 pos.north_m, pos.east_m, pos.down_m, 0.0, 0.0, 0.0, yaw_rad=yaw

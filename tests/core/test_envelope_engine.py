@@ -191,3 +191,43 @@ def test_without_a_usable_position_a_fenced_stream_stops() -> None:
     assert stale == VelocityNed(0.0, 0.0, 0.0)
     free = AccelerationNed(1.0, 0.0, 0.0)  # no fence: nothing to stop for
     assert fenced().shape(free, vs, 0.0) == (free, None)
+
+
+def test_body_velocity_is_never_turned_by_a_stale_heading() -> None:
+    """Found by review: the heading's age was never checked (the position's was). With the
+    only ATTITUDE a minute old (north) and the vehicle since turned east, a closed loop
+    flew a body-frame velocity to 97 m east with the fence at 25 m. A stale heading is now
+    no heading: the velocity is held at zero, as with none."""
+    env = Envelope(EnvelopeSettings(polygon=_EAST_FACE_SQUARE))
+    env.set_home(_HOME)
+    vs = VehicleState(estimate_timeout_s=0.5)
+    vs.accepts(FcHeartbeat(12, 2, 129, Px4Mode.OFFBOARD.custom_mode, 4, **FC))
+    vs.fold(FcAttitude(0, 0.0, 0.0, 0.0, **FC), 0.0)  # heading north, then ATTITUDE stops
+    true_yaw = math.pi / 2  # the vehicle has since turned east (a yaw-rate command)
+    pos, vel = [0.0, 0.0, -10.0], [0.0, 0.0, 0.0]
+    sp, dt = VelocityBody(5.0, 0.0, 0.0), 0.01
+    cmd: Setpoint = sp
+    for k in range(int(20.0 / dt)):
+        now = 60.0 + k * dt  # the only ATTITUDE is a minute old
+        if k % 10 == 0:  # LOCAL_POSITION_NED keeps coming: the position estimate is fresh
+            vs.fold(FcLocalPosition(60_000 + k * 10, *pos, *vel, **FC), now)
+        if k % 5 == 0:
+            cmd, _ = env.shape(sp, vs, now)
+        if isinstance(cmd, VelocityBody):  # PX4 rotates by its *current* heading
+            c, s = math.cos(true_yaw), math.sin(true_yaw)
+            want = [c * cmd.forward_m_s - s * cmd.right_m_s,
+                    s * cmd.forward_m_s + c * cmd.right_m_s, cmd.down_m_s]
+        else:
+            assert isinstance(cmd, PositionNed)
+            want = [max(-5.0, min(5.0, 0.95 * (t - p)))
+                    for t, p in zip((cmd.north_m, cmd.east_m, cmd.down_m), pos, strict=True)]
+        for i in range(3):
+            vel[i] += max(-5.0, min(5.0, 4.0 * (want[i] - vel[i]))) * dt
+            pos[i] += vel[i] * dt
+    # expected: stop 1 m (stop_margin_m) inside the east face, as with a fresh heading
+    # (tests/core/test_envelope_engine.py::test_body_velocity_is_rotated_by_heading...)
+    assert pos[1] <= 25.0, f"flew to east {pos[1]:.1f} m, fence at 25 m"
+
+
+_HOME = FcHomePosition(47.397742, 8.545594, 488.0, 0.0, 0.0, 0.0, **FC)
+_EAST_FACE_SQUARE = ((-50.0, -50.0), (-50.0, 25.0), (50.0, 25.0), (50.0, -50.0))
