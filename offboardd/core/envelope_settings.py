@@ -119,6 +119,21 @@ class EnvelopeSettings:
         for name in ACTION_FIELDS:
             coerce_choice(self, name, LimitAction)
         object.__setattr__(self, "polygon", self._checked_polygon())
+        self._check_margins()
+
+    def _check_margins(self) -> None:
+        """A stop line or breach tolerance as wide as the fence protects nothing: the
+        vehicle is never inside, so never in breach (found by review)."""
+        for name in ("stop_margin_m", "breach_tolerance_m"):
+            margin = getattr(self, name)
+            if self.max_distance_m is not None and margin >= self.max_distance_m:
+                raise ConfigError(f"{name} ({margin:g}) must be below max_distance_m "
+                                  f"({self.max_distance_m:g})")
+        if self.min_altitude_m is not None and self.max_altitude_m is not None:
+            band_m = self.max_altitude_m - self.min_altitude_m
+            if 2 * self.stop_margin_m >= band_m:
+                raise ConfigError(f"stop_margin_m ({self.stop_margin_m:g}) must be below half "
+                                  f"the altitude band ({band_m:g} m)")
 
     def _checked_polygon(self) -> tuple[tuple[float, float], ...]:
         raw = self.polygon
@@ -146,6 +161,7 @@ class EnvelopeSettings:
                     "with lat in [-90, 90] and lon in [-180, 180]"
                 )
             out.append((a, b))
+        _check_polygon_shape(out, self.polygon_frame)
         return tuple(out)
 
     @property
@@ -168,6 +184,48 @@ class EnvelopeSettings:
     @property
     def max_yaw_rate_rad_s(self) -> float:
         return math.radians(self.max_yaw_rate_deg_s)
+
+
+def _check_polygon_shape(vertices: list[tuple[float, float]], frame: PolygonFrame) -> None:
+    """A polygon that can hold a vehicle: at least 1 m² (the review's zero-area, one-point
+    and 'GPS corners read as metres' fences were accepted), its edges never crossing (a
+    bow-tie has no inside to speak of)."""
+    if frame is PolygonFrame.GLOBAL:  # metres about the first vertex: enough for a size
+        lat0 = math.radians(vertices[0][0])
+        xy = [((a - vertices[0][0]) * _M_PER_DEG, (b - vertices[0][1]) * _M_PER_DEG
+               * math.cos(lat0)) for a, b in vertices]
+    else:
+        xy = vertices
+    n = len(xy)
+    area_m2 = abs(sum(xy[i][0] * xy[(i + 1) % n][1] - xy[(i + 1) % n][0] * xy[i][1]
+                      for i in range(n))) / 2
+    if area_m2 < 1.0:
+        hint = ""
+        if frame is PolygonFrame.LOCAL and all(abs(a) <= 90 and abs(b) <= 180
+                                               for a, b in vertices):
+            hint = ' (if these are [lat_deg, lon_deg], set polygon_frame = "global")'
+        raise ConfigError(f"polygon encloses {area_m2:.3g} m²; a fence needs at least 1 m²"
+                          + hint)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if j == i + 1 or (i == 0 and j == n - 1):
+                continue  # neighbours share a vertex
+            if _segments_cross(xy[i], xy[(i + 1) % n], xy[j], xy[(j + 1) % n]):
+                raise ConfigError(f"polygon edges {i}-{(i + 1) % n} and {j}-{(j + 1) % n} "
+                                  "cross: list the vertices in order around the fence")
+
+
+def _segments_cross(p1: tuple[float, float], p2: tuple[float, float],
+                    q1: tuple[float, float], q2: tuple[float, float]) -> bool:
+    def side(a: tuple[float, float], b: tuple[float, float], c: tuple[float, float]) -> float:
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+
+    d1, d2 = side(q1, q2, p1), side(q1, q2, p2)
+    d3, d4 = side(p1, p2, q1), side(p1, p2, q2)
+    return d1 * d2 < 0 and d3 * d4 < 0
+
+
+_M_PER_DEG = 111_320.0
 
 
 def _range(
