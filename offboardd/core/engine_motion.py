@@ -59,9 +59,13 @@ def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -
                           f"{cmd.kind.value} plans from where the vehicle is: it needs a "
                           "valid local position estimate")
     speed = 0.0 if isinstance(cmd, Stop) else cmd.speed_m_s
+    lim = eng.settings.motion.limits(eng.settings.envelope, speed)
+    running = eng.feed.motion
     try:
-        motion = plan(cmd, start, eng.settings.motion.limits(eng.settings.envelope, speed),
-                      eng.envelope.home)
+        if isinstance(cmd, Stop) and running is not None and not running.done(now):
+            motion = running.stop_on_path(cmd, now, lim)  # on the path: inside its fence
+        else:
+            motion = plan(cmd, start, lim, eng.envelope.home)
     except PlanError as exc:
         return out.refuse(cmd.command_id, Reason.MOTION_INVALID, f"{cmd.kind.value}: {exc}")
     refusal = first_point_outside(motion, eng.envelope)
@@ -93,9 +97,11 @@ def smooth_hold(eng: OffboardEngine, now: float) -> bool:
         return False
     start = _start(eng, now)  # exactly what is being streamed: the stop has no step
     assert start is not None
+    running = eng.feed.motion
     eng.feed.abort_motion(Reason.LEASE_LAPSED, "the commander's lease lapsed")
     lim = eng.settings.motion.limits(eng.settings.envelope, 0.0)
-    stop = plan(Stop("lease-lapse"), start, lim, None)
+    stop = (running.stop_on_path(Stop("lease-lapse"), now, lim) if not running.done(now)
+            else plan(Stop("lease-lapse"), start, lim, None))
     stop.internal = True
     stop.begin(now)
     eng.feed.send_now(stop, eng.vehicle.target, now)

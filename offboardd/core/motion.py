@@ -44,6 +44,7 @@ from offboardd.core.motion_path import (
 from offboardd.core.motion_profile import (
     Limits,
     MotionState,
+    PathStop,
     PlanError,
     Profile,
     plan_path,
@@ -107,6 +108,11 @@ class Motion:
 
     def _t(self, now: float) -> float:
         return 0.0 if self.t0_s is None else now - self.t0_s
+
+    def stop_on_path(self, cmd: Stop, now: float, lim: Limits) -> Motion:
+        """A stop that keeps to this motion's path (PathStop), facing as streamed now."""
+        return Motion(cmd, PathStop(self.profile, self._t(now), lim), Yaw(),
+                      self.setpoint_at(now).yaw_rad)
 
     def state_at(self, now: float) -> MotionState:
         return self.profile.state_at(self._t(now))

@@ -180,6 +180,45 @@ class Profile:
                                         leg.s0_m + shift_s) for leg in other.legs], self._jerk)
 
 
+class PathStop(Profile):
+    """A stop on a running profile's own path: the profile flown on with its clock slowed
+    smoothly to a standstill. A straight stop along the direction of travel can leave a
+    fence the path keeps to (an orbit near its edge: review; a `stop` was then refused and
+    the motion flew on, and a lease lapse held 0.7 m outside); the path was checked as a
+    whole, so a stop on it stays inside.
+
+    The speed is scaled by k(t), from 1 to 0 over `duration_s` (a smoothstep, so the
+    braking builds up and fades out); the tangential deceleration k'v peaks at 1.5 v / T,
+    T chosen to keep it within the share of the acceleration limit an arc leaves free and
+    within the jerk limit; the path's own acceleration scales by k² (the centripetal part
+    falls with the speed)."""
+
+    def __init__(self, base: Profile, base_t0_s: float, lim: Limits) -> None:
+        super().__init__(base.legs, base._jerk)
+        self._base, self._tb0 = base, base_t0_s
+        brake_m_s2 = max(0.1, math.sqrt(1.0 - LATERAL_SHARE**2) * lim.max_accel_m_s2)
+        t_s, speed = 0.0, norm(base.state_at(base_t0_s).velocity)
+        for _ in range(3):  # the peak speed over the stretch the stop flies, then T again
+            t_s = max(0.1, 1.5 * speed / brake_m_s2, math.sqrt(6.0 * speed / lim.max_jerk_m_s3))
+            steps = 20
+            speed = max(norm(base.state_at(base_t0_s + t_s / 2 * k / steps).velocity)
+                        for k in range(steps + 1))
+        self.duration_s = t_s
+
+    def state_at(self, t_s: float) -> MotionState:
+        big_t = self.duration_s
+        u = min(max(t_s, 0.0), big_t) / big_t
+        k = 1.0 - 3.0 * u * u + 2.0 * u**3
+        k_rate = (-6.0 * u + 6.0 * u * u) / big_t
+        st = self._base.state_at(self._tb0 + big_t * (u - u**3 + u**4 / 2.0))  # ∫ k dt
+        return MotionState(st.position, scale(st.velocity, k),
+                           add(scale(st.acceleration, k * k), scale(st.velocity, k_rate)),
+                           st.leg, st.s_m)
+
+    def then(self, other: Profile) -> Profile:
+        raise PlanError("a stop on a path is not followed by another profile")
+
+
 def plan_path(path: PathGeometry, lim: Limits, entry_speed_m_s: float = 0.0,
               entry_accel_m_s2: float = 0.0) -> Profile:
     """The profile of `path`, entered at `entry_speed_m_s` along its first tangent."""

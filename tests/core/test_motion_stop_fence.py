@@ -1,0 +1,66 @@
+"""A running motion stops on its own path (found by review: it braked in a straight line
+along the direction of travel, which is not the path; near the fence an operator's
+`stop` was refused and the orbit flew on, and the lease-lapse stop, never fence-checked,
+streamed and then held a position 0.7 m outside the fence)."""
+
+from __future__ import annotations
+
+import math
+
+from offboardd.core.actions import SendSetpoint
+from offboardd.core.envelope_settings import EnvelopeSettings
+from offboardd.core.events import FcHomePosition
+from offboardd.core.motion_commands import Orbit, Stop
+from offboardd.core.reasons import Phase
+from offboardd.core.setpoints import PositionNed, PositionVelocityNed
+from offboardd.core.settings import EngineSettings
+from tests.core.bench import FC, Bench
+
+HOME = FcHomePosition(47.397742, 8.545594, 488.0, 0.0, 0.0, 0.0, **FC)
+FENCE_M = 10.5  # max_distance_m: the 10 m orbit below is inside it, as the planner checks
+
+
+def _orbiting() -> Bench:
+    b = Bench(EngineSettings(hold_s=10.0, envelope=EnvelopeSettings(max_distance_m=FENCE_M)))
+    b.connect()
+    b.feed(HOME)
+    b.engage(PositionNed(0, 0, -5))
+    b.feed(Orbit("o", PositionNed(0, 0, -5), radius_m=10.0, speed_m_s=4.5, turns=5))
+    assert b.reply("o").ok  # the whole orbit was checked inside the fence
+    b.step(12.0)  # on the circle at 4.5 m/s
+    return b
+
+
+def test_a_stop_near_the_fence_is_obeyed_and_stays_inside() -> None:
+    b = _orbiting()
+    b.feed(Stop("s"))
+    reply = b.reply("s")
+    # docs/motion.md: `stop` = "a jerk-limited stop ... then holds there"; it should never
+    # be the one command that cannot be obeyed while a checked motion is flying
+    assert reply.ok, f"{reply.reason}: {reply.message}"
+    t = b.now
+    b.step(5.0)
+    sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t)]
+    pvs = [sp for sp in sent if isinstance(sp, PositionVelocityNed)]
+    assert len(pvs) == len(sent)
+    worst_m = max(math.hypot(sp.north_m, sp.east_m) for sp in pvs)
+    worst_a = max(math.dist((0, 0, 0), (sp.north_m_s2 or 0.0, sp.east_m_s2 or 0.0,
+                                        sp.down_m_s2 or 0.0)) for sp in pvs)
+    assert worst_m <= FENCE_M and worst_a <= 3.0 * 1.05, (worst_m, worst_a)
+    assert math.hypot(pvs[-1].north_m_s, pvs[-1].east_m_s) < 1e-6
+    assert b.phase() is Phase.ACTIVE
+
+
+def test_a_lease_lapse_stop_streams_and_holds_inside_the_fence() -> None:
+    b = _orbiting()
+    b.commander_alive = False
+    t = b.now
+    b.step(6.0)  # lease lapses (1 s), the jerk-limited stop (~2 s), then holding
+    assert b.phase() is Phase.HOLDING
+    sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t)]
+    worst = max(math.hypot(sp.north_m, sp.east_m) for sp in sent)  # type: ignore[union-attr]
+    held = sent[-1]
+    # docs/safety-envelope.md: position setpoints outside the fence are never sent
+    assert worst <= FENCE_M, (
+        f"streamed a position {worst:.2f} m from home (fence {FENCE_M} m); now holding "
+        f"{math.hypot(held.north_m, held.east_m):.2f} m from home")  # type: ignore[union-attr]
