@@ -241,6 +241,7 @@ class Envelope:
         """A position on the stop line when the vehicle is within FENCE_HOLD_ZONE_M of it
         (or past it) and the commanded velocity `asked` (NED) still points out; else None."""
         margin = self.settings.stop_margin_m
+        pull_back_m = margin + self.settings.breach_tolerance_m + FENCE_HOLD_ZONE_M
         target = list(pos)
         holding = False
         for normal, _, face in ceilings:
@@ -248,8 +249,14 @@ class Envelope:
             pushing = dot(asked, normal) > 0.0
             if beyond_m < FENCE_HOLD_ZONE_M and pushing and dot(normal, normal) > 0.0:
                 holding = True
-                for i in range(3):  # onto the line: forward when short of it, back if past
-                    target[i] += normal[i] * beyond_m
+                # onto the line: forward when short of it, back if past it, up to the
+                # breach tolerance beyond the fence; further out (a vehicle engaged outside
+                # the fence), where it is: a step back to the line would be flown at PX4's
+                # own top speed, not the envelope's (a 51 m step for 1 m/s asked: review).
+                # Flying back in stays allowed.
+                step_m = beyond_m if beyond_m >= -pull_back_m else 0.0
+                for i in range(3):
+                    target[i] += normal[i] * step_m
         if not holding or self.fence is None:
             return None
         # Stepping onto several faces at once (a concave corner, a vehicle already outside)

@@ -62,3 +62,16 @@ def test_body_velocity_towards_the_line_is_held_too() -> None:
     env = fence()
     sp, _ = env.shape(VelocityBody(2.0, 0.0, 0.0), vehicle_at(6.8, 1.0, yaw_rad=0.0), 1.0)
     assert isinstance(sp, PositionNed) and abs(sp.north_m - 7.0) < 1e-9
+
+
+def test_far_outside_the_fence_an_outward_velocity_holds_where_the_vehicle_is() -> None:
+    """Found by review: engaged 50 m outside a 50 m fence (allowed, and no breach: it was
+    never inside), 1 m/s outward became a position on the stop line, a 51 m step PX4 flies
+    at its own top speed. Beyond the breach tolerance the outward part is zeroed where the
+    vehicle is (no position step at all)."""
+    env = Envelope(EnvelopeSettings(max_distance_m=50.0, max_horizontal_speed_m_s=3.0))
+    env.set_home(HOME)
+    sp, why = env.shape(VelocityNed(1.0, 0.0, 0.0), vehicle_at(100.0, 0.0), 1.0)
+    assert sp == VelocityNed(0.0, 0.0, 0.0) and why is not None
+    back, why = env.shape(VelocityNed(-1.0, 0.0, 0.0), vehicle_at(100.0, 0.0), 1.0)
+    assert back == VelocityNed(-1.0, 0.0, 0.0) and why is None  # flying back in: as asked
