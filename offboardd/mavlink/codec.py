@@ -272,15 +272,20 @@ class MavlinkCodec:
             # otherwise it is probably garbage holding a magic byte: resynchronise.
             plausible = after == end or buf[after] == MAGIC_V2 or buf[after] == MAGIC_V1
             gap_s = rules.get(msg_id) if filtering else rules.get(msg_id, 0.0)
-            if gap_s is None:  # not wanted
-                if plausible:
-                    filtered += 1
-                    if tap is not None:
-                        tap.append(buf[pos:after])
-                    pos = after
-                else:
+            # Not wanted, or an id our dialect lacks (no CRC_EXTRA to check it with):
+            # counted and skipped undecoded, if plausible.
+            if gap_s is None or msg_id not in known_ids:
+                if not plausible:
                     stats.garbage_bytes += 1
                     pos += 1
+                    continue
+                if gap_s is None:
+                    filtered += 1
+                else:
+                    stats.unknown_id += 1
+                if tap is not None:
+                    tap.append(buf[pos:after])
+                pos = after
                 continue
             source_key = -1
             if gap_s and thinning:
@@ -296,16 +301,6 @@ class MavlinkCodec:
                         tap.append(buf[pos:after])
                     pos = after
                     continue
-            if msg_id not in known_ids:  # no CRC_EXTRA to check it with: counted, if plausible
-                if plausible:
-                    stats.unknown_id += 1
-                    if tap is not None:
-                        tap.append(buf[pos:after])
-                    pos = after
-                else:
-                    stats.garbage_bytes += 1
-                    pos += 1
-                continue
             msg = self._decode_frame(buf[pos:after], msg_id)
             if msg is None:
                 # A bad frame may be garbage that happened to hold a magic byte:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import socket
+from collections.abc import Callable
 
 import pytest
 
@@ -24,14 +25,20 @@ MAV_TYPE_GCS, MAV_AUTOPILOT_INVALID = 6, 8
 async def _heartbeat_from_a_gcs(port: int, seconds: float, rate_hz: float) -> int:
     """Heartbeat at the port; return how many datagrams came back."""
     mav = d.MAVLink(None, srcSystem=42, srcComponent=190)
+    heartbeat = d.MAVLink_heartbeat_message(MAV_TYPE_GCS, MAV_AUTOPILOT_INVALID, 0, 0, 4, 3)
+    return await _send_to_port(port, lambda: heartbeat.pack(mav), seconds, rate_hz)
+
+
+async def _send_to_port(port: int, frame: Callable[[], bytes], seconds: float,
+                        rate_hz: float) -> int:
+    """Send `frame()` to the port at `rate_hz`; return how many datagrams came back."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.bind(("127.0.0.1", 0))
         sock.setblocking(False)
         loop = asyncio.get_running_loop()
         end, received = loop.time() + seconds, 0
         while loop.time() < end:
-            heartbeat = d.MAVLink_heartbeat_message(MAV_TYPE_GCS, MAV_AUTOPILOT_INVALID, 0, 0, 4, 3)
-            sock.sendto(heartbeat.pack(mav), ("127.0.0.1", port))
+            sock.sendto(frame(), ("127.0.0.1", port))
             try:
                 while True:
                     sock.recvfrom(65535)
@@ -68,19 +75,6 @@ async def test_a_camera_of_the_fcs_system_never_takes_the_setpoints() -> None:
         port = fl.runtime.config.mavlink.url.address[1]
         camera = MavlinkCodec(1, 100)  # MAV_COMP_ID_CAMERA of system 1
         base = len(fl.sim.record.setpoints)
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
-            sock.bind(("127.0.0.1", 0))
-            sock.setblocking(False)
-            loop = asyncio.get_running_loop()
-            end, received = loop.time() + 2.0, 0
-            while loop.time() < end:
-                sock.sendto(heartbeat(camera, 1), ("127.0.0.1", port))
-                try:
-                    while True:
-                        sock.recvfrom(65535)
-                        received += 1
-                except BlockingIOError:
-                    pass
-                await asyncio.sleep(0.02)
+        received = await _send_to_port(port, lambda: heartbeat(camera, 1), 2.0, 50.0)
         assert received == 0
         assert len(fl.sim.record.setpoints) - base >= 35  # ~40 in 2 s at 20 Hz
