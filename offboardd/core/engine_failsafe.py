@@ -73,6 +73,10 @@ def lease_lapsed(eng: OffboardEngine, now: float) -> None:
         # Never request OFFBOARD or arm for a commander that has vanished.
         fail_engage(eng, Trigger.LEASE_LAPSED, now, "commander lease lapsed during the engage")
         return
+    if Do.REPLY_FAIL in rule.does:  # arming, PX4 in OFFBOARD: no engage, but no vehicle
+        # left to PX4's loss action mid-take-off either (review)
+        fail_pending(eng, Reason.LEASE_LAPSED, "commander lease lapsed while arming, PX4 "
+                     "in OFFBOARD")
     if rule.to is Outcome.STAY:  # motion.on_lease_lapse = finish
         kept_s = let_finish(eng, now) - now
         eng.out.notice(NoticeKind.FAILSAFE, "commander lease lapsed; the motion finishes "
