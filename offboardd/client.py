@@ -87,6 +87,12 @@ __all__ = ["ClientError", "CommandRefused", "ConnectFailed", "ControlLost", "Mot
            "MotionHandle", "NoToken", "OffboardClient", "Reply", "ReplyTimeout", "TlsSettings",
            "Watched", "Yaw", "YawMode"]
 
+# The daemon publishes `state` every second: this long without one while we fly, and the
+# network or the broker has stalled (control_watch.on_silence).
+STATE_SILENCE_S = 3.0
+# Commands that stop or hand back the vehicle: sent even after control was lost.
+_ALWAYS_SENT = frozenset({"release", "hold", "land", "rtl", "emergency_stop", "disarm"})
+
 
 class OffboardClient:
     def __init__(
@@ -129,6 +135,7 @@ class OffboardClient:
         self._ids = 0
         self._holding_lease = False
         self._tasks: list[asyncio.Task[None]] = []
+        self._final_sends: list[asyncio.Task[None]] = []  # given time to leave before close
 
     # what the inbox read, under the names scripts use
     @property
@@ -174,7 +181,10 @@ class OffboardClient:
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
+        if sending := [task for task in self._final_sends if not task.done()]:
+            await asyncio.wait(sending, timeout=1.0)  # a give-up must reach the daemon
         # Cancel until they end: a cancellation can be lost inside aiomqtt (offboardd.aio).
+        self._tasks += self._final_sends
         while pending := [task for task in self._tasks if not task.done()]:
             for task in pending:
                 task.cancel()
@@ -197,11 +207,14 @@ class OffboardClient:
         took the vehicle, only an engage written since (quoting that phase's) is taken."""
         command = Engage(self.new_command_id(), setpoint=setpoint, arm=arm,
                          resume=self.inbox.resume_token)
-        return await self._taking_control(self.send(command, timeout_s=self.engage_timeout_s))
+        return await self._taking_control(self.send(command, timeout_s=self.engage_timeout_s),
+                                          engage=True)
 
     async def setpoint(self, setpoint: Setpoint) -> None:
         """Publish a setpoint on the high-rate topic (QoS 0; refusals land in
         `last_stream_error`). It also renews the lease, as every accepted command does."""
+        if self.inbox.lost is not None:  # a ClientError, as every call after it (review)
+            raise self.inbox.lost
         if lost := self.control.take():
             raise lost
         self._seq += 1
@@ -279,7 +292,7 @@ class OffboardClient:
         sent = self.send(command, timeout_s=self.engage_timeout_s if engaging else None)
         try:
             if engaging or command.resume is not None:
-                reply = await self._taking_control(sent)
+                reply = await self._taking_control(sent, engage=engaging)
             else:
                 reply = await sent
         except BaseException:
@@ -287,18 +300,39 @@ class OffboardClient:
             raise
         return MotionHandle(command.command_id, reply, end)
 
-    async def _taking_control(self, sent: Awaitable[Reply]) -> Reply:
+    async def _taking_control(self, sent: Awaitable[Reply], *, engage: bool = False) -> Reply:
         """Send what takes control (an engage, a resume): the lease is renewed from the
-        moment it goes out, and control is watched for once it is ours."""
+        moment it goes out, and control is watched for once it is ours.
+
+        Refused, nothing changed: the lease and its watch stay as they were (a refused
+        second engage once stopped the heartbeats of the lease still held, and the watch
+        with them: review). Cancelled or unanswered, its outcome is unknown: an engage is
+        given up (a `release` follows it: one still warming up is dropped, one that went
+        through is handed back to PX4; a cancelled engage once armed and climbed for
+        nobody: review), and the lease is no longer renewed."""
+        before = (self.control.watching, self._holding_lease)
         self.control.engaging()  # control is taken afresh: an old loss is behind us
         self._holding_lease = True
         try:
             reply = await sent
+        except CommandRefused:
+            self.control.watching, self._holding_lease = before
+            raise
         except BaseException:
             self._holding_lease = False
+            if engage:
+                self._final_sends.append(asyncio.create_task(self._give_up_engage()))
             raise
         self.control.engaged()
         return reply
+
+    async def _give_up_engage(self) -> None:
+        """Tell the daemon to drop an engage whose outcome we will not wait for."""
+        command = Release(self.new_command_id())
+        with contextlib.suppress(aiomqtt.MqttError):
+            await self._mqtt.publish(self.topics.cmd, encode_document(encode_command(command)),
+                                     qos=1, properties=self._request_properties(
+                                         command.command_id))
 
     async def _token_for(self, *, engage: bool, resume: bool) -> str | None:
         """The token a command quotes. `resume`: the daemon's, waiting for the retained
@@ -333,6 +367,8 @@ class OffboardClient:
     async def renew_lease(self) -> None:
         """Renew the lease as the background task does: QoS 0, no waiting (a lost one is
         replaced by the next); a refusal lands in `last_heartbeat_error`."""
+        if self.inbox.lost is not None:
+            raise self.inbox.lost
         doc = encode_command(CommanderHeartbeat(self.new_command_id(), ack=False))
         await self._publish(self.topics.cmd, encode_document(doc), qos=0,
                                  properties=self._request_properties(doc["id"]))
@@ -382,8 +418,15 @@ class OffboardClient:
 
     # -- internals -------------------------------------------------------------------------
     async def _stop(self, command: Command) -> Reply:
+        watching = self.control.watching
         self.control.handing_back()  # what follows is ours, not a loss of control
-        reply = await self.send(command)
+        try:
+            reply = await self.send(command)
+        except BaseException:
+            # refused or unanswered: control is as it was, and watched (a refused stop once
+            # left the lease renewed with nobody watching for its loss: review)
+            self.control.watching = watching
+            raise
         self._holding_lease = False  # control handed back: stop renewing the lease
         return reply
 
@@ -417,7 +460,9 @@ class OffboardClient:
                        timeout_s: float | None) -> Reply:
         if self.inbox.lost is not None:
             raise self.inbox.lost
-        if lost := self.control.take():
+        # A loss is raised by the next call, but never instead of a command that stops the
+        # vehicle: an emergency stop after a loss was swallowed (review).
+        if doc.get("cmd") not in _ALWAYS_SENT and (lost := self.control.take()):
             raise lost
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self.inbox.pending[command_id] = future
@@ -435,9 +480,15 @@ class OffboardClient:
             self.inbox.pending.pop(command_id, None)
 
     async def _heartbeat_loop(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:  # renew_lease() re-raises a cancellation aiomqtt swallowed: this ends
             await asyncio.sleep(self.heartbeat_period_s)
             if not self._holding_lease or self.control.ended:
                 continue  # not ours (any more): a refused heartbeat has told us so
+            heard_s = self.inbox.state_received_s
+            silent_s = 0.0 if heard_s is None else loop.time() - heard_s
+            if self._follow_state and self.control.watching and silent_s > STATE_SILENCE_S:
+                self.control.on_silence(silent_s)
+                continue
             with contextlib.suppress(aiomqtt.MqttError):
                 await self.renew_lease()

@@ -35,6 +35,7 @@ class ClientInbox:
         self._stream_ids = f"{session}:"  # replies to the setpoint topic's messages
         self._command_ids = f"{client_id}-"
         self.state: dict[str, Any] | None = None  # latest retained state document
+        self.state_received_s: float | None = None  # (the loop's clock) when it came
         self.state_changed = asyncio.Condition()
         self.pending: dict[str, asyncio.Future[Reply]] = {}
         self.control = ControlWatch()
@@ -90,6 +91,7 @@ class ClientInbox:
             if not isinstance(doc, dict):
                 continue
             if message.topic.matches(self.topics.state):
+                self.state_received_s = asyncio.get_running_loop().time()
                 async with self.state_changed:
                     self.state = doc
                     self.resume_token = doc.get("resume_token")

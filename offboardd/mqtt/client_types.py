@@ -24,8 +24,12 @@ class Reply:
     @classmethod
     def from_document(cls, doc: dict[str, Any]) -> Reply:
         known = {"v", "id", "ok", "code", "message"}
-        return cls(doc.get("id"), bool(doc.get("ok")), doc.get("code"),
-                   str(doc.get("message", "")), {k: v for k, v in doc.items() if k not in known})
+        # Types checked: a reply with a numeric id (a stray publisher on 3.1.1's shared
+        # reply topic) once killed the client's reader for good (review).
+        command_id, code = doc.get("id"), doc.get("code")
+        return cls(command_id if isinstance(command_id, str) else None, bool(doc.get("ok")),
+                   code if isinstance(code, str) else None, str(doc.get("message", "")),
+                   {k: v for k, v in doc.items() if k not in known})
 
 
 @dataclass(frozen=True)

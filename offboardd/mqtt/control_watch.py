@@ -111,3 +111,9 @@ class ControlWatch:
 
     def on_broker_lost(self, why: str) -> None:
         self._lose(f"the broker connection was lost ({why})")
+
+    def on_silence(self, age_s: float) -> None:
+        """No `state` for `age_s` (the daemon publishes it every second): the network to
+        the broker, or the broker, stalled without closing the connection (a silent drop
+        went unreported for the MQTT keepalive's ~90 s: review)."""
+        self._lose(f"no state from the daemon for {age_s:.1f} s (network or broker stalled)")
