@@ -5,7 +5,6 @@ sent even after a loss; a silent network is a loss; a lost broker is a ClientErr
 from __future__ import annotations
 
 import asyncio
-import sys
 
 import aiomqtt
 import pytest
@@ -18,6 +17,7 @@ from tests.mqtt.fake_daemon import FakeEngine, fake_daemon
 from tests.mqtt.helpers import settings_for
 from tests.mqtt.tcp_proxy import proxy
 from tests.mqtt.test_e2e_sim import VEHICLE, Stack, fc_ready, stack
+from tests.mqtt.test_motion_e2e import _ctl
 
 pytestmark = pytest.mark.integration
 UP = PositionNed(0.0, 0.0, -3.0)
@@ -116,14 +116,11 @@ async def test_an_engage_given_up_is_released(mosquitto: Broker, give_up_after_s
 async def test_ctl_engage_that_times_out_is_released(mosquitto: Broker) -> None:
     async with stack(mosquitto) as s, s.client() as watcher:
         await fc_ready(watcher)
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "offboardd", "ctl", "--port", str(mosquitto.port),
-            "--vehicle", VEHICLE, "--timeout", "0.3", "engage", "--arm", "--setpoint",
-            '{"kind":"position_ned","north_m":0,"east_m":0,"down_m":-3}',
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        _, err = await asyncio.wait_for(proc.communicate(), 10)
+        status, _, err = await _ctl(mosquitto.port, "--timeout", "0.3", "engage", "--arm",
+                                    "--setpoint", '{"kind":"position_ned","north_m":0,'
+                                    '"east_m":0,"down_m":-3}')
         await asyncio.sleep(3.0)
-        assert proc.returncode == 3, err.decode()
+        assert status == 3, err
         assert s.sim.vehicle.mode_name != "OFFBOARD"
         assert -s.sim.vehicle.position_ned_m[2] < 0.5
 
