@@ -16,9 +16,11 @@ Pure.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from offboardd.core.engage_gate import engage_blocked
+from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.machine import Do, Rule
 from offboardd.core.motion import Start, plan
 from offboardd.core.motion_commands import MotionCommand, Stop
@@ -42,8 +44,22 @@ def _start(eng: OffboardEngine, now: float) -> Start | None:
     here = eng.vehicle.hold_setpoint(now)
     if here is None:
         return None
-    return Start((here.north_m, here.east_m, here.down_m), eng.vehicle.local_velocity_ned(),
+    return Start((here.north_m, here.east_m, here.down_m),
+                 _within_limits(eng.vehicle.local_velocity_ned(), eng.settings.envelope),
                  (0.0, 0.0, 0.0), here.yaw_rad)
+
+
+def _within_limits(velocity: tuple[float, float, float], env: EnvelopeSettings
+                   ) -> tuple[float, float, float]:
+    """The estimated velocity a motion starts from, within the envelope's speeds: a
+    planned motion streams nothing faster than those (a bad estimate of 50 m/s once
+    planned a 400 m stop: review)."""
+    north, east, down = velocity
+    horizontal = math.hypot(north, east)
+    if horizontal > env.max_horizontal_speed_m_s:
+        shrink = env.max_horizontal_speed_m_s / horizontal
+        north, east = north * shrink, east * shrink
+    return north, east, min(max(down, -env.max_up_speed_m_s), env.max_down_speed_m_s)
 
 
 def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -> bool:

@@ -7,9 +7,10 @@ from __future__ import annotations
 import math
 
 from offboardd.core.actions import SendSetpoint
-from offboardd.core.motion_commands import Goto, Orbit
+from offboardd.core.events import FcLocalPosition
+from offboardd.core.motion_commands import Goto, Orbit, Stop
 from offboardd.core.setpoints import PositionNed, PositionVelocityNed
-from tests.core.bench import Bench
+from tests.core.bench import FC, Bench
 
 UP = PositionNed(0, 0, -5)
 
@@ -60,3 +61,19 @@ def test_a_carried_speed_never_exceeds_a_small_orbits_acceleration() -> None:
     worst_v = max(math.hypot(sp.north_m_s, sp.east_m_s) for sp in stream)
     # arc speed limit sqrt(0.7 a r) = 1.02 m/s; max_acceleration_m_s2 = 3
     assert worst_a <= 3.0 + 1e-6, f"streamed {worst_a:.2f} m/s^2, {worst_v:.2f} m/s on r=0.5 m"
+
+
+def test_a_stop_starts_from_a_velocity_within_the_envelope() -> None:
+    """Found by review: with no motion running a motion starts from the estimated velocity
+    as it is; a bad estimate of 50 m/s planned (and streamed) a 400 m stop."""
+    b = Bench()
+    b.engage(UP)
+    t = b.now
+    b.feed(FcLocalPosition(b.fc.boot_ms, 0.0, 0.0, -5.0, 50.0, 0.0, 4.0, **FC))
+    b.feed(Stop("s"))
+    assert b.reply("s").ok
+    b.step(8.0)
+    stream = _stream(b, t)
+    assert max(math.hypot(sp.north_m_s, sp.east_m_s) for sp in stream) <= 12.0 + 1e-6
+    assert max(sp.down_m_s for sp in stream) <= 1.5 + 1e-6
+    assert max(sp.north_m for sp in stream) < 30.0  # 12 m/s braked at 3 m/s^2: ~24 m
