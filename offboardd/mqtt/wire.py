@@ -154,6 +154,18 @@ def peek_id_bytes(payload: bytes, *, max_bytes: int) -> str | None:
     return peek_id(loaded)
 
 
+def stream_id_bytes(payload: bytes, *, max_bytes: int) -> str | None:
+    """A stream setpoint's "<session>:<seq>", what its refusals quote when it has no `id`
+    (a retained one was refused with "id": null: review)."""
+    loaded = load_document(payload, max_bytes=max_bytes)
+    if isinstance(loaded, Rejection):
+        return None
+    session, seq = loaded.get("session"), loaded.get("seq")
+    if isinstance(session, str) and type(seq) is int:
+        return f"{session}:{seq}"
+    return None
+
+
 def to_jsonable(value: Any) -> Any:
     """Plain JSON data: non-finite floats -> None, enums -> value, dataclasses -> dict."""
     if isinstance(value, bool) or value is None or isinstance(value, str):

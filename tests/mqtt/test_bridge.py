@@ -377,3 +377,20 @@ async def test_cancelled_while_subscribing_the_bridge_still_ends(
     task = asyncio.create_task(bridge.run())
     await asyncio.wait_for(subscribing.wait(), 10)
     assert await ends_when_cancelled(task), "the bridge kept serving after it was cancelled"
+
+
+async def test_a_retained_stream_setpoint_is_refused_quoting_session_and_seq(
+    mosquitto: Broker,
+) -> None:
+    """mqtt-api.md: refusals on the setpoint topic quote "<session>:<seq>" when there is no
+    id; a retained one was refused with "id": null (review)."""
+    async with running_bridge(settings_for(mosquitto.port)) as daemon, \
+            observer(mosquitto.port) as client:
+        await client.subscribe(TOPICS.reply, 1)
+        await client.publish(TOPICS.setpoint, dumps(
+            {"v": 1, "session": "s9", "seq": 4, "kind": "position_ned", "north_m": 0,
+             "east_m": 0, "down_m": -3}), qos=1, retain=True)
+        reply = body(await next_message(client, TOPICS.reply))
+        assert (reply["id"], reply["code"]) == ("s9:4", "retained_refused")
+        assert daemon.received == []
+        await client.publish(TOPICS.setpoint, b"", qos=1, retain=True)
