@@ -171,7 +171,17 @@ class Recorder:
         try:
             self._writer.queue.put_nowait(item)
         except queue.Full:  # the disk is slower than the link: lose data, never time
-            self.dropped_batches += 1
+            if not isinstance(item, Start | Stop):
+                self.dropped_batches += 1
+                return
+            # A flight's start or end is never lost: it goes in past the bound (a few bytes;
+            # a dropped Start lost the whole flight, a dropped Stop merged the next one into
+            # it: review). queue.Queue's own lock and condition, as its put does.
+            q = self._writer.queue
+            with q.mutex:
+                q.queue.append(item)
+                q.unfinished_tasks += 1
+                q.not_empty.notify()
 
     # -- state.recorder ------------------------------------------------------------------
 
