@@ -350,7 +350,10 @@ class Runtime:
             log.warning("fc_link_stalled", unsent_bytes=abandoned, link=str(self.link.url))
         if self.recorder is not None:
             self.recorder.cycle(engine, now)
-        self.outputs.telemetry(self._telemetry_schedule, self.fc_input.telemetry, now)
+        if engine.fc_up:
+            self.outputs.telemetry(self._telemetry_schedule, self.fc_input.telemetry, now)
+        else:  # no telemetry from a lost FC: its last words went on repeating (review)
+            self.fc_input.telemetry.clear()
         if stale_text := self.fc_input.flush_stale(now):  # chunked STATUSTEXTs never finished
             self._dispatch(engine.handle_all(stale_text, now), now)
         period_s = self.notifier.watchdog_period_s

@@ -83,6 +83,10 @@ class TelemetryCache:
     def update(self, msg: Message) -> None:
         self._latest[msg.get_type()] = msg
 
+    def clear(self) -> None:
+        """The FC is lost: what it last said is not telemetry any more."""
+        self._latest.clear()
+
     def forget_local_position(self) -> None:
         """PX4 stops LOCAL_POSITION_NED when the estimate goes bad: stop reporting it too."""
         self._latest.pop("LOCAL_POSITION_NED", None)
