@@ -207,6 +207,8 @@ class MqttBridge:
             await asyncio.gather(publisher, return_exceptions=True)
             with contextlib.suppress(aiomqtt.MqttError, TimeoutError):
                 async with asyncio.timeout(2.0):
+                    if (state := self._outbox.final_state()) is not None:
+                        await self._publish(client, state)  # how it ended, then offline
                     await client.publish(
                         self.topics.availability, AVAILABILITY_OFFLINE, qos=1, retain=True)
             raise
@@ -262,6 +264,8 @@ class MqttBridge:
         except aiomqtt.MqttError:
             if item.topic == self.topics.state:
                 self._outbox.state_failed()
+            else:
+                self._outbox.failed(item, event=item.topic == self.topics.events)
             raise
 
     def _properties(self, item: Outbound) -> Properties | None:

@@ -126,6 +126,29 @@ class Outbox:
         """The last state publish did not complete: send it again when connected."""
         self._state_dirty = self._state is not None
 
+    def failed(self, item: Outbound, *, event: bool) -> None:
+        """A reply or event whose publish did not complete (the session ended under it):
+        first in line again for the next session, if there is room. It was already taken
+        out, and a reply lost there was counted nowhere (review); a duplicate after a
+        reconnect is what the client ignores."""
+        queue, limit = ((self._events, self._max_events) if event
+                        else (self._replies, self._max_replies))
+        if len(queue) >= limit:
+            if event:
+                self.stats.dropped_events += 1
+            else:
+                self.stats.dropped_replies += 1
+            return
+        queue.appendleft(item)
+
+    def final_state(self) -> Outbound | None:
+        """The state not sent yet, whatever its pacing: the last word before `offline`
+        (a clean stop once left the retained state saying `active`: review)."""
+        if not self._state_dirty:
+            return None
+        self._state_dirty = False
+        return self._state
+
     def next_due_s(self, now: float) -> float | None:
         """When `pop` will next have something (now, later, or None: wait for an offer)."""
         if self._replies or self._events or self._state_due(now):
