@@ -185,13 +185,18 @@ class Writer:
         tlog, journal = self._pre_tlog, self._pre_journal
         tlog.extend(batch.tlog)
         journal.extend(batch.journal)
+        # What is stamped after the newest came before a step back of the wall clock (a Pi
+        # without an RTC): out too, or nothing was ever dropped until the clock caught up
+        # (an hour's step kept 1.4 M frames: review).
         if tlog:
-            horizon_us = tlog[-1][0] - int(self.settings.pre_s * 1e6)
-            while tlog[0][0] < horizon_us:
+            newest_us = tlog[-1][0]
+            horizon_us = newest_us - int(self.settings.pre_s * 1e6)
+            while not horizon_us <= tlog[0][0] <= newest_us:
                 tlog.popleft()
         if journal:
-            horizon_s = journal[-1]["t"] - _JOURNAL_PRE_ROLL_S
-            while journal[0]["t"] < horizon_s:
+            newest_s = journal[-1]["t"]
+            horizon_s = newest_s - _JOURNAL_PRE_ROLL_S
+            while not horizon_s <= journal[0]["t"] <= newest_s:
                 journal.popleft()
 
     def _open(self, start: Start) -> None:

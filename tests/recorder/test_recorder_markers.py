@@ -13,6 +13,7 @@ from offboardd.mavlink.codec import MavlinkCodec, dialect
 from offboardd.recorder.recorder import Recorder
 from offboardd.recorder.settings import RecorderSettings
 from offboardd.recorder.store import list_flights
+from offboardd.recorder.writer import Batch, Writer
 
 
 def _frame(codec: MavlinkCodec) -> bytes:
@@ -88,3 +89,20 @@ def test_a_full_queue_never_merges_two_flights(
     flights = list_flights(tmp_path)
     assert len(flights) == 2, [f.name for f in flights]
 
+
+def test_pre_roll_stays_bounded_when_the_clock_steps_back(tmp_path: Path) -> None:
+    """Found by review: a wall clock stepped back an hour while disarmed (a Pi without an
+    RTC) made the pre-roll grow for as long as the step: nothing stamped after the newest
+    chunk was ever dropped (6,051 chunks, 242,040 frames after 10 min)."""
+    codec = MavlinkCodec(1, 191)
+    frame = _frame(codec)
+    w = Writer(RecorderSettings(dir=str(tmp_path), pre_s=5.0))  # (thread not started)
+    t_us = 2_000_000_000 * 10**6
+    for _ in range(100):  # 10 s at 0.1 s/batch before the step
+        t_us += 100_000
+        w._take(Batch(tlog=[(t_us, [frame] * 40)]))
+    t_us -= 3600 * 10**6  # the clock steps back one hour
+    for _ in range(6000):  # 10 minutes
+        t_us += 100_000
+        w._take(Batch(tlog=[(t_us, [frame] * 40)]))
+    assert len(w._pre_tlog) <= 60, len(w._pre_tlog)  # ~5 s of 10 chunks/s
