@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+MAX_COMMANDERS = 32  # commanders a flight's summary names (the first ones)
+
 
 @dataclass
 class FlightSummary:
@@ -45,7 +47,10 @@ class FlightSummary:
         elif kind == "command":
             self.commands += 1
             commander = record.get("commander")
-            if isinstance(commander, str) and commander not in self.commanders:
+            if (isinstance(commander, str) and len(self.commanders) < MAX_COMMANDERS
+                    and commander not in self.commanders):
+                # the first few name the flight; 20,000 rotating reply routes once cost the
+                # writer 1.6 s of CPU and filled summary.json (review)
                 self.commanders.append(commander)
         elif kind == "reply" and record.get("ok") is False:
             self.refused += 1

@@ -13,6 +13,7 @@ from offboardd.mavlink.codec import MavlinkCodec, dialect
 from offboardd.recorder.recorder import Recorder
 from offboardd.recorder.settings import RecorderSettings
 from offboardd.recorder.store import list_flights
+from offboardd.recorder.summary import MAX_COMMANDERS, FlightSummary
 from offboardd.recorder.writer import Batch, Writer
 
 
@@ -106,3 +107,13 @@ def test_pre_roll_stays_bounded_when_the_clock_steps_back(tmp_path: Path) -> Non
         t_us += 100_000
         w._take(Batch(tlog=[(t_us, [frame] * 40)]))
     assert len(w._pre_tlog) <= 60, len(w._pre_tlog)  # ~5 s of 10 chunks/s
+
+
+def test_a_flights_summary_names_a_bounded_number_of_commanders() -> None:
+    """Found by review: every command's reply route went into the summary's list, scanned
+    per record: 20,000 rotating routes cost the writer 1.6 s of CPU and filled
+    summary.json and every `flights` reply."""
+    s = FlightSummary()
+    for i in range(20_000):
+        s.add({"t": 1.0, "kind": "command", "commander": f"offboardd/v1/reply/req-{i:08d}"})
+    assert len(s.commanders) == MAX_COMMANDERS and s.commands == 20_000
