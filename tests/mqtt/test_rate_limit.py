@@ -155,3 +155,22 @@ def test_a_busy_commanders_bucket_is_never_the_one_forgotten() -> None:
     for i in range(20):  # a flooder rotating its response topic
         rates.admit((f"rot/{i}", Lane.CMD), 0.0)
         assert rates.admit(busy, 0.0) is not Admit.ACCEPT  # its empty bucket is kept
+
+
+async def test_rotating_response_topics_meet_one_rate_for_all(mosquitto: Broker) -> None:
+    """Found by review: the buckets are per reply route, and an MQTT 5 client names its
+    response topic per message: with a fresh one each time every command met a full
+    bucket (20,000 in one instant, all accepted). All routes together now share four
+    commanders' worth, the lease holder's and the safety commands apart."""
+    config = DaemonConfig(
+        mavlink=MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{free_port()}")),
+        mqtt=dataclasses.replace(settings_for(mosquitto.port), vehicle_id="flood"))
+    async with serving(config, mqtt=True) as runtime, observer(mosquitto.port) as flooder:
+        for i in range(600):
+            await flooder.publish(T.cmd, dumps({"v": 1, "id": f"r{i}", "cmd": "heartbeat"}),
+                                  qos=0, properties=request_properties(f"rot/{i}", b"x"))
+        await flooder.publish(T.cmd, dumps({"v": 1, "id": "last", "cmd": "heartbeat"}),
+                              qos=1, properties=request_properties("rot/last", b"x"))
+        await asyncio.sleep(1.0)
+        turned_away = runtime.all_rates.refused + runtime.all_rates.dropped
+        assert turned_away >= 350, turned_away  # at most a burst of 160 and 80/s went on
