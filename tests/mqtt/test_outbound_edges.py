@@ -81,12 +81,8 @@ async def test_retained_state_after_a_clean_stop_is_the_final_state(mosquitto: B
         await asyncio.sleep(1.0)
         collector.cancel()
         await spy_cm.__aexit__(None, None, None)
-        print("events seen live:", [(e.get("kind"), e.get("phase")) for e in events][-4:])
     got = await _retained(mosquitto.port, [T.state, T.availability])
     state: dict[str, Any] = json.loads(got[T.state])
-    print(f"engine's last phase={final_phase}; retained: availability="
-          f"{got.get(T.availability)!r} phase={state['phase']} in_control="
-          f"{state['in_control']} streaming={state['streaming']}")
     assert got[T.availability] == b"offline"
     assert state["phase"] == final_phase, (state["phase"], final_phase)
 
@@ -150,8 +146,6 @@ async def test_a_reply_underway_when_the_session_ends_is_sent_after_reconnect(
                 if bridge.connect_count > connects:
                     break
                 await asyncio.sleep(0.1)
-            print(f"received={len(daemon.received)} reconnected={bridge.connect_count > connects}"
-                  f" outbox={len(bridge._outbox)} stats={bridge.outbox_stats}")
             got = []
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(5):
