@@ -22,6 +22,7 @@ from offboardd.sim import SimConfig, SimServer
 from tests.conftest import Broker, free_port
 from tests.integration.harness import serving
 from tests.mqtt.helpers import observer, settings_for
+from tests.mqtt.test_e2e_sim import stack
 
 pytestmark = pytest.mark.integration
 VEHICLE = "vehicle1"
@@ -165,45 +166,38 @@ async def test_telemetry_stops_when_the_fc_link_is_lost(mosquitto: Broker) -> No
     blanks what the FC last said (docs/mqtt-api.md, Outbound payloads); telemetry/<kind>
     carries no timestamp, so republishing the last cached value at the configured rate
     tells every subscriber that the vehicle sits there, with that battery, indefinitely."""
-    port = free_port()
-    sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light")
-    async with SimServer(sim_config) as sim:
-        config = DaemonConfig(
-            mavlink=MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{port}")),
-            mqtt=settings_for(mosquitto.port, "5", vehicle_id=VEHICLE),
-        )
-        async with serving(config, mqtt=True) as runtime, observer(mosquitto.port) as spy:
-            await spy.subscribe(T.telemetry("position"), 0)
-            await spy.subscribe(T.telemetry("battery"), 0)
-            await spy.subscribe(T.state, 1)
-            engine = runtime.engine
-            assert engine is not None
-            for _ in range(100):
-                if engine.fc_up and runtime.fc_input.telemetry.document("position"):
-                    break
-                await asyncio.sleep(0.1)
-            sim.drop_link()
-            for _ in range(100):
-                if not engine.fc_up:
-                    break
-                await asyncio.sleep(0.1)
-            assert not engine.fc_up
-            # Messages arrive in order: what was published before the loss comes before
-            # the first state saying so; count only what follows it (4 s of it).
-            counts: dict[str, int] = {}
-            lost_seen_s: float | None = None
-            loop = asyncio.get_running_loop()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(10):
-                    async for m in spy.messages:
-                        if str(m.topic) == T.state:
-                            doc = json.loads(m.payload)
-                            if doc.get("fc_link") == "lost" and lost_seen_s is None:
-                                lost_seen_s = loop.time()
-                        elif lost_seen_s is not None:
-                            counts[str(m.topic)] = counts.get(str(m.topic), 0) + 1
-                        if lost_seen_s is not None and loop.time() - lost_seen_s > 4.0:
-                            break
-            assert lost_seen_s is not None
-            assert not counts, counts
+    async with stack(mosquitto) as st, observer(mosquitto.port) as spy:
+        sim, runtime = st.sim, st.runtime
+        await spy.subscribe(T.telemetry("position"), 0)
+        await spy.subscribe(T.telemetry("battery"), 0)
+        await spy.subscribe(T.state, 1)
+        engine = runtime.engine
+        assert engine is not None
+        for _ in range(100):
+            if engine.fc_up and runtime.fc_input.telemetry.document("position"):
+                break
+            await asyncio.sleep(0.1)
+        sim.drop_link()
+        for _ in range(100):
+            if not engine.fc_up:
+                break
+            await asyncio.sleep(0.1)
+        assert not engine.fc_up
+        # Messages arrive in order: what was published before the loss comes before
+        # the first state saying so; count only what follows it (4 s of it).
+        counts: dict[str, int] = {}
+        lost_seen_s: float | None = None
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(10):
+                async for m in spy.messages:
+                    if str(m.topic) == T.state:
+                        doc = json.loads(m.payload)
+                        if doc.get("fc_link") == "lost" and lost_seen_s is None:
+                            lost_seen_s = loop.time()
+                    elif lost_seen_s is not None:
+                        counts[str(m.topic)] = counts.get(str(m.topic), 0) + 1
+                    if lost_seen_s is not None and loop.time() - lost_seen_s > 4.0:
+                        break
+        assert lost_seen_s is not None
+        assert not counts, counts
