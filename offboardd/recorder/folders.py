@@ -44,7 +44,16 @@ def flight_folders(root: Path) -> list[Path]:
         entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
     except FileNotFoundError:
         return []
-    return sorted(entries, key=lambda p: p.name)
+    return sorted(entries, key=_start_order)
+
+
+def _start_order(folder: Path) -> tuple[str, int]:
+    """A folder's name, its unique_folder suffix as a number: `…Z-10` after `…Z-2` (as
+    text it came first, and `latest` and pruning picked the wrong flight: review)."""
+    base, _, suffix = folder.name.rpartition("-")
+    if base and suffix.isdigit() and len(suffix) <= 4:
+        return base, int(suffix)
+    return folder.name, 1
 
 
 def folder_bytes(folder: Path) -> int:

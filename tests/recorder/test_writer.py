@@ -231,3 +231,14 @@ async def test_flights_queries_run_two_at_a_time(tmp_path: Path) -> None:
     await asyncio.wait_for(all_in.wait(), 5)
     assert [r["ok"] for r in replies[1:]] == [True, True]
     assert replies[1]["message"] == f"1 flights in {tmp_path}"
+
+
+def test_flights_started_in_one_second_sort_in_start_order(tmp_path: Path) -> None:
+    """Found by review: `…Z-10` sorted before `…Z-2` as text, so `latest` and pruning
+    picked the wrong flight when many started within one second."""
+    made = []
+    for _ in range(12):
+        folder = folders.unique_folder(tmp_path, "2026-11-27T10-47-00Z")
+        folder.mkdir()
+        made.append(folder.name)
+    assert [f.name for f in folders.flight_folders(tmp_path)] == made
