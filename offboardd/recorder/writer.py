@@ -233,6 +233,11 @@ class Writer:
         if not flight.unsynced or flight.stopped:
             return
         flight.flush()
+        if os.fstat(flight.tlog.fileno()).st_nlink == 0:  # one fstat per hand-over
+            # its folder was removed under it (an operator's cleanup): what is written goes
+            # nowhere, and nothing said so until the flight ended (review)
+            self._fail(f"the flight's files were removed ({flight.folder})")
+            return
         took_ms = round((time.monotonic() - started_s) * 1e3, 1)
         self.status = dataclasses.replace(self.status, flight_bytes=flight.bytes,
                                           sync_max_ms=max(self.status.sync_max_ms, took_ms))

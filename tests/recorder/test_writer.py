@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import shutil
 import struct
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from offboardd.errors import ConfigError
 from offboardd.mavlink.codec import MavlinkCodec, dialect
 from offboardd.recorder import folders
+from offboardd.recorder import writer as writer_mod
 from offboardd.recorder.settings import RecorderSettings, flights_root
 from offboardd.recorder.store import find_flight, list_flights, read_journal, read_tlog
 from offboardd.recorder.summary import FlightSummary
@@ -242,3 +244,31 @@ def test_flights_started_in_one_second_sort_in_start_order(tmp_path: Path) -> No
         folder.mkdir()
         made.append(folder.name)
     assert [f.name for f in folders.flight_folders(tmp_path)] == made
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced_by_file"])
+def test_flights_folder_gone_mid_flight_is_reported(tmp_path: Path, how: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by review: the flights folder removed mid-flight (an operator's cleanup, rm -rf)
+    left the writer writing into unlinked files with state.recorder.error None until the
+    flight ended. docs/recorder.md: state.recorder.error says why recording stopped."""
+    monkeypatch.setattr(writer_mod, "_BUDGET_CHECK_S", 0.1)
+    root = tmp_path / "flights"
+    w = Writer(RecorderSettings(dir=str(root)))
+    w.start()
+    w.queue.put(Start("2026-01-01T00-00-00Z"))
+    w.queue.put(Batch(journal=[{"t": time.time(), "kind": "fc"}]))
+    time.sleep(0.3)
+    shutil.rmtree(root)
+    if how == "replaced_by_file":
+        root.write_text("x")
+    for _ in range(20):
+        w.queue.put(Batch(journal=[{"t": time.time(), "kind": "sample"}],
+                          tlog=[(int(time.time() * 1e6), [b"\xfd" + b"\x00" * 20])]))
+        time.sleep(0.05)
+    time.sleep(0.5)
+    status = w.status
+    w.queue.put(Stop(0))
+    w.queue.put(Close(0))
+    assert w.join(5.0)
+    assert status.error is not None and "removed" in status.error, status
