@@ -474,8 +474,12 @@ class OffboardClient:
                 async with asyncio.timeout(wait_s):  # not wait_for: see offboardd.aio
                     return await future
             except TimeoutError:
+                given_up = ("; the engage is given up (released)"
+                            if doc.get("cmd") == "engage" or doc.get("engage") is True
+                            else "")
                 raise ReplyTimeout(f"no reply to {doc.get('cmd')} {command_id} within "
-                                   f"{wait_s} s (is offboardd running?)") from None
+                                   f"{wait_s} s (is offboardd running? is the timeout long "
+                                   f"enough?){given_up}") from None
         finally:
             self.inbox.pending.pop(command_id, None)
 
