@@ -38,7 +38,7 @@ from offboardd.mavlink.frame_layout import (
     frame_shape,
     next_magic,
 )
-from offboardd.mavlink.lean import LeanDecoder
+from offboardd.mavlink.lean import LeanDecoder, crc_matches
 from offboardd.mavlink.lean import mcrf4xx as _mcrf4xx
 from offboardd.mavlink.signing import SignatureChecker
 
@@ -141,7 +141,7 @@ class MavlinkCodec:
         # Each known id's CRC_EXTRA, to check a frame's CRC in C before pymavlink decodes it:
         # a frame pymavlink refuses costs it ~25 us in exceptions, and a flood of crafted
         # bad frames ("FE 00" repeated: a MAVLink 1 header every two bytes) then stalled
-        # the stream for seconds (review; tests/mavlink/test_codec_flood.py).
+        # the stream for seconds (review; tests/integration/test_udp_garbage_flood.py).
         self._crc_extra = {msg_id: bytes((cls.crc_extra,))
                            for msg_id, cls in dialect.mavlink_map.items()}
         self._buf = bytearray()
@@ -373,8 +373,7 @@ class MavlinkCodec:
         if _mcrf4xx is None:
             return True
         crc_at = (HEADER_LEN_V2 if frame[0] == MAGIC_V2 else HEADER_LEN_V1) + frame[1]
-        crc = _mcrf4xx(bytes(frame[1:crc_at]) + self._crc_extra[msg_id], 0xFFFF)
-        return bool(crc == frame[crc_at] | (frame[crc_at + 1] << 8))
+        return crc_matches(frame, crc_at, self._crc_extra[msg_id])
 
     def _decode_frame(self, frame: bytes | bytearray, msg_id: int) -> Message | None:
         """The message in a whole frame of a known id, or None (counted) when it is bad."""

@@ -36,6 +36,13 @@ _CRC = struct.Struct("<H")
 mcrf4xx: Any = getattr(slim_dialect, "mcrf4xx", None)
 
 
+def crc_matches(frame: bytes | bytearray, crc_at: int, crc_extra: bytes) -> bool:
+    """Whether the CRC stored at `crc_at` is the frame's (its bytes after the magic, then
+    the message's CRC_EXTRA); needs fastcrc (`mcrf4xx` not None)."""
+    return bool(mcrf4xx(bytes(frame[1:crc_at]) + crc_extra, 0xFFFF)
+                == _CRC.unpack_from(frame, crc_at)[0])
+
+
 class _LeanMethods:
     """The part of pymavlink's message interface the daemon uses."""
 
@@ -113,8 +120,7 @@ class LeanDecoder:
         crc_at = HEADER_LEN_V2 + payload_len
         if len(frame) != crc_at + CRC_LEN + (SIGNATURE_LEN if frame[2] & IFLAG_SIGNED else 0):
             return None
-        crc = mcrf4xx(bytes(frame[1:crc_at]) + layout.crc_extra, 0xFFFF)
-        if crc != _CRC.unpack_from(frame, crc_at)[0]:
+        if not crc_matches(frame, crc_at, layout.crc_extra):
             return None
         payload = bytes(frame[HEADER_LEN_V2:crc_at])
         size = layout.size
