@@ -51,27 +51,31 @@ class FcInput:
             # bytes can vouch for it.
             self.codec.reset()
         from_fc = False
+        target = self.fc_target
         for msg in messages:
-            if self.fc_system_id and msg.get_srcSystem() != self.fc_system_id:
+            source = (msg.get_srcSystem(), msg.get_srcComponent())
+            if self.fc_system_id and source[0] != self.fc_system_id:
                 continue
-            from_fc = from_fc or self._from_fc(msg)
+            # The autopilot followed (once there is one): it vouches for its sender, and the
+            # telemetry is its own, not its gimbal's attitude.
+            ours = target is None or source == target
+            from_fc = from_fc or (source == target if target is not None
+                                  else self._autopilot_heartbeat(msg))
             try:
-                self._on_message(msg, now)
+                self._on_message(msg, now, ours)
             except Exception:  # a bug must not take the FC link down mid-flight
                 self._on_error(msg)
         return from_fc
 
-    def _from_fc(self, msg: Message) -> bool:
-        """From the autopilot the engine follows; before it follows one, an autopilot's
+    @staticmethod
+    def _autopilot_heartbeat(msg: Message) -> bool:
+        """Before the engine follows an autopilot, what vouches for a sender: an autopilot's
         HEARTBEAT (a GCS or a companion heartbeats with autopilot INVALID)."""
-        if self.fc_target is not None:
-            return (msg.get_srcSystem(), msg.get_srcComponent()) == self.fc_target
         return msg.get_type() == "HEARTBEAT" and bool(msg.autopilot != MAV_AUTOPILOT_INVALID)
 
-    def _on_message(self, msg: Message, now: float) -> None:
-        target = self.fc_target
-        if target is None or (msg.get_srcSystem(), msg.get_srcComponent()) == target:
-            self.telemetry.update(msg)  # the vehicle's telemetry: not its gimbal's attitude
+    def _on_message(self, msg: Message, now: float, ours: bool) -> None:
+        if ours:
+            self.telemetry.update(msg)
         if self._relay is not None and self._relay.wants_mavlink(msg.get_type()):
             self._relay.relay_mavlink(msg.get_type(), message_document(msg))
         self._pending.extend(self.translator.events(msg, now))

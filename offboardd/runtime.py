@@ -315,13 +315,9 @@ class Runtime:
             self.link.drop_unsent()
         # Whose frames vouch for a UDP sender (fc_input.py): the FC we follow, else (lost)
         # the PX4 we followed before, the only one adopted again (vehicle.py).
-        target = vehicle.target
-        if target is not None:
-            self.fc_input.fc_target = (target.system_id, target.component_id)
-        elif vehicle.px4_system is not None and vehicle.px4_component is not None:
-            self.fc_input.fc_target = (vehicle.px4_system, vehicle.px4_component)
-        else:
-            self.fc_input.fc_target = None
+        source = vehicle.target or vehicle.px4
+        self.fc_input.fc_target = (None if source is None
+                                   else (source.system_id, source.component_id))
         self._dispatch(actions, now)
         if (vehicle.custom_mode, vehicle.armed, vehicle.landed_state) != before:
             # Subscribers see the FC's mode, arming and landing at once, not a second later.

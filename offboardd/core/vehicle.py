@@ -61,10 +61,9 @@ class VehicleState:
     def __init__(self, estimate_timeout_s: float) -> None:
         self.estimate_timeout_s = estimate_timeout_s
         self.target: Target | None = None  # the autopilot we follow (first one heard)
-        # The first PX4 system followed, kept for the run: after an FC loss only it is
+        # The first PX4 autopilot followed, kept for the run: after an FC loss only it is
         # adopted again, never another vehicle on a shared radio (found by review).
-        self.px4_system: int | None = None
-        self.px4_component: int | None = None  # (its autopilot's component: 1 on PX4)
+        self.px4: Target | None = None
         self.foreign_px4_systems: set[int] = set()  # other PX4s heard (warned of, once)
         self.autopilot: int | None = None
         self.custom_mode: int | None = None  # latest of HEARTBEAT / CURRENT_MODE
@@ -85,6 +84,10 @@ class VehicleState:
 
     # -- folding ---------------------------------------------------------------------------
 
+    @property
+    def px4_system(self) -> int | None:
+        return None if self.px4 is None else self.px4.system_id
+
     def accepts(self, event: FcMessageEvent) -> bool:
         """Is this event from our autopilot (its system and component)? A first autopilot
         heartbeat adopts its sender; GCS and companion heartbeats (autopilot INVALID) never
@@ -93,7 +96,7 @@ class VehicleState:
             if event.autopilot == MAV_AUTOPILOT_INVALID:
                 return False
             source = Target(event.source_system, event.source_component)
-            if self.px4_system is not None and event.source_system != self.px4_system:
+            if self.px4 is not None and event.source_system != self.px4.system_id:
                 if event.autopilot == MAV_AUTOPILOT_PX4:
                     self.foreign_px4_systems.add(event.source_system)
                 return False
@@ -105,7 +108,7 @@ class VehicleState:
             ):
                 self.target = source
             if event.autopilot == MAV_AUTOPILOT_PX4 and source == self.target:
-                self.px4_system, self.px4_component = source.system_id, source.component_id
+                self.px4 = source
             return (event.source_system, event.source_component) == (
                 self.target.system_id,
                 self.target.component_id,
