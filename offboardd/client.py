@@ -78,6 +78,7 @@ from offboardd.mqtt.client_types import (
 )
 from offboardd.mqtt.connection import PahoErrors, client_options, explain
 from offboardd.mqtt.control_watch import ControlLost
+from offboardd.mqtt.rates import SAFETY_KINDS
 from offboardd.mqtt.schema import encode_command, encode_stream_setpoint
 from offboardd.mqtt.tls import TlsSettings
 from offboardd.mqtt.topics import Topics
@@ -90,8 +91,9 @@ __all__ = ["ClientError", "CommandRefused", "ConnectFailed", "ControlLost", "Mot
 # The daemon publishes `state` every second: this long without one while we fly, and the
 # network or the broker has stalled (control_watch.on_silence).
 STATE_SILENCE_S = 3.0
-# Commands that stop or hand back the vehicle: sent even after control was lost.
-_ALWAYS_SENT = frozenset({"release", "hold", "land", "rtl", "emergency_stop", "disarm"})
+# Commands that stop or hand back the vehicle (the daemon's safety lane, and disarm): sent
+# even after control was lost.
+_ALWAYS_SENT = SAFETY_KINDS | {"disarm"}
 
 
 class OffboardClient:
@@ -330,9 +332,8 @@ class OffboardClient:
         """Tell the daemon to drop an engage whose outcome we will not wait for."""
         command = Release(self.new_command_id())
         with contextlib.suppress(aiomqtt.MqttError):
-            await self._mqtt.publish(self.topics.cmd, encode_document(encode_command(command)),
-                                     qos=1, properties=self._request_properties(
-                                         command.command_id))
+            await self._publish(self.topics.cmd, encode_document(encode_command(command)),
+                                qos=1, properties=self._request_properties(command.command_id))
 
     async def _token_for(self, *, engage: bool, resume: bool) -> str | None:
         """The token a command quotes. `resume`: the daemon's, waiting for the retained

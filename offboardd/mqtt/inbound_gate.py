@@ -26,13 +26,7 @@ from offboardd.mqtt.queries import Query
 from offboardd.mqtt.rates import Admit, CommanderRates, Lane
 from offboardd.mqtt.settings import MqttSettings
 from offboardd.mqtt.topics import Topics, valid_publish_topic
-from offboardd.mqtt.wire import (
-    MqttErrorCode,
-    Rejection,
-    ReplyRoute,
-    peek_id_bytes,
-    stream_id_bytes,
-)
+from offboardd.mqtt.wire import MqttErrorCode, Rejection, ReplyRoute, peek_id_bytes
 
 log = structlog.get_logger("offboardd.mqtt")
 _ALL_ROUTES = ("*", Lane.REFUSED)  # the log lines' one bucket
@@ -83,9 +77,8 @@ class InboundGate:
         if retain and not payload:
             return  # someone clearing a stray retained command: nothing to act on or refuse
         if retain:
-            command_id = peek_id_bytes(payload, max_bytes=max_bytes)
-            if command_id is None and channel == "setpoint":  # as its refusals are quoted
-                command_id = stream_id_bytes(payload, max_bytes=max_bytes)
+            command_id = peek_id_bytes(payload, max_bytes=max_bytes,
+                                       stream=channel == "setpoint")
             self._refuse(channel, route, Rejection(
                 MqttErrorCode.RETAINED_REFUSED,
                 "retained messages are never acted on; publish commands with retain=false "

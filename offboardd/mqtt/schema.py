@@ -57,7 +57,14 @@ from offboardd.mqtt.schema_fields import (
 )
 from offboardd.mqtt.schema_motion import MOTION_FIELDS, decode_motion, encode_motion
 from offboardd.mqtt.schema_setpoints import SETPOINT_TABLE, setpoint_from_wire, setpoint_to_wire
-from offboardd.mqtt.wire import SCHEMA_VERSION, MqttErrorCode, Rejection, load_document, peek_id
+from offboardd.mqtt.wire import (
+    SCHEMA_VERSION,
+    MqttErrorCode,
+    Rejection,
+    load_document,
+    peek_id,
+    stream_id,
+)
 
 _VERSION = choice("v", SCHEMA_VERSION, wrong=MqttErrorCode.UNSUPPORTED_VERSION)
 _ID_CHARS, _SESSION_CHARS = 128, 64
@@ -148,8 +155,7 @@ class ReplayGuard:
             # forgotten, not retired: it may still be alive, and if it comes back it
             # starts over
             forgotten_session, _ = self._current.pop(next(iter(self._current)))
-            if self._owner.get(forgotten_session) is not None:
-                del self._owner[forgotten_session]
+            self._owner.pop(forgotten_session, None)
         self._current[commander] = (session, seq)
         self._owner[session] = commander
         return None
@@ -270,7 +276,8 @@ class CommandDecoder:
 def _stream_id(envelope: dict[str, Any]) -> str:
     """A stream setpoint's optional `id`, else "<session>:<seq>" (what replies quote)."""
     command_id: str | None = envelope["id"]
-    return command_id if command_id is not None else f"{envelope['session']}:{envelope['seq']}"
+    return command_id if command_id is not None else stream_id(envelope["session"],
+                                                              envelope["seq"])
 
 
 def _kind_rejection(kind: object, command_id: str | None, where: str) -> Rejection:

@@ -147,23 +147,23 @@ def peek_id(doc: object) -> str | None:
     return None
 
 
-def peek_id_bytes(payload: bytes, *, max_bytes: int) -> str | None:
+def peek_id_bytes(payload: bytes, *, max_bytes: int, stream: bool = False) -> str | None:
+    """The id a refusal of `payload` quotes. `stream`: a setpoint-topic message, whose id
+    without an `id` is "<session>:<seq>" (a retained one was refused with "id": null:
+    review)."""
     loaded = load_document(payload, max_bytes=max_bytes)
     if isinstance(loaded, Rejection):
         return loaded.command_id
-    return peek_id(loaded)
-
-
-def stream_id_bytes(payload: bytes, *, max_bytes: int) -> str | None:
-    """A stream setpoint's "<session>:<seq>", what its refusals quote when it has no `id`
-    (a retained one was refused with "id": null: review)."""
-    loaded = load_document(payload, max_bytes=max_bytes)
-    if isinstance(loaded, Rejection):
-        return None
+    command_id = peek_id(loaded)
     session, seq = loaded.get("session"), loaded.get("seq")
-    if isinstance(session, str) and type(seq) is int:
-        return f"{session}:{seq}"
-    return None
+    if command_id is None and stream and isinstance(session, str) and type(seq) is int:
+        return stream_id(session, seq)
+    return command_id
+
+
+def stream_id(session: str, seq: int) -> str:
+    """What a refusal quotes for a setpoint-topic message without an `id`."""
+    return f"{session}:{seq}"
 
 
 def to_jsonable(value: Any) -> Any:
