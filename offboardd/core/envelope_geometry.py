@@ -18,9 +18,9 @@ import math
 from dataclasses import dataclass
 
 from offboardd.core.envelope_settings import EnvelopeSettings, PolygonFrame
+from offboardd.core.geo import offset_m
 from offboardd.core.reasons import Reason
 
-EARTH_RADIUS_M = 6_371_000.0
 Vec3 = tuple[float, float, float]
 _EPS = 1e-9
 
@@ -38,9 +38,7 @@ class Home:
 
     def to_local(self, lat_deg: float, lon_deg: float) -> tuple[float, float]:
         """(north_m, east_m) in the local frame of a WGS84 point."""
-        north = math.radians(lat_deg - self.lat_deg) * EARTH_RADIUS_M
-        dlon = (lon_deg - self.lon_deg + 180.0) % 360.0 - 180.0  # across the antimeridian
-        east = math.radians(dlon) * EARTH_RADIUS_M * math.cos(math.radians(self.lat_deg))
+        north, east = offset_m(self.lat_deg, self.lon_deg, lat_deg, lon_deg)
         return self.north_m + north, self.east_m + east
 
     def altitude_m(self, down_m: float) -> float:

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, fields
 from enum import StrEnum
 
+from offboardd.core.geo import offset_m
 from offboardd.core.settings_checks import coerce_choice
 from offboardd.errors import ConfigError
 
@@ -191,9 +192,8 @@ def _check_polygon_shape(vertices: list[tuple[float, float]], frame: PolygonFram
     and 'GPS corners read as metres' fences were accepted), its edges never crossing (a
     bow-tie has no inside to speak of)."""
     if frame is PolygonFrame.GLOBAL:  # metres about the first vertex: enough for a size
-        lat0 = math.radians(vertices[0][0])
-        xy = [((a - vertices[0][0]) * _M_PER_DEG, (b - vertices[0][1]) * _M_PER_DEG
-               * math.cos(lat0)) for a, b in vertices]
+        lat0, lon0 = vertices[0]
+        xy = [offset_m(lat0, lon0, a, b) for a, b in vertices]
     else:
         xy = vertices
     n = len(xy)
@@ -224,8 +224,6 @@ def _segments_cross(p1: tuple[float, float], p2: tuple[float, float],
     d3, d4 = side(p1, p2, q1), side(p1, p2, q2)
     return d1 * d2 < 0 and d3 * d4 < 0
 
-
-_M_PER_DEG = 111_320.0
 
 
 def _range(
