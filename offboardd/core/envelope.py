@@ -6,8 +6,9 @@ Three entry points, all pure (time and vehicle state come in):
   PositionVelocityNed, GlobalPosition): a position outside the fence is rejected, never
   moved. Returns a `Verdict` naming every limit that applied.
 - `shape(setpoint, vehicle, now)`, at every stream tick: velocity and acceleration
-  setpoints (and PositionVelocityNed's velocity feed-forward) are limited against the
-  vehicle's current position and velocity so it stops `stop_margin_m` inside the fence
+  setpoints (and PositionVelocityNed's velocity feed-forward, its acceleration
+  feed-forward with it) are limited against the vehicle's current position and velocity
+  so it stops `stop_margin_m` inside the fence
   (approach speed towards each face capped at sqrt(2 a (d - margin)), the speed from
   which braking at `max_acceleration_m_s2` stops in time); body-frame velocity is
   rotated by the current heading first. Acceleration setpoints are also held to the
@@ -302,8 +303,12 @@ class Envelope:
             forward, right = c * capped[0] + s * capped[1], -s * capped[0] + c * capped[1]
             return dataclasses.replace(sp, forward_m_s=forward, right_m_s=right,
                                        down_m_s=capped[2]), why  # fmt: skip
-        return dataclasses.replace(sp, north_m_s=capped[0], east_m_s=capped[1],
-                                   down_m_s=capped[2]), why  # fmt: skip
+        shaped = dataclasses.replace(sp, north_m_s=capped[0], east_m_s=capped[1],
+                                     down_m_s=capped[2])  # fmt: skip
+        if isinstance(shaped, PositionVelocityNed):
+            binding = [n for n, cap, _ in ceilings if dot(v, n) > cap - _SAME]
+            shaped = _braking_feed_forward(shaped, binding, ok)
+        return shaped, why
 
     def _shape_acceleration(
         self, sp: AccelerationNed, vel: Vec3, ceilings: list[tuple[Vec3, float, Boundary]]
@@ -373,11 +378,33 @@ def _motionless(sp: Setpoint) -> Setpoint:
     """The same kind of setpoint with every motion component zero (yaw kept)."""
     if isinstance(sp, VelocityBody):
         return dataclasses.replace(sp, forward_m_s=0.0, right_m_s=0.0, down_m_s=0.0)
-    if isinstance(sp, VelocityNed | PositionVelocityNed):
+    if isinstance(sp, PositionVelocityNed):
+        still = dataclasses.replace(sp, north_m_s=0.0, east_m_s=0.0, down_m_s=0.0)
+        return _braking_feed_forward(still, [], converged=False)
+    if isinstance(sp, VelocityNed):
         return dataclasses.replace(sp, north_m_s=0.0, east_m_s=0.0, down_m_s=0.0)
     if isinstance(sp, AccelerationNed):
         return dataclasses.replace(sp, north_m_s2=0.0, east_m_s2=0.0, down_m_s2=0.0)
     return sp
+
+
+def _braking_feed_forward(sp: PositionVelocityNed, binding: list[Vec3], converged: bool
+                          ) -> PositionVelocityNed:
+    """`sp` with its acceleration feed-forward kept only where it does not push on a face
+    whose stop speed binds (`binding`: the faces' outward normals): PX4 adds the
+    feed-forward to its own loop's output, so a planned motion's 2 m/s² outward would
+    outrun the capped velocity (review). Braking (inward) and along-the-fence parts stay.
+    Not `converged` (no velocity could satisfy every face, or no position to judge by):
+    no acceleration at all."""
+    if sp.north_m_s2 is None or sp.east_m_s2 is None or sp.down_m_s2 is None:
+        return sp
+    a: Vec3 = (sp.north_m_s2, sp.east_m_s2, sp.down_m_s2)
+    kept, ok = cap_along(a, [(n, 0.0) for n in binding])
+    if not (converged and ok):
+        kept = (0.0, 0.0, 0.0)
+    if kept == a:
+        return sp
+    return dataclasses.replace(sp, north_m_s2=kept[0], east_m_s2=kept[1], down_m_s2=kept[2])
 
 
 def _within_norm(a: Vec3, braking: Vec3, limit: float) -> Vec3:

@@ -5,6 +5,7 @@ stream becomes a position on the line, which PX4's position loop brakes to and h
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from offboardd.core.envelope import FENCE_HOLD_ZONE_M, PX4_VELOCITY_LAG_S, Envelope
@@ -13,7 +14,7 @@ from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAttitude, FcHeartbeat, FcHomePosition, FcLocalPosition
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Reason
-from offboardd.core.setpoints import PositionNed, VelocityBody, VelocityNed
+from offboardd.core.setpoints import PositionNed, PositionVelocityNed, VelocityBody, VelocityNed
 from offboardd.core.vehicle import VehicleState
 
 from .bench import FC
@@ -75,3 +76,43 @@ def test_far_outside_the_fence_an_outward_velocity_holds_where_the_vehicle_is() 
     assert sp == VelocityNed(0.0, 0.0, 0.0) and why is not None
     back, why = env.shape(VelocityNed(-1.0, 0.0, 0.0), vehicle_at(100.0, 0.0), 1.0)
     assert back == VelocityNed(-1.0, 0.0, 0.0) and why is None  # flying back in: as asked
+
+
+def test_a_limited_feed_forward_loses_its_outward_acceleration_too() -> None:
+    """Found by review (session 24, left out then): a motion streams position + velocity +
+    acceleration feed-forward; near the fence the velocity was capped but the acceleration
+    still pushed outward at the profile's 2 m/s², which PX4 adds to its own loop's output.
+    Along a face whose stop speed binds, the acceleration keeps only its braking part;
+    along the fence it is kept."""
+    env = fence()
+    asked = PositionVelocityNed(5.0, 0.0, -5.0, 3.0, 1.0, 0.0,
+                                north_m_s2=2.0, east_m_s2=0.5, down_m_s2=0.0)
+    sp, why = env.shape(asked, vehicle_at(5.0, 1.5), 1.0)
+    assert isinstance(sp, PositionVelocityNed) and why is not None
+    assert sp.north_m_s < 3.0  # the velocity was capped (5 m: 2 m short of the stop line)
+    assert sp.north_m_s2 == 0.0 and sp.east_m_s2 == 0.5 and sp.down_m_s2 == 0.0
+    braking = dataclasses.replace(asked, north_m_s2=-1.0)
+    kept, _ = env.shape(braking, vehicle_at(5.0, 1.5), 1.0)
+    assert isinstance(kept, PositionVelocityNed) and kept.north_m_s2 == -1.0
+
+
+def test_a_feed_forward_within_the_stop_speed_is_untouched() -> None:
+    env = fence()
+    asked = PositionVelocityNed(2.0, 0.0, -5.0, 0.5, 0.0, 0.0,
+                                north_m_s2=2.0, east_m_s2=0.0, down_m_s2=0.0)
+    sp, why = env.shape(asked, vehicle_at(2.0, 0.5), 1.0)
+    assert sp is asked and why is None
+
+
+def test_blind_at_the_fence_a_feed_forward_stops_with_its_acceleration() -> None:
+    """With the fence on and no valid position, velocity-kind setpoints stream as zero;
+    a position+velocity setpoint's acceleration feed-forward was left in (review)."""
+    env = fence()
+    vs = VehicleState(estimate_timeout_s=0.5)  # no position heard at all
+    asked = PositionVelocityNed(2.0, 0.0, -5.0, 1.0, 0.0, 0.0,
+                                north_m_s2=2.0, east_m_s2=1.0, down_m_s2=-0.5)
+    sp, why = env.shape(asked, vs, 1.0)
+    assert why is not None and why[0] is Reason.FENCE_STOP
+    assert isinstance(sp, PositionVelocityNed)
+    assert (sp.north_m_s, sp.east_m_s, sp.down_m_s) == (0.0, 0.0, 0.0)
+    assert (sp.north_m_s2, sp.east_m_s2, sp.down_m_s2) == (0.0, 0.0, 0.0)
