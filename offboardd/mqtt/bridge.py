@@ -32,7 +32,7 @@ from paho.mqtt.subscribeoptions import SubscribeOptions
 from offboardd.aio import raise_if_cancelling
 from offboardd.errors import OffboarddError
 from offboardd.mqtt import connection
-from offboardd.mqtt.connection import ConnectFailure, FailureKind
+from offboardd.mqtt.connection import IN_FLIGHT, ConnectFailure, FailureKind
 from offboardd.mqtt.inbound_gate import Channel, InboundCommand, InboundDecoder, InboundGate
 from offboardd.mqtt.outbox import Outbound, Outbox
 from offboardd.mqtt.paho_io import InlineWrites
@@ -51,7 +51,10 @@ from offboardd.mqtt.wire import (
 )
 
 log = structlog.get_logger("offboardd.mqtt")
-_MAX_BATCH = 64  # messages published concurrently at most (one outbox drain)
+# Messages published concurrently at most (one outbox drain): paho's in-flight window.
+# A batch beyond it timed the session out over a slow link (64 events at a 1.25 s round
+# trip: the last score waited three round trips for the window, then its own, past 5 s).
+_MAX_BATCH = IN_FLIGHT
 _NOT_HELD: AbstractContextManager[None] = contextlib.nullcontext()
 
 # MqttSettings lives in settings.py; it is re-exported here, next to the bridge it configures.

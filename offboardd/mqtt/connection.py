@@ -104,6 +104,12 @@ def max_packet_bytes(max_payload_bytes: int) -> int:
     return ANSWERED_OVERSIZE * max_payload_bytes + PACKET_OVERHEAD_BYTES
 
 
+# QoS 1 messages paho keeps in flight (its default, and mosquitto's Receive Maximum): a
+# publish beyond the window waits for a PUBACK of the window before its own, and its
+# timeout runs all the while, so the bridge never publishes more than this at once.
+IN_FLIGHT = 20
+
+
 def daemon_client(settings: MqttSettings, will_topic: str, paho_errors: PahoErrors
                   ) -> aiomqtt.Client:
     """The daemon's client: a retained `offline` will, no session carried over."""
@@ -115,6 +121,7 @@ def daemon_client(settings: MqttSettings, will_topic: str, paho_errors: PahoErro
         "logger": paho_errors.logger,
         # bounded: a flood of commands while we are busy is dropped, not buffered
         "max_queued_incoming_messages": 1000,
+        "max_inflight_messages": IN_FLIGHT,
         **client_options(username=s.username, password=s.password, tls=s.tls_settings),
     }
     if s.protocol == "5":
