@@ -1,6 +1,7 @@
 """The flights directory: one folder per flight, named by its UTC start, and its budget.
 
-Oldest first is the only pruning rule: folders older than `max_age_days` go, then the
+Oldest first is the only pruning rule: folders older than `max_age_days` go (when both
+clocks were set: CLOCK_SET_AFTER_UNIX_S), then the
 oldest while all flights take more than `max_total_mb` or the file system has less than
 `min_free_mb` free. The flight being written is never pruned; when it alone breaks the
 budget the writer stops writing it (`BudgetVerdict.over`).
@@ -23,6 +24,12 @@ from pathlib import Path
 from offboardd.recorder.settings import RecorderSettings
 
 _MB = 1024 * 1024
+# Before this, a wall clock was not set (a companion computer without a real-time clock
+# boots in 1970 and, at a field with no network, never gets NTP): such a stamp says
+# nothing of a flight's age, and an unset clock now knows no age either. Age pruning
+# judges neither; the size budget still does (review: back home, the clock set, every
+# flight from the field read 56 years old and was deleted).
+CLOCK_SET_AFTER_UNIX_S = 1_735_689_600.0  # 2025-01-01T00:00:00Z, before offboardd
 
 
 def folder_name(start_unix_s: float) -> str:
@@ -86,8 +93,11 @@ def enforce_budget(root: Path, settings: RecorderSettings, *, keep: Path | None,
         verdict.pruned.append(folder.name)
 
     max_age_s = settings.max_age_days * 86400.0
+    if now_unix_s < CLOCK_SET_AFTER_UNIX_S:
+        max_age_s = 0.0
     for entry in list(old):
-        if max_age_s and now_unix_s - entry[2] > max_age_s:
+        dated = entry[2] >= CLOCK_SET_AFTER_UNIX_S
+        if max_age_s and dated and now_unix_s - entry[2] > max_age_s:
             prune(entry[0])
             old.remove(entry)
     total = sum(size for p, size, _ in folders if p.name not in verdict.pruned)

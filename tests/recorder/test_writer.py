@@ -272,3 +272,22 @@ def test_flights_folder_gone_mid_flight_is_reported(tmp_path: Path, how: str,
     w.queue.put(Close(0))
     assert w.join(5.0)
     assert status.error is not None and "removed" in status.error, status
+
+
+def test_a_flight_recorded_before_the_clock_was_set_is_not_pruned_by_age(
+        tmp_path: Path) -> None:
+    """A companion computer without a real-time clock boots in 1970 and, at a field with
+    no network, never gets NTP: its flights are stamped 1970. Back home, the clock set,
+    the next flight's budget check read them as 56 years old and deleted them all: the
+    flights most worth keeping (review 5, session 24). An implausible stamp says nothing
+    of age; such flights go only by the size budget. Nor does an unset clock now prune."""
+    unset, dated = tmp_path / "1970-01-01T00-02-11Z", tmp_path / "2026-09-01T00-00-00Z"
+    for folder, stamp in ((unset, 131.0), (dated, 2_000_000_000 - 40 * 86400)):
+        folder.mkdir()
+        (folder / "journal.jsonl").write_text("{}\n")
+        os.utime(folder, (stamp, stamp))
+    settings = RecorderSettings(dir=str(tmp_path), max_age_days=30, min_free_mb=0)
+    at_field = folders.enforce_budget(tmp_path, settings, keep=None, now_unix_s=600.0)
+    assert at_field.pruned == []  # the clock unset now: no age is known
+    home = folders.enforce_budget(tmp_path, settings, keep=None, now_unix_s=2_000_000_000)
+    assert home.pruned == [dated.name] and unset.exists()
