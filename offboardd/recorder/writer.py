@@ -124,8 +124,16 @@ class _OpenFlight:
             f.close()
         path = self.folder / SUMMARY_NAME
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.summary.as_dict(), indent=1) + "\n", encoding="utf-8")
+        with open(tmp, "wb") as out:
+            out.write((json.dumps(self.summary.as_dict(), indent=1) + "\n").encode())
+            out.flush()
+            os.fsync(out.fileno())  # synced before the rename: never an empty summary
         os.replace(tmp, path)
+        folder_fd = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(folder_fd)  # the rename itself
+        finally:
+            os.close(folder_fd)
 
 
 class Writer:
@@ -218,6 +226,7 @@ class Writer:
                "dropped_batches": dropped_batches, "bytes": flight.bytes}
         if not flight.stopped:
             flight.write(Batch(journal=[end]))
+            flight.flush()  # the end on the medium: a battery pulled after landing
         else:
             flight.summary.add(end)
         flight.close()

@@ -291,3 +291,31 @@ def test_a_flight_recorded_before_the_clock_was_set_is_not_pruned_by_age(
     assert at_field.pruned == []  # the clock unset now: no age is known
     home = folders.enforce_budget(tmp_path, settings, keep=None, now_unix_s=2_000_000_000)
     assert home.pruned == [dated.name] and unset.exists()
+
+
+def test_a_flights_end_line_and_summary_reach_the_medium(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flight's end: the journal's last line and summary.json were written but not
+    synced (review 5, session 24), so a power loss right after landing (a battery pulled)
+    could leave a flight with no end and an empty summary. Each is synced, the summary
+    before its rename, and the folder after it."""
+    synced: list[str] = []
+
+    def record(name: str, real: object) -> object:
+        def sync(fd: int) -> None:
+            synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+            real(fd)  # type: ignore[operator]
+        return sync
+
+    monkeypatch.setattr(writer_mod.os, "fdatasync", record("fdatasync", os.fdatasync))
+    monkeypatch.setattr(writer_mod.os, "fsync", record("fsync", os.fsync))
+    w = Writer(RecorderSettings(dir=str(tmp_path), min_free_mb=0))
+    w._take(Start("2026-01-01T00-00-00Z"))  # (the thread is not started: driven here)
+    w._take(Batch(journal=[{"t": 1.0, "kind": "event", "event": "engaged"}]))
+    synced.clear()
+    w._take(Stop(dropped_batches=0))
+    folder = tmp_path / "2026-01-01T00-00-00Z"
+    assert str(folder / writer_mod.JOURNAL_NAME) in synced
+    summary_at = synced.index(str(folder / "summary.tmp"))
+    assert synced.index(str(folder)) > summary_at
+    assert list(read_journal(folder))[-1]["event"] == "end"
