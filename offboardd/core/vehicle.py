@@ -50,6 +50,11 @@ _ESTIMATOR_STATUS_FRESH_S = 3.0
 _MIN_LEVEL_THRUST_SHARE = 0.5
 # time_boot_ms going back by more than this means the FC rebooted (not reordering).
 _REBOOT_BACKSTEP_MS = 2000
+# time_boot_ms is a uint32 (PX4 truncates its 64-bit µs clock): it wraps to 0 after 49.7
+# days of FC uptime. A step back that is a step of at most this forward modulo 2^32 is
+# that wrap, not a reboot (read as one, it stopped the stream mid-flight: review).
+_BOOT_MS_MODULUS = 1 << 32
+_WRAP_WINDOW_MS = 60_000
 
 
 @dataclass
@@ -152,7 +157,9 @@ class VehicleState:
 
     def _boot_time(self, time_boot_ms: int) -> bool:
         previous, self._boot_ms = self._boot_ms, time_boot_ms
-        return previous is not None and time_boot_ms < previous - _REBOOT_BACKSTEP_MS
+        if previous is None or time_boot_ms >= previous - _REBOOT_BACKSTEP_MS:
+            return False
+        return (time_boot_ms - previous) % _BOOT_MS_MODULUS > _WRAP_WINDOW_MS
 
     def forget_estimates(self) -> None:
         """After a reboot or link loss, nothing we knew about the estimate holds."""

@@ -48,6 +48,7 @@ from offboardd.core.settings import EngineSettings
 
 A = TypeVar("A", bound=Action)
 
+_UINT32 = 1 << 32  # time_boot_ms on the wire
 FC = {"source_system": 1, "source_component": 1}
 PX4_PARAMS: dict[str, int | float] = {
     "COM_OF_LOSS_T": 1.0,
@@ -75,10 +76,11 @@ class FakeFc:
         return FcHeartbeat(self.autopilot, 2, base_mode, self.custom_mode, 4, **FC)
 
     def position(self) -> FcLocalPosition:
-        return FcLocalPosition(self.boot_ms, self.north_m, self.east_m, self.down_m, 0, 0, 0, **FC)
+        return FcLocalPosition(self.boot_ms % _UINT32, self.north_m, self.east_m, self.down_m,
+                               0, 0, 0, **FC)
 
     def attitude(self) -> FcAttitude:
-        return FcAttitude(self.boot_ms, *self.attitude_rad, **FC)
+        return FcAttitude(self.boot_ms % _UINT32, *self.attitude_rad, **FC)
 
 
 class Bench:

@@ -3,6 +3,7 @@ retained state said `fc_link: lost` and `in_control: true`, from the last heartb
 
 from __future__ import annotations
 
+from offboardd.core.actions import NoticeKind
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import PositionNed
 from offboardd.core.settings import EngineSettings
@@ -23,3 +24,16 @@ def test_px4_gone_in_flight_is_not_in_control() -> None:
         "unknown", None, None, "undefined")
     # (streaming, it stopped at 0.9 x COM_OF_LOSS_T of silence: FC_SILENT, engine_fc.py)
     assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.FC_SILENT
+
+
+def test_49_7_days_of_fc_uptime_do_not_stop_the_flight() -> None:
+    """PX4's time_boot_ms (uint32 ms) wraps after 49.7 days: the engine read the wrap as
+    an FC reboot and failed safe in flight (review)."""
+    b = Bench()
+    b.fc.boot_ms = (1 << 32) - 3_000
+    b.engage(PositionNed(0.0, 0.0, -5.0), arm=True)
+    b.commander_alive = True
+    b.step(10.0)  # the FC's clock passes 2^32 ms: reported as 0, 100, 200...
+    assert b.fc.boot_ms > 1 << 32
+    assert b.phase() is Phase.ACTIVE, b.reason()
+    assert not [n for n in b.notices(NoticeKind.FC_LINK) if "rebooted" in n.message]

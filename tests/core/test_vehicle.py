@@ -87,6 +87,19 @@ def test_boot_time_going_back_means_reboot() -> None:
     assert v.fold(pos(300), 1.2)
 
 
+def test_time_boot_ms_wrapping_after_49_7_days_is_not_a_reboot() -> None:
+    """time_boot_ms is a uint32: after 2^32 ms of FC uptime it goes back to 0. Read as a
+    reboot, it failed safe in flight (review); a real reboot is still one."""
+    wrap = 1 << 32
+    v = fed(pos(wrap - 150), now=1.0)
+    assert not v.fold(pos(wrap - 50), 1.1)
+    assert not v.fold(pos(50), 1.2)  # wrapped
+    assert not v.fold(pos(wrap - 20), 1.21)  # a late one from before the wrap: reordering
+    assert not v.fold(pos(150), 1.3)
+    v = fed(pos(wrap - 3_600_000), now=1.0)  # an hour before the wrap
+    assert v.fold(pos(3_000), 1.5)  # back to a few seconds of uptime: a reboot
+
+
 def test_other_autopilots_and_gcs_are_not_adopted() -> None:
     v = VehicleState(0.5)
     assert not v.accepts(FcHeartbeat(8, 6, 0, 0, 4, source_system=255, source_component=190))
