@@ -24,7 +24,7 @@ names). Pure: no I/O.
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Any
 
 from offboardd.core.commands import (
@@ -131,6 +131,12 @@ class ReplayGuard:
         self._retired: deque[str] = deque()
         self._retired_set: set[str] = set()
         self._retired_max = retired_sessions
+        # Sessions of commanders forgotten beyond `commanders` (least recent first), with
+        # their last seq: one that comes back goes on above it, a replay of it stays stale.
+        # Forgotten outright, a one-shot client's session (one per OffboardClient run, never
+        # replaced, so never retired) was accepted again from seq 0 after 1,024 later runs
+        # (review), well short of the 4,096 sessions the docs promise.
+        self._forgotten: OrderedDict[str, int] = OrderedDict()
 
     def check(self, session: str, seq: int, commander: str = "") -> str | None:
         """None when fresh (and remembered); else why it is dropped."""
@@ -148,14 +154,24 @@ class ReplayGuard:
             if current is not None:
                 self._current[commander] = current
             return f"session {session!r} was replaced by a newer one"
-        elif current is not None:
-            self._retire(current[0])
-            self._owner.pop(current[0], None)
+        else:
+            forgotten_seq = self._forgotten.get(session)
+            if forgotten_seq is not None and seq <= forgotten_seq:
+                if current is not None:
+                    self._current[commander] = current
+                return f"seq {seq} is not newer than {forgotten_seq} in session {session!r}"
+            self._forgotten.pop(session, None)
+            if current is not None:
+                self._retire(current[0])
+                self._owner.pop(current[0], None)
         if len(self._current) >= self._commanders_max:
-            # forgotten, not retired: it may still be alive, and if it comes back it
-            # starts over
-            forgotten_session, _ = self._current.pop(next(iter(self._current)))
+            # forgotten, not retired: it may still be alive, and if it comes back it goes
+            # on above its last seq
+            forgotten_session, last = self._current.pop(next(iter(self._current)))
             self._owner.pop(forgotten_session, None)
+            self._forgotten[forgotten_session] = last
+            if len(self._forgotten) > self._retired_max:
+                self._forgotten.popitem(last=False)
         self._current[commander] = (session, seq)
         self._owner[session] = commander
         return None

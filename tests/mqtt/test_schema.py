@@ -500,8 +500,22 @@ def test_replay_guard_forgets_the_least_recent_commander_beyond_its_bound() -> N
     assert guard.check("b", 5, "rb") is None
     assert guard.check("a", 6, "ra") is None
     assert guard.check("c", 5, "rc") is None  # rb forgotten, not retired
-    assert guard.check("b", 1, "rb") is None  # starts over (and ra, now least recent, goes)
-    assert guard.check("a", 6, "ra") is None  # forgotten too: starts over
+    assert guard.check("b", 6, "rb") is None  # goes on (and ra, now least recent, goes)
+    assert guard.check("a", 7, "ra") is None  # forgotten too: goes on
+
+
+def test_a_forgotten_commanders_session_is_still_guarded() -> None:
+    """Found by review: each OffboardClient run is a commander (its own reply inbox) with
+    one session, never replaced and so never retired. Beyond 1,024 later commanders its
+    session was forgotten outright, and a replay of its setpoints accepted from seq 0."""
+    guard = ReplayGuard()
+    assert guard.check("run0", 100, "reply/run0") is None
+    for i in range(1, 2000):  # 2,000 later runs (~ a few days of missions)
+        assert guard.check(f"run{i}", 1, f"reply/run{i}") is None
+    assert guard.check("run0", 5, "reply/run0") is not None  # the replay: stale
+    assert guard.check("run0", 5, "reply/spy") is not None  # from anywhere
+    assert guard.check("run0", 101, "reply/run0") is None  # still alive: it goes on
+    assert guard.check("run0", 101, "reply/run0") is not None
 
 
 def test_a_live_session_replayed_through_another_route_is_still_stale() -> None:
