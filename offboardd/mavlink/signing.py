@@ -365,7 +365,9 @@ class SigningSession:
                 self._submitted = timestamp
         st = codec.stats
         refused = (st.bad_signature, st.unsigned_refused, st.replayed)
-        if refused != self._reported and wall_s - self._report_s >= 10.0:
+        # (a wall clock that stepped back starts the 10 s over: it silenced them for as
+        # long as the step, an hour for an hour's NTP correction: review)
+        if refused != self._reported and not 0.0 <= wall_s - self._report_s < 10.0:
             self._reported, self._report_s = refused, wall_s
             warnings.append(refusal_hint(st) or "")
         return warnings

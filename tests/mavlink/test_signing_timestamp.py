@@ -113,3 +113,19 @@ def test_the_timestamp_follows_the_wall_clock_and_received_frames(tmp_path: Path
     assert codec.signing_timestamp == timestamp_from_unix(WALL_S + 500.0)  # the spec's max()
     assert session.saver is not None
     session.saver.close()
+
+
+def test_refused_frames_are_still_reported_after_the_wall_clock_steps_back(
+        tmp_path: Path) -> None:
+    """The refused-frames warning (at most every 10 s) was timed on the wall clock: after
+    a step back of an hour (NTP correcting a clock that ran ahead) it stayed silent for
+    that hour, while the FC looked silent for want of a key (review)."""
+    session = SigningSession(KEY, "")
+    codec = MavlinkCodec(255, 191)
+    session.attach(codec, WALL_S, accept_unsigned=False, unsigned_ids=())
+    codec.stats.bad_signature = 5
+    assert session.tick(codec, WALL_S)  # reported
+    codec.stats.bad_signature = 9
+    assert not session.tick(codec, WALL_S + 5.0)  # within 10 s: not again
+    codec.stats.bad_signature = 50
+    assert session.tick(codec, WALL_S - 3600.0)  # the clock stepped back: said at once
