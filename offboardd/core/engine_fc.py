@@ -49,7 +49,7 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
         if len(v.foreign_px4_systems) != foreign_before:
             eng.out.warn([f"another PX4 autopilot (system {event.source_system}) on the link: "
                           f"following system {v.px4_system} only; set mavlink.fc_system_id "
-                          "to choose"])
+                          "to choose"], about_link=True)
         return
     armed_before = v.armed
     rebooted = v.fold(event, now)
@@ -82,6 +82,7 @@ def _fc_appeared(eng: OffboardEngine, now: float) -> None:
     assert v.target is not None
     eng.fc_up = True
     eng.fc_ever_seen = True
+    eng.out.forget_fc_warnings()  # its checks below judge it afresh
     eng.next_companion_hb_s = now
     eng.guard.ask_home_from(now)
     eng.checks.start(now)
@@ -129,6 +130,7 @@ def fc_silent(eng: OffboardEngine, now: float) -> None:
 
 
 def fc_rebooted(eng: OffboardEngine, now: float) -> None:
+    eng.out.forget_fc_warnings()  # its parameters are read and judged afresh
     eng.vehicle.forget_estimates()
     eng.envelope.forget_home()
     eng.guard.ask_home_from(now)

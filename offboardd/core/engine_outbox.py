@@ -16,12 +16,20 @@ from collections.abc import Iterable
 from offboardd.core.actions import Action, Notice, NoticeKind, Reply
 from offboardd.core.reasons import Phase, Reason
 
+MAX_KEPT_WARNINGS = 32  # of each kind, the newest
+
 
 class Outbox:
     def __init__(self) -> None:
         self.actions: list[Action] = []
         self.phase = Phase.IDLE  # set by OffboardEngine.move only
-        self.warnings: list[str] = []
+        # Warnings kept for `state.warnings`: about the link (another PX4 on it) for the
+        # run; about the FC (its parameters, version, type) until it appears again or
+        # reboots, when its checks judge it afresh. Kept for the run, a warning about a
+        # parameter fixed since stayed in every state for weeks, and each distinct bad
+        # value an FC sent added one more (review).
+        self._link_warnings: list[str] = []
+        self._fc_warnings: list[str] = []
 
     def emit(self, action: Action) -> None:
         self.actions.append(action)
@@ -50,11 +58,22 @@ class Outbox:
         self.actions.append(Reply.failure(command_id, reason, message, resume=resume))
         return False
 
-    def warn(self, warnings: list[str]) -> None:
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return (*self._link_warnings, *self._fc_warnings)
+
+    def warn(self, warnings: list[str], *, about_link: bool = False) -> None:
+        kept = self._link_warnings if about_link else self._fc_warnings
         for text in warnings:
-            if text not in self.warnings:  # the same FC reconnecting warns again, once kept
-                self.warnings.append(text)
+            if text not in kept:  # the same FC reconnecting warns again, once kept
+                kept.append(text)
+                if len(kept) > MAX_KEPT_WARNINGS:
+                    del kept[0]
             self.notice(NoticeKind.WARNING, text)
+
+    def forget_fc_warnings(self) -> None:
+        """The FC appeared again or rebooted: what was said about it is judged afresh."""
+        self._fc_warnings.clear()
 
     def take(self) -> list[Action]:
         out, self.actions = self.actions, []

@@ -104,6 +104,26 @@ def test_surprising_settings_are_warned_once() -> None:
     assert b.engine.snapshot(b.now).warnings == tuple(warnings)
 
 
+def test_warnings_about_the_fc_are_judged_afresh_when_it_comes_back() -> None:
+    """Found by review: state.warnings kept every warning for the run. A parameter fixed
+    (and the FC rebooted) was still warned of in every state for weeks, and each distinct
+    bad value an FC sent added a warning to every state for good."""
+    b = Bench()
+    b.connect({**PX4_PARAMS, "COM_RCL_EXCEPT": 4})
+    assert any("RC loss is ignored" in w for w in b.engine.snapshot(b.now).warnings)
+    for value in range(100):
+        b.feed(FcParamValue("COM_OF_LOSS_T", 61.0 + value, **FC))
+    assert len(b.engine.snapshot(b.now).warnings) <= 32 + 1  # bounded
+    b.fc_alive = False  # the operator fixes COM_RCL_EXCEPT; the FC reboots
+    b.step(5.0)
+    b.fc_alive = True
+    b.step(1.1)
+    b.connect()  # the FC back, its parameters read again
+    warnings = b.engine.snapshot(b.now).warnings
+    assert not any("RC loss is ignored" in w or "FC sent" in w for w in warnings), warnings
+    assert any("COM_RC_OVERRIDE" in w for w in warnings)  # what still holds is said again
+
+
 def test_gcs_and_other_systems_are_ignored() -> None:
     b = Bench()
     b.feed(FcHeartbeat(MAV_AUTOPILOT_INVALID, 6, 0, 0, 4, source_system=255, source_component=190))
