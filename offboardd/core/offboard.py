@@ -202,6 +202,8 @@ class OffboardEngine:
             # While streaming, the companion heartbeat rides on the next tick (at most a
             # stream period late): a wake-up of its own costs as much as a tick (bench/).
             times.append(self.next_companion_hb_s)
+        elif not self.fc_up and self.vehicle.px4 is not None:
+            times.append(self.next_companion_hb_s)  # the lost PX4's
         if phase in _LEASE_PHASES:
             times.append(self.lease.deadline())
         warmup_end = self.engage.warmup_deadline()
@@ -389,6 +391,18 @@ class OffboardEngine:
             self.out.warn(warnings)
             self.guard.request_home(self.fc_up, v.target, now)
             self.out.extend(self.streams.poll(now, v.target))
+        elif not self.fc_up and v.px4 is not None and now >= self.next_companion_hb_s:
+            # The PX4 we followed is lost: it still hears who we are. With MAVLink signing a
+            # PX4 v1.17 comes back from a reboot with the timestamp stored at provisioning,
+            # behind what we last accepted from it: every frame of it is refused as a replay
+            # until it takes a newer timestamp from a signed frame of ours (the MAVLink
+            # library does). Silent while it was lost, we never gave it one, and the FC
+            # stayed lost until the daemon restarted (review).
+            self.out.emit(SendCompanionHeartbeat(v.px4.system_id,
+                                                 self.settings.companion_component_id))
+            self.next_companion_hb_s += COMPANION_HEARTBEAT_PERIOD_S
+            if self.next_companion_hb_s <= now:  # (lost a long while: no burst)
+                self.next_companion_hb_s = now + COMPANION_HEARTBEAT_PERIOD_S
         if self.phase in _MOTION_PHASES:
             self.feed.begin_motion(now)
         self.feed.finish_motion(now)  # before the lease: a motion allowed to finish did

@@ -145,6 +145,21 @@ def test_companion_heartbeat_at_1_hz_with_the_vehicle_sysid() -> None:
     assert {(a.system_id, a.component_id) for _, a in hbs} == {(FC["source_system"], 191)}
 
 
+def test_the_companion_heartbeat_goes_on_while_the_px4_followed_is_lost() -> None:
+    """A PX4 that came back from a reboot with an old signing timestamp is heard again only
+    once it takes a newer one from a signed frame of ours (review): 1 Hz, to its system."""
+    b = Bench(EngineSettings(companion_component_id=191))
+    b.connect()
+    b.fc_alive = False
+    b.step(4.0)  # lost after fc_timeout_s (3 s)
+    assert not b.engine.fc_up
+    t = b.now
+    b.step(10.0)
+    hbs = b.actions(SendCompanionHeartbeat, since=t + 1e-9)
+    assert 9 <= len(hbs) <= 11
+    assert {(a.system_id, a.component_id) for _, a in hbs} == {(FC["source_system"], 191)}
+
+
 def test_while_streaming_the_companion_heartbeat_rides_on_the_ticks() -> None:
     """No wake-up of its own (each costs the daemon as much as a tick): sent with the
     first tick (or FC event) at or after it is due, so still 1 Hz, at most a period late."""

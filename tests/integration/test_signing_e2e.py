@@ -7,6 +7,7 @@ No key on the daemon: the sim (like PX4 v1.17 with a key) refuses everything it 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from offboardd.config import DaemonConfig, MavlinkSettings
 from offboardd.core.commands import Engage
 from offboardd.core.setpoints import PositionNed
 from offboardd.mavlink.links import parse_link_url
-from offboardd.mavlink.signing import TimestampStore
+from offboardd.mavlink.signing import TICKS_PER_S, TimestampStore
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import free_port
 from tests.integration.harness import Flight, flying
@@ -81,3 +82,28 @@ async def test_an_unsigned_daemon_is_refused_by_the_sim(tmp_path: Path) -> None:
         reply = await fl.command(Engage("e1", PositionNed(0.0, 0.0, -2.0), arm=True))
         assert not reply.ok, reply
         assert sim_stats.frames_ok == 0 and not fl.sim.vehicle.armed
+
+
+async def test_a_px4_rebooted_with_its_stored_signing_timestamp_is_heard_again(
+        tmp_path: Path) -> None:
+    """PX4 v1.17 reads its signing timestamp from the SD card at boot (the provisioning
+    one; mavlink_sign_control.cpp) and takes a newer one only from a signed frame it
+    accepts. After its reboot every frame of it is older than what the daemon last
+    accepted: refused as replayed. The daemon fell silent once the FC was lost, so PX4
+    never got a newer timestamp from it, and the FC stayed lost until the daemon was
+    restarted (review). The companion heartbeat goes on while it is lost."""
+    async with signed_flight(tmp_path, SIM_KEY) as fl:
+        await fl.wait_fc_ready()
+        stats = fl.runtime.codec.stats
+        codecs = [link.codec for link in fl.sim.links]
+        fl.sim.reboot()
+        await fl.wait_for(lambda: [link.codec for link in fl.sim.links] != codecs, 10.0,
+                          "the sim rebooted")
+        for link in fl.sim.links:  # back with the timestamp stored an hour ago
+            link.codec.signing_timestamp -= 3600 * TICKS_PER_S
+        await fl.wait_for(lambda: stats.replayed > 0, 5.0, "its frames refused as replays")
+        await fl.wait_fc_ready(timeout_s=15.0)  # heard again, parameters read again
+        replayed = stats.replayed
+        await fl.wait_for(lambda: stats.frames_ok > 0, 1.0, "frames")
+        await asyncio.sleep(1.0)
+        assert stats.replayed == replayed  # none refused any more
