@@ -129,6 +129,8 @@ class Runtime:
         self.queries = (None if self.bridge is None else FlightsQueries(
             flights_root(config.recorder), self.recorder is not None, self.bridge.reply))
         self._last_watchdog_s = -1e9
+        self._replayed_seen = 0  # signed frames refused as replays, as last looked at
+        self._next_bootstrap_s = -1e9  # _signing_bootstrap's next heartbeat, at the soonest
         self._last_wake_s = 0.0  # set when run() starts; caps the timer's sleep
         self.internal_errors = 0
         self.running = asyncio.Event()
@@ -376,6 +378,28 @@ class Runtime:
         if now - self.outputs.last_state_s >= period_s:
             self._publish_state(now)
         self._signing_tick()
+        self._signing_bootstrap(now)
+
+    def _signing_bootstrap(self, now: float) -> None:
+        """No PX4 heard yet, and frames signed with our key refused as replays (a new
+        stream more than a minute behind our timestamp): a PX4 v1.17 signs from the
+        timestamp stored at provisioning, and takes a newer one only from a signed frame
+        it accepts (the MAVLink library does). Until it hears one it is never heard, and
+        the engine says nothing to an FC it has not heard (review: over a UART the daemon
+        never heard a PX4 provisioned an hour before). So a signed companion heartbeat
+        goes out, at most once a second, while such refusals come; a link whose peer is
+        not known yet (udpin) drops it. (Once a PX4 was followed, the engine's own
+        heartbeat goes on while it is lost.)"""
+        engine = self._engine()
+        replayed = self.codec.stats.replayed
+        if (self.signing is None or engine.fc_up or engine.vehicle.px4 is not None
+                or replayed == self._replayed_seen or now < self._next_bootstrap_s):
+            return
+        self._replayed_seen, self._next_bootstrap_s = replayed, now + 1.0
+        heartbeat = SendCompanionHeartbeat(self.codec.system_id,
+                                           self.config.engine.companion_component_id)
+        for msg in self._fc_messages.messages_for(heartbeat):
+            self._send(msg)
 
     def _signing_tick(self, *, final: bool = False) -> None:
         """The signing timestamp follows the wall clock (a second clock, read for signing

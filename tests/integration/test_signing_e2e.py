@@ -107,3 +107,26 @@ async def test_a_px4_rebooted_with_its_stored_signing_timestamp_is_heard_again(
         await fl.wait_for(lambda: stats.frames_ok > 0, 1.0, "frames")
         await asyncio.sleep(1.0)
         assert stats.replayed == replayed  # none refused any more
+
+
+async def test_a_px4_signing_from_its_provisioning_timestamp_is_heard_over_a_uart(
+        tmp_path: Path) -> None:
+    """PX4 v1.17 signs from the timestamp stored at provisioning (plus one a frame), far
+    behind the daemon's wall-clock one: a new stream more than a minute behind, refused as
+    replayed. It takes a newer timestamp only from a signed frame it accepts, and the
+    daemon sent none to an FC it had not heard: over a UART it never heard a PX4
+    provisioned an hour before (review). A signed heartbeat now goes out while that goes
+    on, and the FC is heard within seconds."""
+    key_file = tmp_path / "signing.key"
+    key_file.write_text(SIM_KEY.hex() + "\n")
+    key_file.chmod(0o600)
+    sim_config = SimConfig(udp_bind=None, gcs_bind=None, pty=True, profile="light",
+                           signing_key=SIM_KEY, require_signing=True)
+    async with SimServer(sim_config) as sim:
+        for link in sim.links:  # provisioned an hour ago
+            link.codec.signing_timestamp -= 3600 * TICKS_PER_S
+        mavlink = MavlinkSettings(url=parse_link_url(f"serial://{sim.pty_path}:921600"),
+                                  signing_key_file=str(key_file), signing_timestamp_file="")
+        async with flying(sim, DaemonConfig(mavlink=mavlink)) as fl:
+            await fl.wait_for(lambda: fl.runtime.codec.stats.replayed > 0, 5.0, "replays")
+            await fl.wait_fc_ready(timeout_s=15.0)
