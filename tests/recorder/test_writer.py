@@ -7,6 +7,7 @@ import queue
 import shutil
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -301,14 +302,14 @@ def test_a_flights_end_line_and_summary_reach_the_medium(
     before its rename, and the folder after it."""
     synced: list[str] = []
 
-    def record(name: str, real: object) -> object:
+    def record(real: Callable[[int], None]) -> Callable[[int], None]:
         def sync(fd: int) -> None:
             synced.append(os.readlink(f"/proc/self/fd/{fd}"))
-            real(fd)  # type: ignore[operator]
+            real(fd)
         return sync
 
-    monkeypatch.setattr(writer_mod.os, "fdatasync", record("fdatasync", os.fdatasync))
-    monkeypatch.setattr(writer_mod.os, "fsync", record("fsync", os.fsync))
+    monkeypatch.setattr(os, "fdatasync", record(os.fdatasync))
+    monkeypatch.setattr(os, "fsync", record(os.fsync))
     w = Writer(RecorderSettings(dir=str(tmp_path), min_free_mb=0))
     w._take(Start("2026-01-01T00-00-00Z"))  # (the thread is not started: driven here)
     w._take(Batch(journal=[{"t": 1.0, "kind": "event", "event": "engaged"}]))
