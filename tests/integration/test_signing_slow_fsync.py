@@ -42,7 +42,9 @@ async def test_a_slow_fsync_does_not_stall_the_stream(tmp_path: Path,
         worst = max(b - a for a, b in itertools.pairwise(times))
         print(f"\nworst gap between setpoints at the FC: {worst * 1000:.0f} ms (period 50 ms)")
         assert fsyncs, "the save came due"
-        assert worst < 0.1
+        # a save in the cycle shows as a gap of the fsync's 0.4 s or more; the slack below
+        # that is for a loaded CI host (0.1 failed once in five runs beside other work)
+        assert worst < 0.25
         last_sent = fl.runtime.codec.signing_timestamp
     # the save at exit (synchronous, slow fsync and all) holds the last timestamp sent
     saved, problem = TimestampStore(tmp_path / "signing-timestamp").load()
