@@ -1,4 +1,5 @@
-"""The flights directory: one folder per flight, named by its UTC start, and its budget.
+"""The flights directory: one folder per flight, named by its UTC start, ordered as
+recorded (ORDER_NAME), and its budget.
 
 Oldest first is the only pruning rule: folders older than `max_age_days` go (when both
 clocks were set: CLOCK_SET_AFTER_UNIX_S), then the
@@ -30,6 +31,12 @@ _MB = 1024 * 1024
 # judges neither; the size budget still does (review: back home, the clock set, every
 # flight from the field read 56 years old and was deleted).
 CLOCK_SET_AFTER_UNIX_S = 1_735_689_600.0  # 2025-01-01T00:00:00Z, before offboardd
+# A flight's place in recording order, a number in a file of its folder. Names go by the
+# wall clock, which on a board without a real-time clock starts again at each boot (1970,
+# or fake-hwclock's last save: a battery pulled, up to an hour back): ordered by name,
+# `latest` was an older flight than the one just flown and the size budget deleted the
+# newest first (review).
+ORDER_NAME = ".order"
 
 
 def folder_name(start_unix_s: float) -> str:
@@ -46,21 +53,41 @@ def unique_folder(root: Path, name: str) -> Path:
 
 
 def flight_folders(root: Path) -> list[Path]:
-    """Flight folders, oldest first (their names sort by start time)."""
+    """Flight folders, in the order they were recorded (oldest first)."""
     try:
         entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
     except FileNotFoundError:
         return []
-    return sorted(entries, key=_start_order)
+    return sorted(entries, key=_recorded_order)
 
 
-def _start_order(folder: Path) -> tuple[str, int]:
-    """A folder's name, its unique_folder suffix as a number: `…Z-10` after `…Z-2` (as
-    text it came first, and `latest` and pruning picked the wrong flight: review)."""
+def recorded_order(folder: Path) -> int | None:
+    """A flight's place in recording order (ORDER_NAME), None when it has none."""
+    try:
+        text = (folder / ORDER_NAME).read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.strip().isdigit() else None
+
+
+def next_order(root: Path) -> int:
+    """The recording order of a flight started now: after every flight in `root`."""
+    orders = [recorded_order(p) for p in flight_folders(root)]
+    return 1 + max((o for o in orders if o is not None), default=0)
+
+
+def _recorded_order(folder: Path) -> tuple[int, int, str, int]:
+    """The sort key: a flight's recorded order; a folder without one (from before the
+    order was kept) first, by its name and its unique_folder suffix as a number
+    (`…Z-10` after `…Z-2`: as text it came first, and `latest` and pruning picked the
+    wrong flight: review)."""
+    order = recorded_order(folder)
+    if order is not None:
+        return 1, order, "", 0
     base, _, suffix = folder.name.rpartition("-")
     if base and suffix.isdigit() and len(suffix) <= 4:
-        return base, int(suffix)
-    return folder.name, 1
+        return 0, 0, base, int(suffix)
+    return 0, 0, folder.name, 1
 
 
 def folder_bytes(folder: Path) -> int:

@@ -87,8 +87,9 @@ class WriterStatus:
 
 
 class _OpenFlight:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, order: int) -> None:
         folder.mkdir(parents=True, exist_ok=False)
+        (folder / folders.ORDER_NAME).write_text(f"{order}\n", encoding="ascii")
         self.folder = folder
         self.tlog: IO[bytes] = open(folder / TLOG_NAME, "ab")  # noqa: SIM115 (closed in close())
         self.journal: IO[bytes] = open(folder / JOURNAL_NAME, "ab")  # noqa: SIM115
@@ -211,7 +212,8 @@ class Writer:
         if self._flight is not None:
             return
         self._check_budget(force=True)
-        self._flight = flight = _OpenFlight(folders.unique_folder(self.root, start.name))
+        self._flight = flight = _OpenFlight(folders.unique_folder(self.root, start.name),
+                                            folders.next_order(self.root))
         self.status = dataclasses.replace(self.status, flight=flight.folder.name,
                                           flight_bytes=0, sync_max_ms=0.0, error=None)
         flight.write(Batch(list(self._pre_tlog), list(self._pre_journal)))

@@ -320,3 +320,38 @@ def test_a_flights_end_line_and_summary_reach_the_medium(
     summary_at = synced.index(str(folder / "summary.tmp"))
     assert synced.index(str(folder)) > summary_at
     assert list(read_journal(folder))[-1]["event"] == "end"
+
+
+def test_flights_keep_the_order_they_were_recorded_in_when_the_clock_goes_back(
+        tmp_path: Path) -> None:
+    """A board without a real-time clock restarts its clock at each boot (1970, or
+    fake-hwclock's last save: the battery pulled, up to an hour back). Ordered by name,
+    `log show latest` showed an older flight than the one just flown, and the size budget
+    deleted the newest first (review). Flights are ordered as they were recorded."""
+    w = Writer(RecorderSettings(dir=str(tmp_path), min_free_mb=0))
+    names = ["1970-01-01T00-30-00Z", "1970-01-01T00-05-00Z", "1970-01-01T00-05-00Z",
+             "1970-01-01T00-01-00Z"]  # four boots, each clock from 1970 again
+    for name in names:
+        w._take(Start(name))  # (the thread is not started: driven here)
+        w._take(Batch(journal=[{"t": 1.0, "kind": "event", "event": "engaged"}]))
+        w._take(Stop(dropped_batches=0))
+    recorded = ["1970-01-01T00-30-00Z", "1970-01-01T00-05-00Z", "1970-01-01T00-05-00Z-2",
+                "1970-01-01T00-01-00Z"]
+    assert [p.name for p in folders.flight_folders(tmp_path)] == recorded
+    assert find_flight(tmp_path, "latest").name == "1970-01-01T00-01-00Z"
+    assert [f.name for f in list_flights(tmp_path)] == recorded[::-1]
+    for name in recorded:
+        (tmp_path / name / "flight.tlog").write_bytes(b"x" * _MB)
+    small = RecorderSettings(dir=str(tmp_path), max_total_mb=2.5, min_free_mb=0)
+    verdict = folders.enforce_budget(tmp_path, small, keep=None)
+    assert verdict.pruned == recorded[:2]  # the first recorded go first
+
+
+def test_folders_from_before_the_order_was_kept_come_first_by_name(tmp_path: Path) -> None:
+    for name in ["2026-01-02T00-00-00Z", "2026-01-01T00-00-00Z"]:
+        (tmp_path / name).mkdir()
+    w = Writer(RecorderSettings(dir=str(tmp_path), min_free_mb=0))
+    w._take(Start("1970-01-01T00-00-09Z"))
+    w._take(Stop(dropped_batches=0))
+    assert [p.name for p in folders.flight_folders(tmp_path)] == [
+        "2026-01-01T00-00-00Z", "2026-01-02T00-00-00Z", "1970-01-01T00-00-09Z"]
