@@ -5,7 +5,8 @@ what an accepted one does. It plans from where the running motion is (what is be
 streamed: no step) or, with none, from the vehicle's estimate; it checks the whole path
 against the fence (motion_fence: a concave polygon too, and the altitude limits) and
 refuses the whole motion with the first point outside; then the stream flies it.
-An engaging goto / path waits at its start until ACTIVE.
+An engaging goto / path starts from rest where the vehicle is, and waits there until
+ACTIVE.
 
 A lease lapse stops a running motion jerk-limited (`smooth_hold`) before the hold; with
 motion.on_lease_lapse = finish an accepted motion may end first, at most
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 
 
-def _start(eng: OffboardEngine, now: float) -> Start | None:
+def _start(eng: OffboardEngine, now: float, *, at_rest: bool = False) -> Start | None:
     running = eng.feed.motion
     if running is not None:
         st = running.state_at(now)
@@ -44,9 +45,14 @@ def _start(eng: OffboardEngine, now: float) -> Start | None:
     here = eng.vehicle.hold_setpoint(now)
     if here is None:
         return None
-    return Start((here.north_m, here.east_m, here.down_m),
-                 _within_limits(eng.vehicle.local_velocity_ned(), eng.settings.envelope),
-                 (0.0, 0.0, 0.0), here.yaw_rad)
+    # An engaging motion starts from rest, as an engage without a setpoint holds: its
+    # start is streamed through the warm-up and begins at OFFBOARD, a second or more on,
+    # by when the FC's own hold has braked. From the estimated velocity it streamed a
+    # position held still with a speed beside it (review).
+    velocity = ((0.0, 0.0, 0.0) if at_rest
+                else _within_limits(eng.vehicle.local_velocity_ned(), eng.settings.envelope))
+    return Start((here.north_m, here.east_m, here.down_m), velocity, (0.0, 0.0, 0.0),
+                 here.yaw_rad)
 
 
 def _within_limits(velocity: tuple[float, float, float], env: EnvelopeSettings
@@ -69,7 +75,7 @@ def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -
     engaging = rule.to is Phase.WARMUP
     if engaging and engage_blocked(eng, cmd.command_id):
         return False
-    start = _start(eng, now)
+    start = _start(eng, now, at_rest=engaging)
     if start is None:
         return out.refuse(cmd.command_id, Reason.ESTIMATE_MISSING,
                           f"{cmd.kind.value} plans from where the vehicle is: it needs a "

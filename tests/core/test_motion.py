@@ -13,7 +13,7 @@ import pytest
 from offboardd.core.actions import NoticeKind, SendSetpoint
 from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_settings import EnvelopeSettings
-from offboardd.core.events import FcAttitude, FcHomePosition
+from offboardd.core.events import FcAttitude, FcHomePosition, FcLocalPosition
 from offboardd.core.modes import Px4Mode
 from offboardd.core.motion import Motion, Start, plan
 from offboardd.core.motion_commands import (
@@ -242,6 +242,32 @@ def test_a_goto_with_engage_waits_at_its_start_until_offboard_and_armed() -> Non
     b.step(10.0)
     assert b.reply("g").ok and b.reply("g").reason is Reason.ENGAGED
     assert [n.command_id for n in b.notices(NoticeKind.MOTION_DONE)] == ["g"]
+
+
+def test_an_engaging_goto_starts_from_rest_where_the_vehicle_is() -> None:
+    """Found by review (session 24, left out then): an engaging goto planned from the
+    estimated velocity and streamed that start, frozen, through the warm-up: a position
+    held still with a velocity feed-forward of 1.5 m/s beside it (PX4 flies such a
+    setpoint on past the point once in OFFBOARD), and the motion began from a speed the
+    vehicle, braking in its hold, no longer had. Like an engage without a setpoint, an
+    engaging motion starts from rest where the vehicle is."""
+    b = Bench()
+    b.connect()
+    b.commander_alive = True
+    b.auto_fc()
+    b.feed(FcLocalPosition(b.fc.boot_ms, 0.0, 0.0, -5.0, 1.5, 0.0, 0.0, **FC))  # drifting
+    t0 = b.now
+    b.feed(Goto("g", PositionNed(0, 10, -5), speed_m_s=2.0, engage=True))
+    assert b.phase() is Phase.WARMUP
+    b.step(0.9)
+    warmup = _streamed(b, t0)
+    assert warmup and all(_speed(sp) == 0 for _, sp in warmup)
+    assert all((sp.north_m_s2, sp.east_m_s2, sp.down_m_s2) == (0.0, 0.0, 0.0)
+               for _, sp in warmup)
+    b.step(15.0)
+    assert b.reply("g").ok
+    flown = _streamed(b, t0)
+    assert max(sp.north_m for _, sp in flown) == pytest.approx(0.0, abs=1e-9)  # no drift on
 
 
 def test_a_goto_without_engage_never_takes_a_vehicle_that_is_not_ours() -> None:
