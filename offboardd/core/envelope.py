@@ -37,7 +37,12 @@ from offboardd.core.envelope_geometry import (
     dot,
     stopping_speed_m_s,
 )
-from offboardd.core.envelope_limits import Limited, apply_limits
+from offboardd.core.envelope_limits import (
+    Limited,
+    apply_limits,
+    horizontal_acceleration_limit,
+    within_tilt,
+)
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcHomePosition
 from offboardd.core.reasons import Reason
@@ -221,7 +226,9 @@ class Envelope:
         accel = self.settings.max_acceleration_m_s2
         if isinstance(sp, AccelerationNed):
             # Plan the stop at a fraction of the braking allowed, so steering lag can be
-            # made up by braking harder (up to the limit) instead of overshooting.
+            # made up by braking harder (up to the limit) instead of overshooting. The
+            # braking is an acceleration setpoint too, held to max_tilt_deg: plan with it.
+            accel = min(accel, horizontal_acceleration_limit(self.settings))
             ceilings = self._ceilings(pos.north_m, pos.east_m, pos.down_m, accel * ACCEL_PLAN)
             shaped, why = self._shape_acceleration(sp, vel, ceilings)
         else:
@@ -333,6 +340,8 @@ class Envelope:
             return sp, None
         worst = max(range(len(every)), key=lambda i: dot(a, limits[i][0]) - limits[i][1])
         capped = _within_norm(capped, limits[worst][0], brake)
+        # PX4 tilts atan(|horizontal| / g) for it: never past max_tilt_deg (envelope_limits)
+        capped = within_tilt(capped, horizontal_acceleration_limit(s))
         reason = every[worst][2]
         why: tuple[Reason, str] = (reason, "acceleration limited to hold the speed limits")
         if worst < len(ceilings):

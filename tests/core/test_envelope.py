@@ -204,3 +204,38 @@ def test_breach_needs_inside_first_and_the_tolerance_exceeded() -> None:
     face = env.breach(-1.5, 20.0, -3.0)
     assert face is not None and face.reason is Reason.FENCE_POLYGON
     assert face.distance_m == pytest.approx(-1.5)
+
+
+# -- an acceleration setpoint is a tilt: PX4 flies it at atan(|a_h| / g) -------------------
+
+
+def _tilt_deg(a: tuple[float, float, float]) -> float:
+    """The tilt PX4 flies an acceleration setpoint at (PositionControl::_accelerationControl,
+    MPC_ACC_DECOUPLE = 1, its default): body z along (-a_n, -a_e, g)."""
+    return math.degrees(math.atan2(math.hypot(a[0], a[1]), 9.80665))
+
+
+def test_an_acceleration_setpoint_is_held_to_max_tilt() -> None:
+    # Measured on PX4 SIH main: acceleration_ned 8 m/s² north flew at 38.8° (atan(8/g) =
+    # 39.2°). With max_tilt_deg = 10, the default 3 m/s² alone would tilt it 17°.
+    s = EnvelopeSettings(max_tilt_deg=10.0)
+    out = apply_limits(AccelerationNed(2.5, 0.0, -1.0, yaw_rad=0.5), s)
+    assert [c.reason for c in out.clamps] == [Reason.LIMIT_TILT]
+    assert "max_tilt_deg" in out.clamps[0].describe()
+    a = out.setpoint
+    assert isinstance(a, AccelerationNed)
+    assert _tilt_deg((a.north_m_s2, a.east_m_s2, a.down_m_s2)) == pytest.approx(10.0)
+    assert (a.east_m_s2, a.down_m_s2, a.yaw_rad) == (0.0, -1.0, 0.5)  # direction, climb kept
+    again = apply_limits(a, s)
+    assert not again.clamps and again.setpoint is a
+    refused = apply_limits(AccelerationNed(3.0, 0.0, 0.0),
+                           EnvelopeSettings(max_tilt_deg=10.0, tilt_action=LimitAction.REJECT))
+    assert refused.rejection is not None and refused.rejection.reason is Reason.LIMIT_TILT
+    ff = apply_limits(PositionVelocityNed(0, 0, -5, 0, 0, 0, north_m_s2=0.0, east_m_s2=3.0,
+                                          down_m_s2=0.0), s).setpoint
+    assert isinstance(ff, PositionVelocityNed) and ff.east_m_s2 is not None
+    assert _tilt_deg((0.0, ff.east_m_s2, 0.0)) == pytest.approx(10.0)
+    # within the tilt: untouched (3 m/s² is 17°, under the default 45°)
+    sp = AccelerationNed(3.0, 0.0, 0.0)
+    assert apply_limits(sp, EnvelopeSettings()).setpoint is sp
+

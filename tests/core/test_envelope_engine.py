@@ -231,3 +231,21 @@ def test_body_velocity_is_never_turned_by_a_stale_heading() -> None:
 
 _HOME = FcHomePosition(47.397742, 8.545594, 488.0, 0.0, 0.0, 0.0, **FC)
 _EAST_FACE_SQUARE = ((-50.0, -50.0), (-50.0, 25.0), (50.0, 25.0), (50.0, -50.0))
+
+
+def test_a_shaped_acceleration_never_tilts_past_max_tilt() -> None:
+    # The speed limit's and the fence's braking (up to max_acceleration_m_s2) is an
+    # acceleration setpoint too: PX4 tilts atan(|a_h| / g) for it (measured on PX4 SIH
+    # main: 8 m/s² flew at 38.8°), so it must stay within max_tilt_deg.
+    limit = math.tan(math.radians(10.0)) * 9.80665
+    for env in (Envelope(EnvelopeSettings(max_tilt_deg=10.0, max_acceleration_m_s2=8.0,
+                                          max_horizontal_speed_m_s=2.0)),
+                fenced(max_tilt_deg=10.0, max_acceleration_m_s2=8.0, max_distance_m=20.0)):
+        vs = VehicleState(estimate_timeout_s=0.5)
+        vs.accepts(FcHeartbeat(12, 2, 129, Px4Mode.OFFBOARD.custom_mode, 4, **FC))
+        vs.fold(FcLocalPosition(1000, 15.0, 0.0, -5.0, 6.0, 0.0, 0.0, **FC), 0.0)
+        vs.fold(FcAttitude(1000, 0.0, 0.0, 0.0, **FC), 0.0)
+        out, why = env.shape(AccelerationNed(0.0, 1.0, 0.0), vs, 0.0)
+        assert isinstance(out, AccelerationNed) and why is not None
+        assert out.north_m_s2 < -1.0  # braking
+        assert math.hypot(out.north_m_s2, out.east_m_s2) <= limit + 1e-9

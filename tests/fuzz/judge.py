@@ -116,6 +116,10 @@ class EnvelopeJudge:
             norm = math.sqrt(msg.afx**2 + msg.afy**2 + msg.afz**2)
             if norm > s.max_acceleration_m_s2 + _tolerance(s.max_acceleration_m_s2):
                 out.append(f"acceleration {norm:.4g} m/s² > {s.max_acceleration_m_s2}")
+            # PX4 flies an acceleration at a tilt of atan(|horizontal| / g) (MPC_ACC_DECOUPLE)
+            tilt_deg = math.degrees(math.atan2(math.hypot(msg.afx, msg.afy), 9.80665))
+            if tilt_deg > s.max_tilt_deg + 1e-3:
+                out.append(f"acceleration tilt {tilt_deg:.4g} deg > {s.max_tilt_deg}")
         if not mask & _IGNORE_YAW_RATE:
             out += self._yaw_rate(float(msg.yaw_rate))
         if not mask & _IGNORE_POS and self.check_fence:
