@@ -40,6 +40,9 @@ class EstimateNeed(StrEnum):
     LOCAL_POSITION = "local_position"
     LOCAL_VELOCITY = "local_velocity"
     GLOBAL_POSITION = "global_position"
+    # A global position and PX4's terrain estimate: without it PX4 drops a terrain-altitude
+    # setpoint silently (mavlink_receiver.cpp), so OFFBOARD is lost to the loss failsafe.
+    TERRAIN = "terrain"
     NONE = "none"
 
 
@@ -214,7 +217,15 @@ class GlobalPosition:
     yaw_rate_rad_s: float | None = None
 
     kind: ClassVar[SetpointKind] = SetpointKind.GLOBAL_POSITION
-    estimate: ClassVar[EstimateNeed] = EstimateNeed.GLOBAL_POSITION
+
+    @property
+    def estimate(self) -> EstimateNeed:
+        """PX4 flies a terrain altitude only with a valid terrain estimate (§1: GLOBAL_INT);
+        without one it drops the message: no proof of life, the vehicle leaves OFFBOARD
+        (measured on PX4 v1.17.0 SIH: AUTO.RTL within 4 s)."""
+        if self.altitude_frame is AltitudeFrame.TERRAIN:
+            return EstimateNeed.TERRAIN
+        return EstimateNeed.GLOBAL_POSITION
 
     def __post_init__(self) -> None:
         _finite(self, lat_deg=self.lat_deg, lon_deg=self.lon_deg, alt_m=self.alt_m)

@@ -37,11 +37,14 @@ from offboardd.errors import SetpointError
 
 # ESTIMATOR_STATUS_FLAGS (common.xml) that must be set for each estimate to count.
 _VEL_HORIZ, _VEL_VERT = 2, 4
-_POS_HORIZ_REL, _POS_HORIZ_ABS, _POS_VERT_ABS = 8, 16, 32
+_POS_HORIZ_REL, _POS_HORIZ_ABS, _POS_VERT_ABS, _POS_VERT_AGL = 8, 16, 32, 64
 _NEEDED_FLAGS = {
     EstimateNeed.LOCAL_POSITION: _POS_HORIZ_REL | _POS_VERT_ABS,
     EstimateNeed.LOCAL_VELOCITY: _VEL_HORIZ | _VEL_VERT,
     EstimateNeed.GLOBAL_POSITION: _POS_HORIZ_ABS | _POS_VERT_ABS,
+    # PX4 sets POS_VERT_AGL exactly when its terrain estimate is valid (EKF2
+    # isTerrainEstimateValid), the condition its GLOBAL_INT receiver checks
+    EstimateNeed.TERRAIN: _POS_HORIZ_ABS | _POS_VERT_ABS | _POS_VERT_AGL,
 }
 # ESTIMATOR_STATUS is slow or absent on trimmed links: only a recent one may veto.
 _ESTIMATOR_STATUS_FRESH_S = 3.0
@@ -198,7 +201,8 @@ class VehicleState:
     def estimate_valid(self, need: EstimateNeed, now: float) -> bool:
         if need is EstimateNeed.NONE:
             return True
-        stamp = self._global_s if need is EstimateNeed.GLOBAL_POSITION else self._local_s
+        is_global = need in (EstimateNeed.GLOBAL_POSITION, EstimateNeed.TERRAIN)
+        stamp = self._global_s if is_global else self._local_s
         if now - stamp.received_s > self.estimate_timeout_s:
             return False
         if self.estimator_flags is not None and (
@@ -206,7 +210,8 @@ class VehicleState:
         ):
             needed = _NEEDED_FLAGS[need]
             return self.estimator_flags & needed == needed
-        return True
+        # Only ESTIMATOR_STATUS says whether PX4 has a terrain estimate: no news, no terrain.
+        return need is not EstimateNeed.TERRAIN
 
     def estimates(self, now: float) -> dict[str, bool]:
         return {

@@ -12,16 +12,23 @@ from offboardd.core.actions import (
     SendCompanionHeartbeat,
     SendSetpoint,
 )
-from offboardd.core.commands import Engage, Land
+from offboardd.core.commands import Engage, Land, SetSetpoint
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
     MAV_CMD_DO_SET_MODE,
     AckResult,
     FcCommandAck,
+    FcEstimatorStatus,
+    FcGlobalPosition,
 )
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
-from offboardd.core.setpoints import PositionNed, PositionVelocityNed
+from offboardd.core.setpoints import (
+    AltitudeFrame,
+    GlobalPosition,
+    PositionNed,
+    PositionVelocityNed,
+)
 from offboardd.core.settings import EngineSettings
 from offboardd.errors import ConfigError, ErrorCode
 
@@ -337,3 +344,25 @@ def test_the_engine_stands_by_only_the_requests_it_would_still_make() -> None:
     b.feed(Land("l"))
     assert b.engine.still_wants(RequestMode(target, Px4Mode.AUTO_LAND))
     assert not b.engine.still_wants(RequestMode(target, Px4Mode.AUTO_LOITER))
+
+
+def test_a_terrain_altitude_needs_pxs_terrain_estimate() -> None:
+    # PX4 drops SET_POSITION_TARGET_GLOBAL_INT in MAV_FRAME_GLOBAL_TERRAIN_ALT_INT without a
+    # valid terrain estimate (mavlink_receiver.cpp: `terrain_alt_valid` or return), with no
+    # proof of life: measured on PX4 v1.17.0 SIH with its range finder out of range
+    # (ESTIMATOR_STATUS without POS_VERT_AGL), a terrain setpoint accepted in OFFBOARD
+    # was followed by AUTO.RTL (offboard loss) within 4 s.
+    b = Bench()
+    b.engage(UP, arm=True)
+    healthy_no_agl = 1 | 2 | 4 | 8 | 16 | 32  # attitude, velocities, positions; no AGL (64)
+    b.feed(FcGlobalPosition(b.fc.boot_ms, 47.4, 8.5, 500.0, 5.0, **FC))
+    b.feed(FcEstimatorStatus(healthy_no_agl, **FC))
+    terrain = GlobalPosition(47.4, 8.5, 5.0, AltitudeFrame.TERRAIN)
+    b.feed(SetSetpoint("t1", terrain))
+    assert b.reply("t1").reason is Reason.ESTIMATE_MISSING
+    assert "terrain" in b.reply("t1").message
+    b.feed(SetSetpoint("a1", GlobalPosition(47.4, 8.5, 505.0)))
+    assert b.reply("a1").ok  # AMSL needs no terrain
+    b.feed(FcEstimatorStatus(healthy_no_agl | 64, **FC))
+    b.feed(SetSetpoint("t2", terrain))
+    assert b.reply("t2").ok

@@ -130,5 +130,7 @@ def test_each_kind_names_the_estimate_px4_needs() -> None:
     assert VelocityBody(0, 0, 0).estimate is EstimateNeed.LOCAL_VELOCITY
     assert AccelerationNed(0, 0, 0).estimate is EstimateNeed.LOCAL_VELOCITY
     assert GlobalPosition(0, 0, 0).estimate is EstimateNeed.GLOBAL_POSITION
+    assert GlobalPosition(0, 0, 0, AltitudeFrame.RELATIVE).estimate is EstimateNeed.GLOBAL_POSITION
+    assert GlobalPosition(0, 0, 0, AltitudeFrame.TERRAIN).estimate is EstimateNeed.TERRAIN
     assert Attitude(1, 0, 0, 0, 0.5).estimate is EstimateNeed.NONE
     assert BodyRates(0, 0, 0, 0.5).estimate is EstimateNeed.NONE
