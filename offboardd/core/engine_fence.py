@@ -20,7 +20,8 @@ from offboardd.core.engine_outbox import Outbox
 from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_geometry import describe_face
 from offboardd.core.envelope_settings import EnvelopeSettings
-from offboardd.core.setpoints import EstimateNeed, Setpoint
+from offboardd.core.reasons import Reason
+from offboardd.core.setpoints import AltitudeFrame, EstimateNeed, GlobalPosition, Setpoint
 from offboardd.core.vehicle import VehicleState
 from offboardd.errors import SetpointError
 
@@ -35,6 +36,7 @@ class EnvelopeGuard:
         self.envelope = Envelope(settings)
         self._out = out
         self._shaping_noted = False  # the current setpoint's shaping was reported
+        self._terrain_hold: Setpoint | None = None  # held while PX4's terrain is invalid
         self._last_clamps: tuple[str, ...] = ()  # limits clamped on the last command
         self._next_home_request_s = now
 
@@ -71,10 +73,15 @@ class EnvelopeGuard:
     def new_setpoint(self) -> None:
         """A new commanded setpoint: its first shaping is worth a report again."""
         self._shaping_noted = False
+        self._terrain_hold = None
 
     def shape(self, setpoint: Setpoint, vehicle: VehicleState, now: float) -> Setpoint:
         """What the envelope lets us stream for `setpoint` now (stopping at the fence), a
-        relative altitude in AMSL (Envelope.in_amsl: PX4 converts relative ones wrong)."""
+        relative altitude in AMSL (Envelope.in_amsl: PX4 converts relative ones wrong), a
+        hold where the vehicle was for a terrain altitude while PX4 has no terrain (below)."""
+        held = self._held_for_terrain(setpoint, vehicle, now)
+        if held is not None:
+            return held
         setpoint = self.envelope.in_amsl(setpoint)  # (the fallback below must not undo it)
         try:
             out, why = self.envelope.shape(setpoint, vehicle, now)
@@ -84,6 +91,27 @@ class EnvelopeGuard:
             self._shaping_noted = True
             self._out.notice(NoticeKind.WARNING, why[1], why[0])
         return out
+
+    def _held_for_terrain(
+        self, setpoint: Setpoint, vehicle: VehicleState, now: float
+    ) -> Setpoint | None:
+        """PX4 drops a terrain-altitude setpoint while its terrain estimate is invalid
+        (mavlink_receiver.cpp: no proof of life), so streaming it on would hand the vehicle
+        to the offboard-loss failsafe (measured on PX4 v1.17.0 SIH: AUTO.RTL). Hold where
+        the vehicle was when the terrain went (a valid position needed), until it is back."""
+        terrain = (isinstance(setpoint, GlobalPosition)
+                   and setpoint.altitude_frame is AltitudeFrame.TERRAIN)  # fmt: skip
+        if not terrain or vehicle.estimate_valid(EstimateNeed.TERRAIN, now):
+            self._terrain_hold = None
+            return None
+        if self._terrain_hold is None:
+            self._terrain_hold = vehicle.hold_setpoint(now)
+            if self._terrain_hold is not None:
+                why = ("PX4's terrain estimate is invalid (ESTIMATOR_STATUS without "
+                       "POS_VERT_AGL) and PX4 drops a terrain-altitude setpoint without it: "
+                       "holding where the vehicle is until it is back")
+                self._out.notice(NoticeKind.WARNING, why, Reason.ESTIMATE_MISSING)
+        return self._terrain_hold
 
     # -- home and breach ---------------------------------------------------------------------
 

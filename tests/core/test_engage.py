@@ -6,6 +6,7 @@ import pytest
 
 from offboardd.core.actions import (
     ArmDisarm,
+    NoticeKind,
     Reply,
     RequestMode,
     RequestParams,
@@ -366,3 +367,40 @@ def test_a_terrain_altitude_needs_pxs_terrain_estimate() -> None:
     b.feed(FcEstimatorStatus(healthy_no_agl | 64, **FC))
     b.feed(SetSetpoint("t2", terrain))
     assert b.reply("t2").ok
+
+
+def test_a_terrain_setpoint_holds_while_pxs_terrain_estimate_is_lost() -> None:
+    # Streamed on, PX4 would drop every one of them (no proof of life) and leave OFFBOARD
+    # for its loss failsafe; the daemon holds where the vehicle was instead, and flies the
+    # terrain altitude again once PX4's terrain estimate is back.
+    b = Bench()
+    b.commander_period_s = 0.25
+    b.engage(UP, arm=True)
+    healthy = 1 | 2 | 4 | 8 | 16 | 32 | 64
+    terrain = GlobalPosition(47.4, 8.5, 5.0, AltitudeFrame.TERRAIN)
+
+    def telemetry(flags: int) -> None:
+        b.feed(FcGlobalPosition(b.fc.boot_ms, 47.4, 8.5, 500.0, 5.0, **FC))
+        b.feed(FcEstimatorStatus(flags, **FC))
+
+    telemetry(healthy)
+    b.feed(SetSetpoint("t1", terrain))
+    assert b.reply("t1").ok
+    b.step(0.3)
+    assert b.actions(SendSetpoint)[-1][1].setpoint == terrain
+    b.fc.north_m, b.fc.east_m, b.fc.down_m = 2.0, 1.0, -6.0
+    b.step(0.3)
+    lost_t = b.now
+    for k in range(6):  # terrain lost for 1.5 s; the vehicle at (2, 1, -6), then drifting
+        telemetry(healthy & ~64)
+        b.step(0.25)
+        b.fc.north_m = 2.0 + 0.1 * k
+    held = [a.setpoint for _, a in b.actions(SendSetpoint, since=lost_t + 0.1)]
+    assert held and all(isinstance(sp, PositionVelocityNed) for sp in held), held
+    assert {(sp.north_m, sp.east_m, sp.down_m) for sp in held} == {(2.0, 1.0, -6.0)}
+    assert any(n.reason is Reason.ESTIMATE_MISSING for n in b.notices(NoticeKind.WARNING))
+    assert b.phase() is Phase.ACTIVE
+    back_t = b.now
+    telemetry(healthy)
+    b.step(0.3)
+    assert [a.setpoint for _, a in b.actions(SendSetpoint, since=back_t + 0.1)][-1] == terrain
