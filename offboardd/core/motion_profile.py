@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 
 from offboardd.core.motion_path import Line, PathGeometry, Segment, Vec3, add, norm, scale, unit
 
-GRAVITY_M_S2 = 9.80665
 LATERAL_SHARE = 0.7  # of the acceleration limit an arc's centripetal part may use
 _MIN_SPEED_M_S = 0.05
 

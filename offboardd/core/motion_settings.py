@@ -7,12 +7,12 @@ motion has: its jerk limit and what a lease lapse does to it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import StrEnum
 
+from offboardd.core.envelope_limits import horizontal_acceleration_limit
 from offboardd.core.envelope_settings import EnvelopeSettings
-from offboardd.core.motion_profile import GRAVITY_M_S2, Limits
+from offboardd.core.motion_profile import Limits
 from offboardd.core.settings_checks import check_ranges, coerce_choice
 
 
@@ -35,12 +35,12 @@ class MotionSettings:
     def limits(self, envelope: EnvelopeSettings, speed_m_s: float) -> Limits:
         """A motion's limits at `speed_m_s`: the envelope's, with the tilt limit turned
         into the horizontal acceleration it allows."""
-        tilt_accel = GRAVITY_M_S2 * math.tan(min(envelope.max_tilt_rad, math.radians(80)))
         return Limits(
             speed_m_s=speed_m_s,
             max_horizontal_m_s=envelope.max_horizontal_speed_m_s,
             max_up_m_s=envelope.max_up_speed_m_s,
             max_down_m_s=envelope.max_down_speed_m_s,
-            max_accel_m_s2=min(envelope.max_acceleration_m_s2, tilt_accel),
+            max_accel_m_s2=min(envelope.max_acceleration_m_s2,
+                               horizontal_acceleration_limit(envelope)),
             max_jerk_m_s3=self.max_jerk_m_s3,
         )
