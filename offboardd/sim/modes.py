@@ -61,7 +61,9 @@ class FlightMode:
             flags |= _MANUAL_INPUT_ENABLED
         if self.main != MAIN_MANUAL:
             flags |= _STABILIZE_ENABLED
-        if self.main in (MAIN_AUTO, MAIN_OFFBOARD):
+        # OFFBOARD sets neither GUIDED nor AUTO: [SITL v1.16.2 and main] HEARTBEAT.base_mode
+        # 145 armed / 17 disarmed in OFFBOARD, 157 / 29 in AUTO.LOITER and AUTO.LAND.
+        if self.main == MAIN_AUTO:
             flags |= _GUIDED_ENABLED | _AUTO_ENABLED
         return flags
 
