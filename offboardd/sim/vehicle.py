@@ -15,7 +15,7 @@ from offboardd.sim.commander import Commander
 from offboardd.sim.config import SimConfig
 from offboardd.sim.dynamics import BodyState, Dynamics
 from offboardd.sim.flight import FlightTasks
-from offboardd.sim.outbox import TO_ALL, TO_CURRENT_MODE, Dest, LinkRequest, Outgoing
+from offboardd.sim.outbox import TO_CURRENT_MODE, TO_GCS, Dest, LinkRequest, Outgoing
 from offboardd.sim.params import ParamTable
 from offboardd.sim.px4_versions import version_by_name
 from offboardd.sim.record import ModeChange, SetpointEvent, SimRecord, TextEvent
@@ -169,9 +169,15 @@ class Vehicle:
         )
         return self.drain(now_s)
 
-    def statustext(self, severity: int, text: str, now_s: float, dest: Dest = TO_ALL
+    def statustext(self, severity: int, text: str, now_s: float, dest: Dest = TO_GCS
                    ) -> list[Outgoing]:  # fmt: skip
-        """PX4's STATUSTEXT, split into 50-character chunks sharing an id when longer."""
+        """PX4's STATUSTEXT, split into 50-character chunks sharing an id when longer.
+
+        Only to links where a GCS heartbeat was seen, unless told otherwise: [SITL main,
+        v1.17.0, v1.16.2] a companion's link (ONBOARD_CONTROLLER heartbeat) got no
+        STATUSTEXT at all: not "Failsafe activated", not one of the 20/s "..._LOCAL_NED
+        invalid" / "coordinate frame 7 unsupported"; once a GCS heartbeat came on the
+        same link, all of them, and "Armed by external command", "Takeoff detected"."""
         self.record.statustexts.append(TextEvent(now_s, severity, text))
         raw = text.encode("utf-8")
         if len(raw) <= _STATUSTEXT_CHUNK:

@@ -112,6 +112,8 @@ async def test_s1_valid_means_target_ids_and_mav_fwdextsp() -> None:
 
 async def test_s1_local_ned_frames_1_and_8_only_others_dropped_with_statustext() -> None:
     async with running_sim() as (sim, peer):
+        peer.heartbeat(d.MAV_TYPE_GCS)  # PX4 sends its texts only where a GCS was seen
+        await asyncio.sleep(0.05)
         for frame in (7, 9, 12):
             peer.send(position_sp(frame=frame))
         peer.send(position_sp(frame=1))

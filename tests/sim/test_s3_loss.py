@@ -89,6 +89,7 @@ async def test_s3_default_position_fallback_without_rc_descends_0_6_m_s_lands_di
 
 async def test_s3_loss_threshold_about_1_03_s_short_gaps_hold_longer_gaps_blip() -> None:
     async with running_sim() as (sim, peer):
+        peer.heartbeat(d.MAV_TYPE_GCS)  # PX4 sends its texts only where a GCS was seen
         _request_current_mode(peer)
         await offboard_and_arm(sim, peer, down=-1.0)
         await asyncio.sleep(0.3)
