@@ -121,8 +121,15 @@ def _global(v: Vehicle) -> tuple[int, int, int]:
 
 def heartbeat(v: Vehicle, now_s: float) -> Message:
     c = v.commander
-    status = d.MAV_STATE_CRITICAL if c.failsafe else (
-        d.MAV_STATE_ACTIVE if c.armed else d.MAV_STATE_STANDBY)  # fmt: skip
+    if c.armed:
+        status = d.MAV_STATE_CRITICAL if c.failsafe else d.MAV_STATE_ACTIVE
+    elif c.intent.allows_arming and c.can_run(c.intent):
+        status = d.MAV_STATE_STANDBY
+    else:
+        # Disarmed where arming would be refused: [SITL main, v1.16.2] UNINIT (0) in
+        # OFFBOARD once the stream stopped (STANDBY again when it resumed), in AUTO.RTL
+        # and AUTO.LAND; STANDBY in AUTO.LOITER and in OFFBOARD with a stream.
+        status = d.MAV_STATE_UNINIT
     return d.MAVLink_heartbeat_message(
         d.MAV_TYPE_QUADROTOR, d.MAV_AUTOPILOT_PX4, c.mode.base_mode(armed=c.armed),
         c.mode.custom_mode, status, 3,

@@ -8,8 +8,20 @@ v1.16.2, v1.17.0) and against `offboardd sim`, and comparing what came back (rev
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
-from tests.sim.client import LOITER, OFFBOARD, d, offboard_and_arm, position_sp, running_sim
+from offboardd.mavlink.codec import Message
+from tests.sim.client import (
+    LAND,
+    LOITER,
+    OFFBOARD,
+    POSCTL,
+    RTL,
+    d,
+    offboard_and_arm,
+    position_sp,
+    running_sim,
+)
 
 _ARMED = d.MAV_MODE_FLAG_SAFETY_ARMED
 
@@ -49,3 +61,30 @@ async def test_statustext_only_to_links_that_sent_a_gcs_heartbeat() -> None:
         await asyncio.sleep(0.3)
         texts = [str(m.text) for _, m in peer.of_type("STATUSTEXT", since)]
         assert len(texts) >= 4 and set(texts) == {"SET_POSITION_TARGET_LOCAL_NED invalid"}
+
+
+async def test_disarmed_heartbeat_system_status_is_uninit_where_arming_is_refused() -> None:
+    # [SITL main] HEARTBEAT.system_status while disarmed: STANDBY (3) in AUTO.LOITER, in
+    # AUTO.TAKEOFF and in OFFBOARD with a setpoint stream; UNINIT (0) ~1 s after that
+    # stream stopped, STANDBY again once it resumed; UNINIT in AUTO.RTL, AUTO.LAND and
+    # POSCTL without RC. [SITL v1.16.2] UNINIT in OFFBOARD after landing, no stream. The
+    # sim said STANDBY whenever disarmed.
+    def status_in(mode: int) -> Callable[[Message], bool]:
+        return lambda m: m.get_type() == "HEARTBEAT" and m.custom_mode == mode
+
+    async with running_sim() as (_sim, peer):
+        assert (await peer.heartbeat_mode(LOITER)).system_status == d.MAV_STATE_STANDBY
+        peer.stream(lambda: position_sp(down=0.0))
+        await asyncio.sleep(0.2)
+        peer.set_mode(OFFBOARD)
+        hb = await peer.wait_for(status_in(OFFBOARD))
+        assert hb.system_status == d.MAV_STATE_STANDBY
+        peer.stop_stream()
+        await asyncio.sleep(1.2)
+        hb = await peer.wait_for(status_in(OFFBOARD))
+        assert hb.system_status == d.MAV_STATE_UNINIT
+        for mode in (RTL, LAND, POSCTL):
+            peer.set_mode(mode)
+            assert (await peer.wait_for(status_in(mode))).system_status == d.MAV_STATE_UNINIT
+        peer.set_mode(LOITER)
+        assert (await peer.wait_for(status_in(LOITER))).system_status == d.MAV_STATE_STANDBY
