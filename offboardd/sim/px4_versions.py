@@ -71,6 +71,9 @@ class Px4Version:
     # budgeted). On 57,600 baud with the streams left alone LOCAL_POSITION_NED came at
     # 3.0/s on both (main: 2.4/s).
     silent_ids: frozenset[int] = frozenset()
+    # SET_ATTITUDE_TARGET with THROTTLE_IGNORE (64) gives no proof of life: [SITL main]
+    # mask 71 -> OFFBOARD TEMPORARILY_REJECTED; [SITL v1.16.2, v1.17.0] accepted, flown.
+    throttle_ignore_refused: bool = False
 
 
 _SILENT_BEFORE_V1_18 = frozenset({290, 291, 246})  # ESC_INFO, ESC_STATUS, ADSB_VEHICLE
@@ -126,6 +129,7 @@ V1_18 = Px4Version(
     rc_override_param="MAN_OVERRIDE_SPD",
     current_mode_on_status=True,
     removed_commands=_REQUEST_COMMANDS_REMOVED_V1_18,
+    throttle_ignore_refused=True,  # [SITL main]
 )
 
 VERSIONS: dict[str, Px4Version] = {v.name: v for v in (V1_16, V1_17, V1_18)}

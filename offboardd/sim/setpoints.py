@@ -6,8 +6,9 @@ discards it, sometimes with a CRITICAL STATUSTEXT: no proof of life) or
 `controller_failsafe` (accepted as proof of life, but the multicopter position
 controller refuses it and flies its own failsafe setpoint). Reads raw MAVLink fields
 only; it must not import the daemon's core, keep state or read a clock. The same rules
-serve every release the sim plays (px4_versions.py): no change is known up to v1.18
-([SITL main]: invalid setpoints and unsupported frames still count as loss).
+serve every release the sim plays (px4_versions.py) but one: [SITL main] refuses
+SET_ATTITUDE_TARGET with THROTTLE_IGNORE (`JudgeContext.throttle_ignore_refused`);
+invalid setpoints and unsupported frames still count as loss there.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ class JudgeContext:
     origin_lat_deg: float  # local NED origin = home
     origin_lon_deg: float
     origin_alt_m: float  # AMSL
+    # SET_ATTITUDE_TARGET with THROTTLE_IGNORE (64) is no proof of life (Px4Version).
+    throttle_ignore_refused: bool = False
 
 
 @dataclass(frozen=True)
@@ -196,20 +199,32 @@ def judge_attitude(msg: Message, ctx: JudgeContext) -> Verdict:
         return _dropped(wrong)
     mask = int(msg.type_mask)
     q: tuple[float, float, float, float] | None = None
+    degenerate_q = False
     if not mask & _ATTITUDE:
         w, x, y, z = (float(v) for v in msg.q)
         norm = math.sqrt(w * w + x * x + y * y + z * z)
-        if not math.isfinite(norm) or norm < 1e-6:
-            return _dropped("attitude quaternion is zero or not finite")
-        q = (w / norm, x / norm, y / norm, z / norm)
+        if math.isfinite(norm) and norm >= 1e-6:
+            q = (w / norm, x / norm, y / norm, z / norm)
+        else:
+            # mavlink_receiver never looks at the numbers: the attitude flag alone is
+            # proof of life. [SITL v1.16.2, v1.17.0, main] a NaN or all-zero quaternion
+            # (mask 7, thrust 0.3) streamed 1.3 s: DO_SET_MODE OFFBOARD ACCEPTED, OFFBOARD
+            # entered, as with a level one. What PX4 then flies was not measured: the sim
+            # keeps the attitude it has.
+            degenerate_q = True
     rates: tuple[float, float, float] | None = None
     if not mask & (_ROLL_RATE | _PITCH_RATE):
         yaw_rate = 0.0 if mask & _YAW_RATE_ATT else float(msg.body_yaw_rate)
         rates = (float(msg.body_roll_rate), float(msg.body_pitch_rate), yaw_rate)
         if not all(math.isfinite(r) for r in rates):
             rates = None
-    if q is None and rates is None:
+    if q is None and rates is None and not degenerate_q:
         return _dropped("neither attitude nor body rates")
+    if mask & _THROTTLE and ctx.throttle_ignore_refused:
+        # [SITL main] mask 71 (rates and throttle ignored, level attitude) streamed 1.3 s:
+        # DO_SET_MODE OFFBOARD armed -> TEMPORARILY_REJECTED, no STATUSTEXT, as for an
+        # all-ignored setpoint; v1.16.2 and v1.17.0 entered OFFBOARD with it.
+        return _dropped("THROTTLE_IGNORE: no thrust")
     if mask & _THROTTLE:
         thrust = 0.0  # px4-offboard.md §1: THROTTLE_IGNORE on a multicopter = zero thrust
     elif mask & _THRUST_BODY_SET:

@@ -148,6 +148,7 @@ class Vehicle:
             self.system_id, self.component_id, self.params.get_int("MAV_FWDEXTSP") == 1,
             s.yaw_rad, s.roll_rad, s.pitch_rad, self.commander.estimator_valid,
             self.home_lat_deg, self.home_lon_deg, self.home_alt_m,
+            self.px4.throttle_ignore_refused,
         )  # fmt: skip
 
     def _setpoint(self, kind: str, v: Verdict, msg: Message, now_s: float) -> list[Outgoing]:

@@ -17,6 +17,7 @@ from tests.sim.client import (
     OFFBOARD,
     POSCTL,
     RTL,
+    Peer,
     d,
     offboard_and_arm,
     position_sp,
@@ -88,3 +89,46 @@ async def test_disarmed_heartbeat_system_status_is_uninit_where_arming_is_refuse
             assert (await peer.wait_for(status_in(mode))).system_status == d.MAV_STATE_UNINIT
         peer.set_mode(LOITER)
         assert (await peer.wait_for(status_in(LOITER))).system_status == d.MAV_STATE_STANDBY
+
+
+def _attitude_sp(mask: int, q: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0),
+                 thrust: float = 0.3) -> Message:  # fmt: skip
+    return d.MAVLink_set_attitude_target_message(0, 1, 1, mask, list(q), 0.0, 0.0, 0.0, thrust)
+
+
+async def _offboard_request_after_stream(peer: Peer, make: Callable[[], Message]) -> int:
+    """Armed in Hold on the ground, stream `make()` for a while, ask for OFFBOARD: its ACK."""
+    peer.arm()
+    assert (await peer.ack(d.MAV_CMD_COMPONENT_ARM_DISARM)).result == d.MAV_RESULT_ACCEPTED
+    peer.stream(make)
+    await asyncio.sleep(0.5)
+    peer.set_mode(OFFBOARD)
+    await peer.ack(d.MAV_CMD_DO_SET_MODE)
+    await asyncio.sleep(0.1)  # v1.16/v1.17 answer twice, the first always ACCEPTED
+    acks = [m for _, m in peer.of_type("COMMAND_ACK") if m.command == d.MAV_CMD_DO_SET_MODE]
+    return int(acks[-1].result)
+
+
+async def test_attitude_with_a_nan_or_zero_quaternion_is_proof_of_life() -> None:
+    # [SITL v1.16.2, v1.17.0, main] SET_ATTITUDE_TARGET mask 7, thrust 0.3, quaternion
+    # all NaN or all zero, 20/s for 1.3 s, armed in Hold: DO_SET_MODE OFFBOARD ACCEPTED
+    # and OFFBOARD entered. The sim dropped them and refused OFFBOARD.
+    nan = float("nan")
+    for q in ((nan, nan, nan, nan), (0.0, 0.0, 0.0, 0.0)):
+        for version in ("1.16", "1.18"):
+            async with running_sim(px4_version=version) as (sim, peer):
+                result = await _offboard_request_after_stream(peer, lambda q=q: _attitude_sp(7, q))
+                assert result == d.MAV_RESULT_ACCEPTED, (q, version)
+                assert sim.vehicle.mode_name == "OFFBOARD"
+
+
+async def test_attitude_with_throttle_ignored_is_no_proof_of_life_on_main() -> None:
+    # [SITL main] SET_ATTITUDE_TARGET mask 71 (rates and throttle ignored), level, 20/s
+    # for 1.3 s, armed in Hold: DO_SET_MODE OFFBOARD TEMPORARILY_REJECTED; [SITL v1.16.2,
+    # v1.17.0] ACCEPTED. The sim accepted it on every release.
+    async with running_sim(px4_version="1.18") as (_sim, peer):
+        result = await _offboard_request_after_stream(peer, lambda: _attitude_sp(71))
+        assert result == d.MAV_RESULT_TEMPORARILY_REJECTED
+    async with running_sim(px4_version="1.17") as (_sim, peer):
+        result = await _offboard_request_after_stream(peer, lambda: _attitude_sp(71))
+        assert result == d.MAV_RESULT_ACCEPTED
