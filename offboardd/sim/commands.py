@@ -33,6 +33,7 @@ FAILED = d.MAV_RESULT_FAILED
 SECOND_ACK_DELAY_S = 0.004  # the v1.16.2 second DO_SET_MODE ACK follows within ms
 FORCE_DISARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2: force
 MAV_TYPE_GCS = 6
+PARAM_ERROR_TYPE_MISMATCH = 7  # MAV_PARAM_ERROR_TYPE_MISMATCH (newer than pymavlink 2.4.50)
 
 
 def handle(v: Vehicle, msg: Message, now_s: float, link_id: int) -> list[Outgoing]:
@@ -182,7 +183,17 @@ def _param(v: Vehicle, kind: str, msg: Message, now_s: float, link_id: int) -> l
     if name not in table:
         if v.px4.param_error:
             return [Outgoing(_param_error(msg), link_id)]
-        return v.statustext(d.MAV_SEVERITY_ERROR, f"[pm] unknown param: {name}", now_s, link_id)
+        # to GCS links only, as every PX4 STATUSTEXT: [SITL v1.16.2, v1.17.0] nothing came
+        # back on the companion link
+        return v.statustext(d.MAV_SEVERITY_ERROR, f"[pm] unknown param: {name}", now_s)
+    if int(msg.param_type) != table.param_type(name):
+        # The value is kept. [SITL main] COM_OBL_RC_ACT (INT32) set as REAL32 5.0 (what
+        # pymavlink's param_set_send sends by default): PARAM_ERROR, error 7, read back
+        # unchanged; [SITL v1.16.2, v1.17.0] no answer, unchanged ("param types mismatch"
+        # on PX4's console only).
+        if v.px4.param_error:
+            return [Outgoing(_param_error(msg, PARAM_ERROR_TYPE_MISMATCH), link_id)]
+        return []
     value = decode_param_value(msg.param_value, table.param_type(name))
     if isinstance(value, float) and not math.isfinite(value):
         return []
@@ -190,14 +201,14 @@ def _param(v: Vehicle, kind: str, msg: Message, now_s: float, link_id: int) -> l
     return [Outgoing(table.param_value_msg(name), TO_ALL)]  # PX4 broadcasts the change
 
 
-def _param_error(msg: Message) -> Message:
-    """PARAM_ERROR DOES_NOT_EXIST (PX4-Autopilot#25699), to the requester, naming the
-    parameter as asked: its id, and the index it was asked by (-1 for a read by name,
-    always for a PARAM_SET, which has no index)."""
+def _param_error(msg: Message, error: int = d.MAV_PARAM_ERROR_DOES_NOT_EXIST) -> Message:
+    """PARAM_ERROR (PX4-Autopilot#25699), DOES_NOT_EXIST unless told, to the requester,
+    naming the parameter as asked: its id, and the index it was asked by (-1 for a read
+    by name, always for a PARAM_SET, which has no index)."""
     index = int(msg.param_index) if msg.get_type() == "PARAM_REQUEST_READ" else -1
     return d.MAVLink_param_error_message(
         msg.get_srcSystem(), msg.get_srcComponent(), param_id_str(msg.param_id).encode(),
-        index, d.MAV_PARAM_ERROR_DOES_NOT_EXIST,
+        index, error,
     )  # fmt: skip
 
 

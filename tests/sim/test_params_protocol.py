@@ -52,6 +52,8 @@ async def test_param_read_by_name_and_by_index_and_set_echoes_to_all() -> None:
         peer.send(d.MAVLink_param_set_message(1, 1, b"COM_OF_LOSS_T", 2.5, REAL32))
         echo = await peer.wait_for(lambda m: m.get_type() == "PARAM_VALUE")
         assert echo.param_value == 2.5 and sim.vehicle.params.get("COM_OF_LOSS_T") == 2.5
+        peer.heartbeat(d.MAV_TYPE_GCS)  # the text goes only where PX4 saw a GCS
+        await asyncio.sleep(0.05)
         peer.send(d.MAVLink_param_set_message(1, 1, b"NO_SUCH_PARAM", 1.0, REAL32))
         text = await peer.wait_for(lambda m: m.get_type() == "STATUSTEXT")
         assert "NO_SUCH_PARAM" in text.text

@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Callable
 
 from offboardd.mavlink.codec import Message
+from offboardd.mavlink.params import param_id_str
 from tests.sim.client import (
     LAND,
     LOITER,
@@ -132,3 +133,26 @@ async def test_attitude_with_throttle_ignored_is_no_proof_of_life_on_main() -> N
     async with running_sim(px4_version="1.17") as (_sim, peer):
         result = await _offboard_request_after_stream(peer, lambda: _attitude_sp(71))
         assert result == d.MAV_RESULT_ACCEPTED
+
+
+async def test_param_set_with_the_wrong_type_changes_nothing() -> None:
+    # COM_OBL_RC_ACT is INT32; pymavlink's param_set_send sends REAL32 unless told.
+    # [SITL main] PARAM_SET COM_OBL_RC_ACT 5.0 REAL32: PARAM_ERROR error 7 (TYPE_MISMATCH),
+    # read back 0; [SITL v1.16.2, v1.17.0] no answer at all, read back 0. The sim set it
+    # to 5 and echoed PARAM_VALUE. An unknown name set on v1.16.2/v1.17.0: nothing on the
+    # companion link either (the sim sent it a STATUSTEXT).
+    for version in ("1.16", "1.17", "1.18"):
+        async with running_sim(px4_version=version) as (sim, peer):
+            peer.send(d.MAVLink_param_set_message(1, 1, b"COM_OBL_RC_ACT", 5.0,
+                                                  d.MAV_PARAM_TYPE_REAL32))  # fmt: skip
+            peer.send(d.MAVLink_param_set_message(1, 1, b"NO_SUCH_PARAM", 1.0,
+                                                  d.MAV_PARAM_TYPE_REAL32))  # fmt: skip
+            await asyncio.sleep(0.3)
+            assert sim.vehicle.params.get("COM_OBL_RC_ACT") == 0, version
+            assert not peer.of_type("PARAM_VALUE") and not peer.of_type("STATUSTEXT")
+            errors = [(param_id_str(m.param_id), int(m.error))
+                      for _, m in peer.of_type("PARAM_ERROR")]  # fmt: skip
+            if version == "1.18":
+                assert errors == [("COM_OBL_RC_ACT", 7), ("NO_SUCH_PARAM", 1)]
+            else:
+                assert errors == []
