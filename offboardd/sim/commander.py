@@ -84,6 +84,11 @@ class Commander:
     def can_run(self, mode: FlightMode) -> bool:
         if mode is modes.OFFBOARD:
             return self._offboard_ok
+        if mode is modes.MISSION:
+            # No mission is ever loaded here. [SITL main] in AUTO.MISSION without one,
+            # disarmed: arming TEMPORARILY_REJECTED ("Resolve system health failures
+            # first"), HEARTBEAT system_status UNINIT.
+            return False
         if mode.needs_manual_control and not self.rc_present:
             return False
         return not (mode.needs_position and not self.estimator_valid)

@@ -118,10 +118,13 @@ def mode_by_name(name: str) -> FlightMode:
 def mode_from_main_sub(main: int, sub: int) -> FlightMode | None:
     """The mode DO_SET_MODE asks for (param2 main, param3 sub), or None if PX4 has none.
 
-    PX4 treats AUTO with sub 0 as no valid request; for other main modes sub is ignored.
+    AUTO with sub 0 is AUTO.MISSION ([SITL main, v1.16.2] DO_SET_MODE 1, 4, 0 disarmed:
+    ACCEPTED, HEARTBEAT custom_mode 67371008); for other main modes sub is ignored.
     """
     if main != MAIN_AUTO:
         sub = 0
+    elif sub == 0:
+        sub = SUB_MISSION
     return _BY_CUSTOM.get((main << 16) | (sub << 24))
 
 

@@ -156,3 +156,18 @@ async def test_param_set_with_the_wrong_type_changes_nothing() -> None:
                 assert errors == [("COM_OBL_RC_ACT", 7), ("NO_SUCH_PARAM", 1)]
             else:
                 assert errors == []
+
+
+async def test_set_mode_auto_with_sub_mode_0_is_mission_where_arming_is_refused() -> None:
+    # [SITL main, v1.16.2] DO_SET_MODE (1, AUTO, 0) disarmed: ACCEPTED, HEARTBEAT
+    # custom_mode 67371008 (AUTO.MISSION), system_status UNINIT; then an arm:
+    # TEMPORARILY_REJECTED (no mission). The sim refused the mode and, still in Hold,
+    # accepted the arm.
+    async with running_sim() as (sim, peer):
+        peer.command(d.MAV_CMD_DO_SET_MODE, 1, 4, 0)
+        assert (await peer.ack(d.MAV_CMD_DO_SET_MODE)).result == d.MAV_RESULT_ACCEPTED
+        hb = await peer.heartbeat_mode(67371008)
+        assert hb.system_status == d.MAV_STATE_UNINIT
+        peer.arm()
+        ack = await peer.ack(d.MAV_CMD_COMPONENT_ARM_DISARM)
+        assert ack.result == d.MAV_RESULT_TEMPORARILY_REJECTED and not sim.vehicle.armed
