@@ -24,9 +24,9 @@ from offboardd.sim.px4_versions import Px4Version
 CHECK_PERIOD_S = 0.1  # commander's offboard check cadence (10 Hz)
 LOSS_MARGIN_S = 0.03  # [SITL] threshold ~1.03 s at COM_OF_LOSS_T = 1.0
 RESUME_DELAY_S = 0.03  # [SITL] back in OFFBOARD 20-40 ms after the first valid setpoint
-# NAV_RCL_ACT 0 (Disabled) or a value the release does not know, when v1.17+ asks for it
-# on an offboard loss without RC: unmeasured. PX4 has no action then and cannot run
-# OFFBOARD nor a manual mode; the sim lands, as v1.16's unflyable Position did in effect.
+# A NAV_RCL_ACT value the release does not know, when v1.17+ asks for it on an offboard
+# loss without RC: unmeasured; the sim lands, as v1.16's unflyable Position did in effect.
+# (0 Disabled is measured: no failsafe, px4_versions.py.)
 RC_LOSS_ACTION_UNKNOWN = modes.LAND
 
 
@@ -173,12 +173,13 @@ class Commander:
     def _update_mode(self, now_s: float, cause: str) -> None:
         new_mode, failsafe = self.intent, False
         if self.armed and not self.can_run(self.intent):
-            failsafe, self._resume_at_s = True, None
             fallback = self._fallback_mode(now_s)
             if fallback is None:  # COM_OBL_RC_ACT Terminate / Disarm
                 self.disarm(now_s, "offboard loss action", forced=True)
                 return
-            new_mode = fallback
+            if fallback is not self.intent:  # (OFFBOARD: no action, px4_versions.py)
+                failsafe, self._resume_at_s = True, None
+                new_mode = fallback
         elif self.failsafe and self._resume_at_s is not None:
             if now_s < self._resume_at_s:  # leaving the failsafe takes 20-40 ms on PX4
                 return

@@ -37,8 +37,11 @@ class Px4Version:
     # control becomes NAV_RCL_ACT's action. [SITL main] 0 -> AUTO.RTL after 1.09-1.13 s.
     manual_loss_action_needs_rc: bool
     # NAV_RCL_ACT values this release knows, as offboard-loss fallbacks: a mode name, or
-    # "" for Terminate / Disarm (the motors stop). v1.18 adds 7 "Hold mode (no
-    # failsafe)" (#27792); for the loss it is a Hold like 1.
+    # "" for Terminate / Disarm (the motors stop); "OFFBOARD" for no failsafe at all:
+    # [SITL v1.17.0, main] NAV_RCL_ACT 0 (Disabled), COM_OBL_RC_ACT 0, stream stopped at
+    # 2 m: still OFFBOARD, armed, system_status ACTIVE 8 s later, holding 2 m (±0.2);
+    # OFFBOARD re-requested without a stream: TEMPORARILY_REJECTED. v1.18 adds 7 "Hold
+    # mode (no failsafe)" (#27792): [SITL main] the same, no mode change.
     rc_loss_actions: tuple[tuple[int, str], ...]
     # Parameters: removed in this release, and added (not in v1.16.2's table).
     removed_params: frozenset[str]
@@ -77,7 +80,8 @@ class Px4Version:
 
 
 _SILENT_BEFORE_V1_18 = frozenset({290, 291, 246})  # ESC_INFO, ESC_STATUS, ADSB_VEHICLE
-_RC_LOSS_ACTIONS_V1_16 = ((1, "AUTO.LOITER"), (2, "AUTO.RTL"), (3, "AUTO.LAND"), (5, ""), (6, ""))
+_RC_LOSS_ACTIONS_V1_16 = ((0, "OFFBOARD"), (1, "AUTO.LOITER"), (2, "AUTO.RTL"), (3, "AUTO.LAND"),
+                          (5, ""), (6, ""))  # fmt: skip
 _REQUEST_COMMANDS_REMOVED_V1_18 = frozenset({
     d.MAV_CMD_REQUEST_AUTOPILOT_CAPABILITIES,  # 520
     d.MAV_CMD_REQUEST_PROTOCOL_VERSION,  # 519
@@ -121,7 +125,7 @@ V1_18 = Px4Version(
     flight_sw_version=flight_sw_version(1, 18, 0),
     double_set_mode_ack=False,  # [SITL main] one COMMAND_ACK
     manual_loss_action_needs_rc=True,  # [SITL main] COM_OBL_RC_ACT=0 -> AUTO.RTL
-    rc_loss_actions=(*_RC_LOSS_ACTIONS_V1_16, (7, "AUTO.LOITER")),  # #27792
+    rc_loss_actions=(*_RC_LOSS_ACTIONS_V1_16, (7, "OFFBOARD")),  # #27792, [SITL main]
     removed_params=frozenset({"COM_RC_OVERRIDE", "COM_RC_STICK_OV"}),  # #27041
     # [SITL main] PARAM_VALUE MAN_OVERRIDE_SPD: type 9 (REAL32), 1.0
     added_params=(("MAN_OVERRIDE_SPD", d.MAV_PARAM_TYPE_REAL32, 1.0),),

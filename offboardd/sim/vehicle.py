@@ -216,9 +216,12 @@ class Vehicle:
 
     def _physics(self, dt_s: float, now_s: float) -> None:
         c = self.commander
+        # OFFBOARD without a live stream and no failsafe taken (NAV_RCL_ACT 0 / 7 without
+        # RC, v1.17+): [SITL] PX4 held where it was.
+        stale = c.mode is modes.OFFBOARD and not c.can_run(modes.OFFBOARD)
         plan = self.tasks.plan(
             c.mode, armed=c.armed, rc_present=c.rc_present, estimator_valid=c.estimator_valid,
-            offboard=self.offboard_target, offboard_failsafe=self.offboard_failsafe,
+            offboard=self.offboard_target, offboard_failsafe=self.offboard_failsafe or stale,
             state=self.state, params=self.params, takeoff_alt_m=self.takeoff_alt_m,
         )  # fmt: skip
         self.flown_target = plan.target

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import pytest
+
 from offboardd.mavlink.codec import Message
 from offboardd.mavlink.params import param_id_str
 from tests.sim.client import (
@@ -171,3 +173,30 @@ async def test_set_mode_auto_with_sub_mode_0_is_mission_where_arming_is_refused(
         peer.arm()
         ack = await peer.ack(d.MAV_CMD_COMPONENT_ARM_DISARM)
         assert ack.result == d.MAV_RESULT_TEMPORARILY_REJECTED and not sim.vehicle.armed
+
+
+@pytest.mark.parametrize(("version", "nav_rcl_act"), [("1.17", 0), ("1.18", 0), ("1.18", 7)])
+async def test_offboard_loss_without_rc_and_no_nav_rcl_act_failsafe_stays_offboard(
+    version: str, nav_rcl_act: int
+) -> None:
+    # [SITL v1.17.0 and main] COM_OBL_RC_ACT 0, NAV_RCL_ACT 0 (Disabled), no RC, stream
+    # stopped at 2 m: no mode change for 8 s, still armed, HEARTBEAT OFFBOARD with
+    # system_status ACTIVE, the vehicle held 2 m (1.75-2.21 m on v1.17.0, 1.91-2.02 on
+    # main); a DO_SET_MODE OFFBOARD then: TEMPORARILY_REJECTED. [SITL main] NAV_RCL_ACT 7
+    # the same. The sim landed (0) or went to AUTO.LOITER (7).
+    params = {"NAV_RCL_ACT": nav_rcl_act}
+    async with running_sim(px4_version=version, params=params) as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-2.0)
+        assert await sim.wait_until(lambda: abs(sim.vehicle.position_ned_m[2] + 2.0) < 0.2, 8)
+        peer.stop_stream()
+        await asyncio.sleep(2.5)
+        assert sim.vehicle.armed and sim.vehicle.mode_name == "OFFBOARD"
+        assert not sim.record.changes_to("AUTO.LAND") and not sim.record.changes_to("AUTO.LOITER")
+        assert abs(sim.vehicle.position_ned_m[2] + 2.0) < 0.3
+        hb = await peer.wait_for(lambda m: m.get_type() == "HEARTBEAT")
+        assert (hb.custom_mode, hb.system_status) == (OFFBOARD, d.MAV_STATE_ACTIVE)
+        peer.set_mode(OFFBOARD)
+        await peer.ack(d.MAV_CMD_DO_SET_MODE)
+        await asyncio.sleep(0.1)
+        acks = [m for _, m in peer.of_type("COMMAND_ACK") if m.command == d.MAV_CMD_DO_SET_MODE]
+        assert acks[-1].result == d.MAV_RESULT_TEMPORARILY_REJECTED
