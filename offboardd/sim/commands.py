@@ -31,6 +31,7 @@ DENIED = d.MAV_RESULT_DENIED
 UNSUPPORTED = d.MAV_RESULT_UNSUPPORTED
 FAILED = d.MAV_RESULT_FAILED
 SECOND_ACK_DELAY_S = 0.004  # the v1.16.2 second DO_SET_MODE ACK follows within ms
+_PROTOCOL_VERSION_ID = 300
 FORCE_DISARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2: force
 MAV_TYPE_GCS = 6
 PARAM_ERROR_TYPE_MISMATCH = 7  # MAV_PARAM_ERROR_TYPE_MISMATCH (newer than pymavlink 2.4.50)
@@ -135,6 +136,8 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
         name = STREAM_IDS.get(msg_id)
         if name == "AUTOPILOT_VERSION":
             return DENIED, ""
+        if name == "HEARTBEAT":  # [SITL main, v1.16.2] FAILED: it stays at 1 Hz
+            return FAILED, ""
         if msg_id in v.px4.streamless_ids:  # (v1.16.2: GNSS_INTEGRITY; v1.16-17: #514)
             return FAILED, ""
         if msg_id in v.px4.silent_ids:  # the stream is there, with nothing to send
@@ -154,8 +157,13 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
                   d.MAV_CMD_REQUEST_AUTOPILOT_CAPABILITIES: d.MAVLINK_MSG_ID_AUTOPILOT_VERSION,
                   d.MAV_CMD_GET_HOME_POSITION: d.MAVLINK_MSG_ID_HOME_POSITION}[cmd]  # fmt: skip
         name = BUILDER_IDS.get(msg_id)
-        if name is None:  # PROTOCOL_VERSION (#300), COMPONENT_METADATA...: not served
-            return UNSUPPORTED, ""
+        if msg_id == _PROTOCOL_VERSION_ID and cmd == d.MAV_CMD_REQUEST_MESSAGE:
+            # [SITL main, v1.16.2] ACCEPTED, and no PROTOCOL_VERSION decoded on the link
+            return ACCEPTED, ""
+        if name is None:  # COMPONENT_METADATA...: not served
+            # [SITL main, v1.16.2] REQUEST_MESSAGE of a message PX4 cannot build (id
+            # 9999): DENIED (it has no stream to create for it), not UNSUPPORTED.
+            return DENIED, ""
         built = BUILDERS[name](v, now_s)
         if built is None:
             return TEMPORARILY_REJECTED, ""
@@ -166,6 +174,8 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
             return DENIED, ""
         v.reboot_requested = True  # the server runs the reboot after the ACK is out
         return ACCEPTED, ""
+    if cmd == d.MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN and int(p[0]) == 0 and int(p[1]) == 0:
+        return ACCEPTED, ""  # "do nothing": [SITL main, v1.16.2] ACCEPTED
     return UNSUPPORTED, ""
 
 

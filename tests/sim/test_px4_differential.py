@@ -200,3 +200,23 @@ async def test_offboard_loss_without_rc_and_no_nav_rcl_act_failsafe_stays_offboa
         await asyncio.sleep(0.1)
         acks = [m for _, m in peer.of_type("COMMAND_ACK") if m.command == d.MAV_CMD_DO_SET_MODE]
         assert acks[-1].result == d.MAV_RESULT_TEMPORARILY_REJECTED
+
+
+@pytest.mark.parametrize("version", ["1.16", "1.18"])
+async def test_command_answers_for_unknown_messages_heartbeat_rate_and_reboot_noop(
+    version: str,
+) -> None:
+    # [SITL main and v1.16.2] REQUEST_MESSAGE 9999: DENIED; REQUEST_MESSAGE 300
+    # (PROTOCOL_VERSION): ACCEPTED; SET_MESSAGE_INTERVAL HEARTBEAT 10 Hz: FAILED;
+    # PREFLIGHT_REBOOT_SHUTDOWN 0 ("do nothing"): ACCEPTED. The sim: UNSUPPORTED,
+    # UNSUPPORTED, ACCEPTED, UNSUPPORTED.
+    async with running_sim(px4_version=version) as (sim, peer):
+        steps = [(d.MAV_CMD_REQUEST_MESSAGE, (9999,), d.MAV_RESULT_DENIED),
+                 (d.MAV_CMD_REQUEST_MESSAGE, (300,), d.MAV_RESULT_ACCEPTED),
+                 (d.MAV_CMD_SET_MESSAGE_INTERVAL, (0, 100_000), d.MAV_RESULT_FAILED),
+                 (d.MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN, (0,), d.MAV_RESULT_ACCEPTED)]  # fmt: skip
+        for command, params, expected in steps:
+            peer.command(command, *params)
+            assert (await peer.ack(command)).result == expected, (command, params)
+        await asyncio.sleep(0.2)
+        assert not sim.record.reboots

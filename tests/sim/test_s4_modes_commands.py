@@ -205,7 +205,7 @@ async def test_s4_commands_must_target_px4_sysid_exactly_and_own_identity_is_ign
             impostor.close()
 
 
-async def test_s4_request_message_autopilot_version_and_protocol_version_unsupported() -> None:
+async def test_s4_request_message_autopilot_version_and_protocol_version_accepted() -> None:
     async with SimServer(sim_config(px4_version="1.16")) as sim:
         peer = await Peer.connect(sim.udp_port or 0)
         try:
@@ -218,6 +218,7 @@ async def test_s4_request_message_autopilot_version_and_protocol_version_unsuppo
                 assert av.capabilities & cap
             peer.command(d.MAV_CMD_REQUEST_MESSAGE, 300)  # PROTOCOL_VERSION
             acks = await _wait_acks(peer, d.MAV_CMD_REQUEST_MESSAGE, 2)
-            assert [r for _, r in acks] == [0, d.MAV_RESULT_UNSUPPORTED]
+            # [SITL v1.16.2, main] ACCEPTED (no PROTOCOL_VERSION decoded after it)
+            assert [r for _, r in acks] == [0, d.MAV_RESULT_ACCEPTED]
         finally:
             peer.close()
