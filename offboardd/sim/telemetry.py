@@ -136,12 +136,14 @@ def heartbeat(v: Vehicle, now_s: float) -> Message:
     )  # fmt: skip
 
 
-def current_mode(v: Vehicle, now_s: float, mode: FlightMode | None = None) -> Message:
-    """CURRENT_MODE: the mode PX4 runs (or `mode`, a moment ago) and the user's intent."""
+def current_mode(v: Vehicle, now_s: float, mode: FlightMode | None = None,
+                 intent: FlightMode | None = None) -> Message:  # fmt: skip
+    """CURRENT_MODE: the mode PX4 runs and the user's intent (or `mode` and `intent`, a
+    moment ago)."""
     c = v.commander
     shown = mode or c.mode
     return d.MAVLink_current_mode_message(
-        shown.standard_mode, shown.custom_mode, c.intent.custom_mode
+        shown.standard_mode, shown.custom_mode, (intent or c.intent).custom_mode
     )
 
 

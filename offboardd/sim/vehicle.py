@@ -234,7 +234,7 @@ class Vehicle:
     def drain(self, now_s: float) -> list[Outgoing]:
         out: list[Outgoing] = []
         status_changed = False
-        first_old_mode = ""
+        first_old_mode = first_old_intent = ""
         for n in self.commander.notices:
             if n.kind == "mode":
                 self.record.mode_changes.append(ModeChange(n.time_s, n.old_mode, n.new_mode,
@@ -243,6 +243,7 @@ class Vehicle:
                 first_old_mode = first_old_mode or n.old_mode
             elif n.kind == "intent":
                 status_changed = True
+                first_old_intent = first_old_intent or n.old_mode
             elif n.kind == "text":
                 out.extend(self.statustext(n.severity, n.text, now_s))
             else:
@@ -251,12 +252,17 @@ class Vehicle:
         if status_changed:  # PX4 sends CURRENT_MODE at once when vehicle_status changes
             out.insert(0, Outgoing(current_mode(self, now_s), TO_CURRENT_MODE))
             if self.px4.current_mode_on_status and first_old_mode:
-                # v1.17+: a mode change publishes vehicle_status twice, first with the
-                # old mode (and the new intent, if a user asked), then with the new mode;
-                # with the interval cap this reproduces the measured latencies ([SITL
-                # main]: about one interval at 0.02-0.1 s). A fit, not read in PX4 source.
+                # v1.17+: a mode change publishes vehicle_status twice, first as it was
+                # (the old mode and the old intent), then with the new mode; with the
+                # interval cap this reproduces the measured latencies ([SITL main]:
+                # about one interval at 0.02-0.1 s). A fit, not read in PX4 source.
+                # [SITL main, 0.05 s interval] DO_SET_MODE OFFBOARD from Hold: (LOITER,
+                # LOITER) with the ACK, (OFFBOARD, OFFBOARD) 52 ms later; never the
+                # (LOITER, OFFBOARD) the sim sent first.
                 old = modes.mode_by_name(first_old_mode)
-                out.insert(0, Outgoing(current_mode(self, now_s, old), TO_CURRENT_MODE))
+                old_intent = modes.mode_by_name(first_old_intent) if first_old_intent else None
+                out.insert(0, Outgoing(current_mode(self, now_s, old, old_intent),
+                                       TO_CURRENT_MODE))  # fmt: skip
         return out
 
     # ---- faults -------------------------------------------------------------

@@ -220,3 +220,23 @@ async def test_command_answers_for_unknown_messages_heartbeat_rate_and_reboot_no
             assert (await peer.ack(command)).result == expected, (command, params)
         await asyncio.sleep(0.2)
         assert not sim.record.reboots
+
+
+async def test_current_mode_never_shows_the_new_intent_before_the_new_mode() -> None:
+    # [SITL main] CURRENT_MODE at a 0.05 s interval, DO_SET_MODE OFFBOARD from Hold
+    # (streaming): (LOITER, intent LOITER) with the ACK, then (OFFBOARD, OFFBOARD) 52 ms
+    # later; Hold from OFFBOARD the same way round. The sim sent (LOITER, intent OFFBOARD)
+    # first: an intent PX4 never reported ahead of its mode.
+    async with running_sim(px4_version="1.18") as (_sim, peer):
+        peer.command(d.MAV_CMD_SET_MESSAGE_INTERVAL, 436, 50_000)
+        peer.stream(lambda: position_sp(down=-2.0))
+        await asyncio.sleep(0.3)
+        for target in (OFFBOARD, LOITER, OFFBOARD):
+            since = asyncio.get_running_loop().time()
+            peer.set_mode(target)
+            await peer.wait_for(lambda m, t=target: m.get_type() == "CURRENT_MODE"
+                                and m.custom_mode == t)  # fmt: skip
+            seen = [(m.custom_mode, m.intended_custom_mode)
+                    for _, m in peer.of_type("CURRENT_MODE", since)]  # fmt: skip
+            assert all(intent == mode or mode == target for mode, intent in seen), seen
+            await asyncio.sleep(0.2)
