@@ -25,6 +25,11 @@ NAV_RCL_ACT_NAMES = {0: "Disabled", 1: "Hold", 2: "Return", 3: "Land", 5: "Termi
 # Position (POSCTL) until it lands [SITL v1.16.2: 5 m -> 3.0 m in the 3 s after the
 # fallback], and from v1.17 NAV_RCL_ACT's action is taken instead.
 _MANUAL_ACTIONS = frozenset({0, 1, 2})
+# NAV_RCL_ACT values that take no failsafe on an offboard loss without RC: PX4 stays in
+# OFFBOARD, armed, holding where it is [SITL v1.17.0 and main: 2 m for 8 s; a new OFFBOARD
+# request TEMPORARILY_REJECTED], so a companion that dies leaves the vehicle hovering.
+_NO_FAILSAFE_RCL = frozenset({0, 7})
+_STAYS = "no failsafe: stays in OFFBOARD, armed, holding"
 _CUTS_MOTORS = frozenset({6, 7})
 
 
@@ -104,6 +109,8 @@ def loss_action(rules: Px4Rules | None, params: Mapping[str, int | float]) -> st
     if "NAV_RCL_ACT" not in params:
         return f"{name} (without RC: NAV_RCL_ACT's action)"
     rcl = int(params["NAV_RCL_ACT"])
+    if rcl in _NO_FAILSAFE_RCL:
+        return f"{name} (without RC: {_STAYS}, NAV_RCL_ACT={rcl})"
     rcl_name = NAV_RCL_ACT_NAMES.get(rcl, f"unknown({rcl})")
     return f"{name} (without RC: {rcl_name}, NAV_RCL_ACT={rcl})"
 
@@ -128,6 +135,10 @@ def loss_warnings(rules: Px4Rules | None, params: Mapping[str, int | float]) -> 
                f"on offboard loss instead; {fix}"]
         if rcl is not None and int(rcl) in (5, 6):
             out.append(f"NAV_RCL_ACT={int(rcl)}: without RC an offboard loss cuts the motors")
+        if rcl is not None and int(rcl) in _NO_FAILSAFE_RCL:
+            out.append(f"NAV_RCL_ACT={int(rcl)}: without RC PX4 takes {_STAYS} on offboard "
+                       "loss: if offboardd or its computer dies the vehicle hovers until "
+                       "its battery fails; set COM_OBL_RC_ACT=5 (Hold) or 4 (Land)")
         return out
     if action == 0:
         return [f"COM_OBL_RC_ACT=0 (Position): without RC PX4 cannot hold position on "

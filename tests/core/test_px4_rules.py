@@ -46,6 +46,20 @@ def test_v1_17_offboard_loss_without_rc_is_nav_rcl_act_return() -> None:
                loss_warnings(rules_for(1, 17), {"COM_OBL_RC_ACT": 1, "NAV_RCL_ACT": 6}))
 
 
+def test_nav_rcl_act_without_a_failsafe_leaves_a_dead_companions_vehicle_hovering() -> None:
+    """Measured on PX4 v1.17.0 and main SIH (helper review, session 25): with
+    COM_OBL_RC_ACT 0 and no RC, NAV_RCL_ACT 0 (and 7 on main) takes no failsafe on offboard
+    loss: PX4 stays in OFFBOARD, armed, holding (2 m for 8 s). A daemon that dies leaves
+    the vehicle hovering until its battery fails; nothing said so."""
+    for rules, rcl in ((rules_for(1, 17), 0), (rules_for(1, 18), 0), (rules_for(1, 18), 7)):
+        params = {"COM_OBL_RC_ACT": 0, "NAV_RCL_ACT": rcl}
+        assert "stays in OFFBOARD" in (loss_action(rules, params) or "")
+        warnings = loss_warnings(rules, params)
+        assert any("no failsafe" in w and "stays in OFFBOARD" in w for w in warnings), warnings
+    assert not any("no failsafe" in w for w in
+                   loss_warnings(rules_for(1, 18), {"COM_OBL_RC_ACT": 0, "NAV_RCL_ACT": 1}))
+
+
 def test_fc_checks_read_the_parameters_the_release_has() -> None:
     checks = FcChecks(retry_s=1.0, retries=3, current_mode_interval_s=0.05)
     checks.start(0.0)
