@@ -8,6 +8,7 @@ v1.16.2, v1.17.0) and against `offboardd sim`, and comparing what came back (rev
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 
 import pytest
@@ -120,7 +121,8 @@ async def test_attitude_with_a_nan_or_zero_quaternion_is_proof_of_life() -> None
     for q in ((nan, nan, nan, nan), (0.0, 0.0, 0.0, 0.0)):
         for version in ("1.16", "1.18"):
             async with running_sim(px4_version=version) as (sim, peer):
-                result = await _offboard_request_after_stream(peer, lambda q=q: _attitude_sp(7, q))
+                make = functools.partial(_attitude_sp, 7, q)
+                result = await _offboard_request_after_stream(peer, make)
                 assert result == d.MAV_RESULT_ACCEPTED, (q, version)
                 assert sim.vehicle.mode_name == "OFFBOARD"
 
