@@ -37,6 +37,7 @@ PARAM_SPECS: tuple[ParamSpec, ...] = (
     ParamSpec("COM_RCL_EXCEPT", _INT, 0),
     ParamSpec("COM_RC_OVERRIDE", _INT, 1),
     ParamSpec("COM_RC_STICK_OV", _FLOAT, 30.0),
+    ParamSpec("COM_SPOOLUP_TIME", _FLOAT, 1.0),
     ParamSpec("MAV_FWDEXTSP", _INT, 1),
     ParamSpec("MAV_SYS_ID", _INT, 1),
     ParamSpec("MAV_TYPE", _INT, 2),

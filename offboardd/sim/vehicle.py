@@ -225,7 +225,11 @@ class Vehicle:
             state=self.state, params=self.params, takeoff_alt_m=self.takeoff_alt_m,
         )  # fmt: skip
         self.flown_target = plan.target
-        self.dynamics.step(dt_s, plan.target, plan.limits)
+        # [SITL main, v1.16.2] PX4 holds the motors at idle for COM_SPOOLUP_TIME after
+        # arming (IN_AIR 1.9 s after an OFFBOARD arm; the sim lifted at once: 0.4 s).
+        spooling = (c.armed and self.state.pos_m[2] >= 0.0
+                    and now_s - c.armed_at_s < self.params.get_float("COM_SPOOLUP_TIME"))
+        self.dynamics.step(dt_s, None if spooling else plan.target, plan.limits)
         c.set_landed(self.tasks.landed(self.state, armed=c.armed, was_landed=c.landed,
                                        now_s=now_s), now_s)  # fmt: skip
         if plan.takeoff_done and c.mode is modes.TAKEOFF:

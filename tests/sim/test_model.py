@@ -98,6 +98,21 @@ def test_5_m_climb_reached_and_held_within_10_s_hover_thrust_about_0_5() -> None
     assert 0.45 <= h.v.state.thrust <= 0.55
 
 
+def test_the_motors_spool_up_for_com_spoolup_time_before_the_vehicle_lifts() -> None:
+    """[SITL main, v1.16.2] armed in OFFBOARD with a climb setpoint, PX4 reported IN_AIR
+    1.9 s after arming; the sim lifted at once and said IN_AIR at 0.4 s (helper review,
+    session 25): a script timed against the sim timed out on PX4. PX4 holds the motors
+    at idle for COM_SPOOLUP_TIME (1 s) after arming."""
+    h = Harness()
+    h.offboard_armed(lambda: position_sp(down=-5.0))
+    armed_s = h.t
+    h.run(0.95)
+    assert h.v.position_ned_m[2] == 0.0 and h.v.landed_state == d.MAV_LANDED_STATE_ON_GROUND
+    while h.v.landed_state != d.MAV_LANDED_STATE_IN_AIR:
+        h.run(TICK_S)
+    assert 1.0 <= h.t - armed_s <= 2.5
+
+
 def _sp(mask: int, frame: int = 1, **kw: Any) -> Callable[[], Message]:
     return lambda: position_sp(mask=mask, frame=frame, **kw)
 

@@ -144,7 +144,7 @@ async def test_s4_attitude_mask_7_level_thrust_0_5_in_offboard_on_ground_slow_cl
         peer.set_mode(OFFBOARD)
         peer.arm()
         assert await sim.wait_until(lambda: sim.vehicle.armed, 2)
-        await asyncio.sleep(2.0)
+        await asyncio.sleep(1.0 + 2.0)  # COM_SPOOLUP_TIME, then 2 s of thrust
         climb_m_s = -sim.vehicle.velocity_ned_m_s[2]
         assert 0.05 < climb_m_s < 1.5 and sim.vehicle.position_ned_m[2] < -0.1  # slow climb
 
