@@ -164,8 +164,7 @@ class FcChecks:
         self.params[name] = value
         if known or value <= ours + 1e-6:
             return []
-        spaced = unit if unit == "°" else f" {unit}"
-        return [f"{name}={value:g}{spaced} is above [envelope] {setting}={ours:g}: PX4 flies a "
+        return [f"{name}={value:g} {unit} is above [envelope] {setting}={ours:g}: PX4 flies a "
                 "position or velocity step to its own limit, not the envelope's; set "
                 f"{name} to at most {ours:g}, or move with goto/path"]
 
