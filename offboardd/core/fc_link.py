@@ -23,7 +23,6 @@ from offboardd.core.actions import (
     SetMessageInterval,
     Target,
 )
-from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAutopilotVersion
 from offboardd.core.px4_rules import (
     MIN_SUPPORTED,
@@ -38,16 +37,6 @@ from offboardd.core.reasons import Reason
 REQUIRED_PARAMS = ("COM_OF_LOSS_T", "COM_OBL_RC_ACT", "MAV_FWDEXTSP")
 # Every optional parameter some release has (px4_rules says which one a release reads).
 OPTIONAL_PARAMS = ("COM_RCL_EXCEPT", "COM_RC_OVERRIDE", "MAN_OVERRIDE_SPD", "NAV_RCL_ACT")
-# PX4's own limits for what it flies to a position or velocity step, against the envelope
-# setting that bounds what offboardd sends (docs/safety-envelope.md: PX4 flies a 30 m step
-# at up to MPC_XY_VEL_MAX and MPC_TILTMAX_AIR whatever the envelope says). Read for a
-# warning only: never waited for, never retried on their own.
-PX4_LIMIT_PARAMS: dict[str, tuple[str, str]] = {
-    "MPC_XY_VEL_MAX": ("max_horizontal_speed_m_s", "m/s"),
-    "MPC_Z_VEL_MAX_UP": ("max_up_speed_m_s", "m/s"),
-    "MPC_Z_VEL_MAX_DN": ("max_down_speed_m_s", "m/s"),
-    "MPC_TILTMAX_AIR": ("max_tilt_deg", "°"),
-}
 # The stream must beat PX4's loss timeout by this factor, so that a few late or lost
 # setpoints never trigger PX4's offboard-loss failsafe.
 LOSS_TIMEOUT_MARGIN = 4.0
@@ -56,10 +45,8 @@ _CAP_SET_POSITION_TARGET_LOCAL_NED = 128
 
 
 class FcChecks:
-    def __init__(self, retry_s: float, retries: int, current_mode_interval_s: float, *,
-                 envelope: EnvelopeSettings | None = None) -> None:
+    def __init__(self, retry_s: float, retries: int, current_mode_interval_s: float) -> None:
         self.retry_s = retry_s
-        self.envelope = envelope  # PX4_LIMIT_PARAMS are read and judged against it
         self.retries = retries
         self.current_mode_interval_us = round(current_mode_interval_s * 1e6)
         self.params: dict[str, int | float] = {}
@@ -118,10 +105,8 @@ class FcChecks:
             actions.append(
                 SetMessageInterval(target, CURRENT_MODE_ID, self.current_mode_interval_us)
             )
-        limits = tuple(n for n in PX4_LIMIT_PARAMS
-                       if self.envelope is not None and n not in self.params)
-        if missing or limits:
-            actions.append(RequestParams(target, missing + limits))
+        if missing:
+            actions.append(RequestParams(target, missing))
         if self.version is None:
             actions.append(RequestMessage(target, AUTOPILOT_VERSION_ID))
         self._rounds += 1
@@ -144,8 +129,6 @@ class FcChecks:
 
     def on_param(self, name: str, value: int | float) -> list[str]:
         """Record a parameter; once all are known, the settings users trip over."""
-        if name in PX4_LIMIT_PARAMS and self.envelope is not None and math.isfinite(value):
-            return self._above_envelope(name, float(value))
         if name not in REQUIRED_PARAMS + OPTIONAL_PARAMS:
             return []
         if not math.isfinite(value) or (name == "COM_OF_LOSS_T" and not 0 <= value <= 60):
@@ -154,19 +137,6 @@ class FcChecks:
             return [f"FC sent {name} = {value}, not a value PX4 allows: ignored"]
         self.params[name] = value
         return self._after_update()
-
-    def _above_envelope(self, name: str, value: float) -> list[str]:
-        """A PX4 limit looser than the envelope's, once per (re)appearance of the FC."""
-        assert self.envelope is not None
-        setting, unit = PX4_LIMIT_PARAMS[name]
-        ours = float(getattr(self.envelope, setting))
-        known = name in self.params
-        self.params[name] = value
-        if known or value <= ours + 1e-6:
-            return []
-        return [f"{name}={value:g} {unit} is above [envelope] {setting}={ours:g}: PX4 flies a "
-                "position or velocity step to its own limit, not the envelope's; set "
-                f"{name} to at most {ours:g}, or move with goto/path"]
 
     def _after_update(self) -> list[str]:
         if self.missing() or self.version is None:

@@ -15,7 +15,6 @@ import contextlib
 from dataclasses import dataclass, field
 
 from offboardd.core.actions import RequestMessage, RequestParams, Target
-from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import (
     MAV_AUTOPILOT_INVALID,
     MAV_AUTOPILOT_PX4,
@@ -60,12 +59,11 @@ class FcProbe:
 class _Listener:
     """The probe's mutable state while the link runs."""
 
-    def __init__(self, fc_system_id: int, envelope: EnvelopeSettings | None) -> None:
+    def __init__(self, fc_system_id: int) -> None:
         self.fc_system_id = fc_system_id
         self.codec = MavlinkCodec(1, DOCTOR_COMPONENT_ID, wanted_ids=_WANTED)
         self.translator = translate.InboundTranslator()
-        self.checks = FcChecks(_RETRY_S, retries=1000, current_mode_interval_s=1.0,
-                               envelope=envelope)
+        self.checks = FcChecks(_RETRY_S, retries=1000, current_mode_interval_s=1.0)
         self.heartbeat: FcHeartbeat | None = None
         self.target: Target | None = None
         self.others: set[int] = set()
@@ -111,12 +109,10 @@ class _Listener:
         return [m for a in wanted for m in translate.messages_for(a)]
 
 
-async def probe_fc(url: LinkUrl, *, timeout_s: float, fc_system_id: int = 0,
-                   envelope: EnvelopeSettings | None = None) -> FcProbe:
-    """Listen on `url` for up to `timeout_s`; return early once everything is known
-    (PX4's own flight limits, read against `envelope`, are not waited for)."""
+async def probe_fc(url: LinkUrl, *, timeout_s: float, fc_system_id: int = 0) -> FcProbe:
+    """Listen on `url` for up to `timeout_s`; return early once everything is known."""
     loop = asyncio.get_running_loop()
-    listener = _Listener(fc_system_id, envelope)
+    listener = _Listener(fc_system_id)
     link = open_link(url, lambda data: listener.on_bytes(data, loop.time()), _ignore_state)
     task = asyncio.create_task(link.run(), name="doctor-link")
     deadline = loop.time() + timeout_s

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from offboardd.core.actions import RequestParams, Target
-from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAutopilotVersion
-from offboardd.core.fc_link import PX4_LIMIT_PARAMS, FcChecks
+from offboardd.core.fc_link import FcChecks
 from offboardd.core.px4_rules import loss_action, loss_warnings, rules_for
 
 V1_16_2 = (1 << 24) | (16 << 16) | (2 << 8) | 255
@@ -100,26 +99,3 @@ def test_fc_checks_without_a_version_still_warn_once_retries_run_out() -> None:
         warnings += checks.poll(t, FC)[1]
     assert "the FC never answered the AUTOPILOT_VERSION request" in warnings
     assert any("from PX4 v1.17" in w or "Position" in w for w in warnings)
-
-
-def test_px4_limits_above_the_envelope_are_named() -> None:
-    """PX4 flies a position step at its own MPC_XY_VEL_MAX and tilts to MPC_TILTMAX_AIR,
-    not the envelope's limits (measured: a 30 m step at 8.7-9.0 m/s and 45°; docs/
-    safety-envelope.md). An envelope tighter than PX4's own limits says so once they are
-    read; PX4's defaults equal the envelope's, and an FC that never answers for them
-    delays nothing else."""
-    tight = EnvelopeSettings(max_horizontal_speed_m_s=5.0, max_tilt_deg=25.0)
-    checks = FcChecks(retry_s=1.0, retries=3, current_mode_interval_s=0.05, envelope=tight)
-    checks.start(0.0)
-    first, _ = checks.poll(0.0, FC)
-    assert set(PX4_LIMIT_PARAMS) <= set(_requested(first))
-    assert "MPC_XY_VEL_MAX" not in checks.missing()  # not needed to judge anything else
-    (speed,) = checks.on_param("MPC_XY_VEL_MAX", 12.0)
-    assert "MPC_XY_VEL_MAX=12" in speed and "max_horizontal_speed_m_s=5" in speed
-    assert checks.on_param("MPC_Z_VEL_MAX_UP", 3.0) == []
-    (tilt,) = checks.on_param("MPC_TILTMAX_AIR", 45.0)
-    assert "MPC_TILTMAX_AIR=45" in tilt and "max_tilt_deg=25" in tilt
-    defaults = FcChecks(1.0, 3, 0.05, envelope=EnvelopeSettings())
-    for name, value in {"MPC_XY_VEL_MAX": 12.0, "MPC_Z_VEL_MAX_UP": 3.0,
-                        "MPC_Z_VEL_MAX_DN": 1.5, "MPC_TILTMAX_AIR": 45.0}.items():
-        assert defaults.on_param(name, value) == []
