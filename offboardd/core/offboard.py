@@ -187,6 +187,16 @@ class OffboardEngine:
                 fc_lost(self, now, f"link down: {detail}" if detail else "link down")
             # FcLinkUp: nothing yet; the FC still has to prove itself with a heartbeat
 
+    def _companion_heartbeat(self, system_id: int, now: float) -> None:
+        """Our HEARTBEAT to `system_id` when one is due, once a period (woken very late,
+        or after a long silence: the next one a period on, no burst)."""
+        if now < self.next_companion_hb_s:
+            return
+        self.out.emit(SendCompanionHeartbeat(system_id, self.settings.companion_component_id))
+        self.next_companion_hb_s += COMPANION_HEARTBEAT_PERIOD_S
+        if self.next_companion_hb_s <= now:
+            self.next_companion_hb_s = now + COMPANION_HEARTBEAT_PERIOD_S
+
     def next_deadline(self) -> float:
         """When `poll` must next run (math.inf: nothing scheduled)."""
         phase = self.phase
@@ -379,30 +389,20 @@ class OffboardEngine:
             # The heartbeat first: it gives our frames the vehicle's system id (the runtime
             # sets it from this action), so the commands below, the first ones after the FC
             # appeared included, carry it and their ACKs are recognised as ours (engine_fc).
-            if now >= self.next_companion_hb_s:
-                self.out.emit(
-                    SendCompanionHeartbeat(v.target.system_id, self.settings.companion_component_id)
-                )
-                self.next_companion_hb_s += COMPANION_HEARTBEAT_PERIOD_S
-                if self.next_companion_hb_s <= now:  # woke very late: don't burst
-                    self.next_companion_hb_s = now + COMPANION_HEARTBEAT_PERIOD_S
+            self._companion_heartbeat(v.target.system_id, now)
             actions, warnings = self.checks.poll(now, v.target)
             self.out.extend(actions)
             self.out.warn(warnings)
             self.guard.request_home(self.fc_up, v.target, now)
             self.out.extend(self.streams.poll(now, v.target))
-        elif not self.fc_up and v.px4 is not None and now >= self.next_companion_hb_s:
+        elif not self.fc_up and v.px4 is not None:
             # The PX4 we followed is lost: it still hears who we are. With MAVLink signing a
             # PX4 v1.17 comes back from a reboot with the timestamp stored at provisioning,
             # behind what we last accepted from it: every frame of it is refused as a replay
             # until it takes a newer timestamp from a signed frame of ours (the MAVLink
             # library does). Silent while it was lost, we never gave it one, and the FC
             # stayed lost until the daemon restarted (review).
-            self.out.emit(SendCompanionHeartbeat(v.px4.system_id,
-                                                 self.settings.companion_component_id))
-            self.next_companion_hb_s += COMPANION_HEARTBEAT_PERIOD_S
-            if self.next_companion_hb_s <= now:  # (lost a long while: no burst)
-                self.next_companion_hb_s = now + COMPANION_HEARTBEAT_PERIOD_S
+            self._companion_heartbeat(v.px4.system_id, now)
         if self.phase in _MOTION_PHASES:
             self.feed.begin_motion(now)
         self.feed.finish_motion(now)  # before the lease: a motion allowed to finish did
