@@ -21,7 +21,7 @@ from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_geometry import describe_face
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.reasons import Reason
-from offboardd.core.setpoints import AltitudeFrame, EstimateNeed, GlobalPosition, Setpoint
+from offboardd.core.setpoints import EstimateNeed, Setpoint
 from offboardd.core.vehicle import VehicleState
 from offboardd.errors import SetpointError
 
@@ -99,8 +99,7 @@ class EnvelopeGuard:
         (mavlink_receiver.cpp: no proof of life), so streaming it on would hand the vehicle
         to the offboard-loss failsafe (measured on PX4 v1.17.0 SIH: AUTO.RTL). Hold where
         the vehicle was when the terrain went (a valid position needed), until it is back."""
-        terrain = (isinstance(setpoint, GlobalPosition)
-                   and setpoint.altitude_frame is AltitudeFrame.TERRAIN)  # fmt: skip
+        terrain = setpoint.estimate is EstimateNeed.TERRAIN  # (GlobalPosition.estimate)
         if not terrain or vehicle.estimate_valid(EstimateNeed.TERRAIN, now):
             self._terrain_hold = None
             return None
