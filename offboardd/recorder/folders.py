@@ -71,9 +71,10 @@ def recorded_order(folder: Path) -> int | None:
 
 
 def next_order(root: Path) -> int:
-    """The recording order of a flight started now: after every flight in `root`."""
-    orders = [recorded_order(p) for p in flight_folders(root)]
-    return 1 + max((o for o in orders if o is not None), default=0)
+    """The recording order of a flight started now: after every flight in `root` (the
+    last in recorded order holds the highest, if any has one)."""
+    folders = flight_folders(root)
+    return 1 + ((recorded_order(folders[-1]) if folders else None) or 0)
 
 
 def _recorded_order(folder: Path) -> tuple[int, int, str, int]:
