@@ -59,8 +59,7 @@ class FcInput:
             # The autopilot followed (once there is one): it vouches for its sender, and the
             # telemetry is its own, not its gimbal's attitude.
             ours = target is None or source == target
-            from_fc = from_fc or (source == target if target is not None
-                                  else self._autopilot_heartbeat(msg))
+            from_fc = from_fc or (ours if target is not None else self._autopilot_heartbeat(msg))
             try:
                 self._on_message(msg, now, ours)
             except Exception:  # a bug must not take the FC link down mid-flight
