@@ -63,6 +63,25 @@ async def test_doctor_against_the_sim_and_a_broker_is_all_ok(
     assert any("PX4 v1.16.2" in line for line in checks)
 
 
+async def test_doctor_names_px4_limits_looser_than_the_envelope(
+    mosquitto: Broker, tmp_path: Path
+) -> None:
+    """PX4 flies a position step to MPC_XY_VEL_MAX, not to the envelope's speed (docs/
+    safety-envelope.md): an envelope tighter than PX4's own limits is named, with the
+    parameter to set."""
+    port = free_port()
+    config = _config(tmp_path, f"udpin://127.0.0.1:{port}", mosquitto.port)
+    config.write_text(config.read_text() + "[envelope]\nmax_horizontal_speed_m_s = 5.0\n")
+    sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
+                           gcs_bind=None, profile="light", params={"COM_OBL_RC_ACT": 5})
+    async with SimServer(sim_config):
+        code, lines = await _doctor("--config", str(config), "--user", "root", "--no-mqtt")
+    limits = [line for line in lines if line.split()[1:2] == ["envelope"]]
+    assert len(limits) == 1 and limits[0].startswith("warn "), lines
+    assert "MPC_XY_VEL_MAX=12 m/s is above [envelope] max_horizontal_speed_m_s=5" in limits[0]
+    assert code == 0, lines  # a warning, not a failure
+
+
 async def test_doctor_names_wrong_broker_credentials(mosquitto: Broker, tmp_path: Path) -> None:
     passwords = tmp_path / "passwords"
     made = await asyncio.create_subprocess_exec(

@@ -6,8 +6,10 @@ the parameters that decide whether offboard can work at all (§3): COM_OF_LOSS_T
 COM_OBL_RC_ACT, MAV_FWDEXTSP. Once the version is known it reads the parameters that only
 surprise users, as that release names them (core.px4_rules: COM_RC_OVERRIDE or
 MAN_OVERRIDE_SPD, NAV_RCL_ACT from v1.17), and warns about what PX4 will do on offboard
-loss. Requests are retried a bounded number of times. Pure: returns actions and warning
-texts, decides nothing about phases.
+loss. Requests are retried a bounded number of times. When all of that is in (and only
+then: on a 57,600-baud radio those reads share the link's command budget with the stream
+plan), it reads PX4's own flight limits once, to warn where they are looser than the
+envelope. Pure: returns actions and warning texts, decides nothing about phases.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from offboardd.core.actions import (
     SetMessageInterval,
     Target,
 )
+from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAutopilotVersion
 from offboardd.core.px4_rules import (
     MIN_SUPPORTED,
@@ -37,6 +40,18 @@ from offboardd.core.reasons import Reason
 REQUIRED_PARAMS = ("COM_OF_LOSS_T", "COM_OBL_RC_ACT", "MAV_FWDEXTSP")
 # Every optional parameter some release has (px4_rules says which one a release reads).
 OPTIONAL_PARAMS = ("COM_RCL_EXCEPT", "COM_RC_OVERRIDE", "MAN_OVERRIDE_SPD", "NAV_RCL_ACT")
+# PX4's own limits for what it flies to a position or velocity step, and the envelope
+# setting that bounds what offboardd sends: PX4 flies a 30 m position step at up to
+# MPC_XY_VEL_MAX and MPC_TILTMAX_AIR whatever the envelope says (measured on PX4 SIH
+# main, v1.17.0, v1.16.2: 8.7-9.0 m/s, 45 deg; docs/safety-envelope.md). Read for a
+# warning only, after the reads the engine needs; never waited for.
+PX4_LIMIT_PARAMS: dict[str, tuple[str, str]] = {
+    "MPC_XY_VEL_MAX": ("max_horizontal_speed_m_s", "m/s"),
+    "MPC_Z_VEL_MAX_UP": ("max_up_speed_m_s", "m/s"),
+    "MPC_Z_VEL_MAX_DN": ("max_down_speed_m_s", "m/s"),
+    "MPC_TILTMAX_AIR": ("max_tilt_deg", "°"),
+}
+_LIMIT_ASKS = 2  # a lost request is asked again once; then the warning is simply not given
 # The stream must beat PX4's loss timeout by this factor, so that a few late or lost
 # setpoints never trigger PX4's offboard-loss failsafe.
 LOSS_TIMEOUT_MARGIN = 4.0
@@ -45,12 +60,16 @@ _CAP_SET_POSITION_TARGET_LOCAL_NED = 128
 
 
 class FcChecks:
-    def __init__(self, retry_s: float, retries: int, current_mode_interval_s: float) -> None:
+    def __init__(self, retry_s: float, retries: int, current_mode_interval_s: float, *,
+                 envelope: EnvelopeSettings | None = None) -> None:
         self.retry_s = retry_s
         self.retries = retries
         self.current_mode_interval_us = round(current_mode_interval_s * 1e6)
         self.params: dict[str, int | float] = {}
         self.version: FcAutopilotVersion | None = None
+        self.envelope = envelope  # None: PX4's limits are not read
+        self.px4_limits: dict[str, float] = {}  # PX4_LIMIT_PARAMS read so far
+        self._limit_asks = 0
         self._rounds = 0
         self._next_s: float | None = None
         self._last_poll_s = -math.inf
@@ -60,6 +79,8 @@ class FcChecks:
         """The FC (re)appeared: forget what we read and ask again."""
         self.params.clear()
         self.version = None
+        self.px4_limits.clear()
+        self._limit_asks = 0
         self._rounds = 0
         self._next_s = now
         self._warned = False
@@ -91,6 +112,8 @@ class FcChecks:
         self._last_poll_s = now
         if self._next_s is None or now < self._next_s:
             return [], []
+        if not self.missing() and self.version is not None:
+            return self._ask_limits(now, target), []
         actions: list[FcAction] = []
         warnings: list[str] = []
         missing = self.missing()
@@ -127,8 +150,29 @@ class FcChecks:
             self._next_s = self._last_poll_s  # due now: the release's parameters
         return out + self._after_update()
 
+    def _ask_limits(self, now: float, target: Target) -> list[FcAction]:
+        """PX4's limits not read yet, at most `_LIMIT_ASKS` times, `retry_s` apart."""
+        pending = self._limits_pending()
+        if not pending or self._limit_asks >= _LIMIT_ASKS:
+            self._next_s = None
+            return []
+        self._limit_asks += 1
+        self._next_s = now + self.retry_s
+        return [RequestParams(target, pending)]
+
+    def _limits_pending(self) -> tuple[str, ...]:
+        if self.envelope is None:
+            return ()
+        return tuple(n for n in PX4_LIMIT_PARAMS if n not in self.px4_limits)
+
+    def settled(self) -> bool:
+        """Nothing more to ask: everything read, or the asking given up."""
+        return self._next_s is None
+
     def on_param(self, name: str, value: int | float) -> list[str]:
         """Record a parameter; once all are known, the settings users trip over."""
+        if name in PX4_LIMIT_PARAMS:
+            return self._on_limit(name, value)
         if name not in REQUIRED_PARAMS + OPTIONAL_PARAMS:
             return []
         if not math.isfinite(value) or (name == "COM_OF_LOSS_T" and not 0 <= value <= 60):
@@ -138,10 +182,28 @@ class FcChecks:
         self.params[name] = value
         return self._after_update()
 
+    def _on_limit(self, name: str, value: float) -> list[str]:
+        """A PX4 limit looser than the envelope's: when first read, and when PX4 says it
+        changed (it sends PARAM_VALUE to every link when someone sets a parameter)."""
+        if (self.envelope is None or not math.isfinite(value)
+                or self.px4_limits.get(name) == value):
+            return []
+        self.px4_limits[name] = float(value)
+        if not self._limits_pending() and not self.missing() and self.version is not None:
+            self._next_s = None
+        setting, unit = PX4_LIMIT_PARAMS[name]
+        ours = float(getattr(self.envelope, setting))
+        if value <= ours + 1e-6:
+            return []
+        return [f"{name}={value:g} {unit} is above [envelope] {setting}={ours:g}: PX4 flies a "
+                "position or velocity step to its own limit, not the envelope's; set "
+                f"{name} to at most {ours:g}, or move with goto/path"]
+
     def _after_update(self) -> list[str]:
         if self.missing() or self.version is None:
             return []
-        self._next_s = None
+        # PX4's limits next, at once (the next poll), if there are any to read
+        self._next_s = self._last_poll_s if self._limits_pending() else None
         return self._judge_once()
 
     def _judge_once(self) -> list[str]:

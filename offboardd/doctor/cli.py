@@ -87,7 +87,8 @@ async def _remote_checks(config: DaemonConfig, args: argparse.Namespace,
         if skip_fc:
             return [note("flight controller", "not probed: the serial device is unusable")]
         probe = await probe_fc(config.mavlink.url, timeout_s=args.timeout,
-                               fc_system_id=config.mavlink.fc_system_id)
+                               fc_system_id=config.mavlink.fc_system_id,
+                               envelope=config.engine.envelope)
         return fc_verdicts(probe, config.engine.setpoint_rate_hz)
 
     async def mqtt() -> list[Check]:

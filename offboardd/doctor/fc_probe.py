@@ -15,6 +15,7 @@ import contextlib
 from dataclasses import dataclass, field
 
 from offboardd.core.actions import RequestMessage, RequestParams, Target
+from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import (
     MAV_AUTOPILOT_INVALID,
     MAV_AUTOPILOT_PX4,
@@ -59,11 +60,12 @@ class FcProbe:
 class _Listener:
     """The probe's mutable state while the link runs."""
 
-    def __init__(self, fc_system_id: int) -> None:
+    def __init__(self, fc_system_id: int, envelope: EnvelopeSettings | None) -> None:
         self.fc_system_id = fc_system_id
         self.codec = MavlinkCodec(1, DOCTOR_COMPONENT_ID, wanted_ids=_WANTED)
         self.translator = translate.InboundTranslator()
-        self.checks = FcChecks(_RETRY_S, retries=1000, current_mode_interval_s=1.0)
+        self.checks = FcChecks(_RETRY_S, retries=1000, current_mode_interval_s=1.0,
+                               envelope=envelope)
         self.heartbeat: FcHeartbeat | None = None
         self.target: Target | None = None
         self.others: set[int] = set()
@@ -96,7 +98,11 @@ class _Listener:
             self.version_warnings.extend(self.checks.on_version(event))
         elif isinstance(event, FcParamValue):
             self.param_warnings.extend(self.checks.on_param(event.name, event.value))
-        if not self.checks.missing() and self.checks.version is not None:
+        self._judge_complete()
+
+    def _judge_complete(self) -> None:
+        if self.checks.version is not None and not self.checks.missing() and (
+                self.checks.settled()):  # PX4's limits too, unless asking them gave up
             self.complete.set()
 
     def due_messages(self, now: float) -> list[object]:
@@ -105,14 +111,17 @@ class _Listener:
         if self.target is None:
             return []
         actions, _ = self.checks.poll(now, self.target)
+        self._judge_complete()
         wanted = [a for a in actions if isinstance(a, RequestParams | RequestMessage)]
         return [m for a in wanted for m in translate.messages_for(a)]
 
 
-async def probe_fc(url: LinkUrl, *, timeout_s: float, fc_system_id: int = 0) -> FcProbe:
-    """Listen on `url` for up to `timeout_s`; return early once everything is known."""
+async def probe_fc(url: LinkUrl, *, timeout_s: float, fc_system_id: int = 0,
+                   envelope: EnvelopeSettings | None = None) -> FcProbe:
+    """Listen on `url` for up to `timeout_s`; return early once everything is known
+    (with `envelope`, PX4's own flight limits too, judged against it)."""
     loop = asyncio.get_running_loop()
-    listener = _Listener(fc_system_id)
+    listener = _Listener(fc_system_id, envelope)
     link = open_link(url, lambda data: listener.on_bytes(data, loop.time()), _ignore_state)
     task = asyncio.create_task(link.run(), name="doctor-link")
     deadline = loop.time() + timeout_s

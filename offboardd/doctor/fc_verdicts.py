@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from offboardd.core.fc_link import (
     LOSS_TIMEOUT_MARGIN,
+    PX4_LIMIT_PARAMS,
     REQUIRED_PARAMS,
     format_version,
     px4_version,
@@ -29,7 +30,14 @@ def fc_verdicts(probe: FcProbe, setpoint_rate_hz: float) -> list[Check]:
     found = _identity(probe)
     if found.status.value == "FAIL":
         return [found]
-    return [found, _version(probe), *_params(probe, setpoint_rate_hz)]
+    return [found, _version(probe), *_params(probe, setpoint_rate_hz), *_limits(probe)]
+
+
+def _limits(probe: FcProbe) -> list[Check]:
+    """PX4's own flight limits looser than the envelope's (FcChecks' texts), if read."""
+    return [warn("envelope", text, "PX4 flies position and velocity steps to its own "
+                 "limits (docs/safety-envelope.md)")
+            for text in probe.param_warnings if text.split("=")[0] in PX4_LIMIT_PARAMS]
 
 
 def _identity(probe: FcProbe) -> Check:

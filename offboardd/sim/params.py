@@ -44,6 +44,7 @@ PARAM_SPECS: tuple[ParamSpec, ...] = (
     ParamSpec("MIS_TAKEOFF_ALT", _FLOAT, 2.5),
     ParamSpec("MPC_LAND_SPEED", _FLOAT, 0.7),
     ParamSpec("MPC_THR_HOVER", _FLOAT, 0.5),
+    ParamSpec("MPC_TILTMAX_AIR", _FLOAT, 45.0),
     ParamSpec("MPC_TKO_SPEED", _FLOAT, 1.5),
     ParamSpec("MPC_XY_VEL_MAX", _FLOAT, 12.0),
     ParamSpec("MPC_Z_VEL_MAX_DN", _FLOAT, 1.5),

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from offboardd.core.actions import RequestParams, Target
+from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAutopilotVersion
-from offboardd.core.fc_link import FcChecks
+from offboardd.core.fc_link import PX4_LIMIT_PARAMS, FcChecks
 from offboardd.core.px4_rules import loss_action, loss_warnings, rules_for
 
 V1_16_2 = (1 << 24) | (16 << 16) | (2 << 8) | 255
@@ -99,3 +100,68 @@ def test_fc_checks_without_a_version_still_warn_once_retries_run_out() -> None:
         warnings += checks.poll(t, FC)[1]
     assert "the FC never answered the AUTOPILOT_VERSION request" in warnings
     assert any("from PX4 v1.17" in w or "Position" in w for w in warnings)
+
+
+def _read_all(checks: FcChecks, now: float) -> None:
+    """Answer the required and the release's parameters (PX4 main, Hold on loss)."""
+    checks.start(now)
+    checks.poll(now, FC)
+    for name, value in {"COM_OF_LOSS_T": 1.0, "COM_OBL_RC_ACT": 5, "MAV_FWDEXTSP": 1}.items():
+        checks.on_param(name, value)
+    checks.on_version(FcAutopilotVersion(V1_19_DEV, 0xFFFF))
+    checks.poll(now, FC)
+    for name, value in {"COM_RCL_EXCEPT": 0, "MAN_OVERRIDE_SPD": 1.0, "NAV_RCL_ACT": 2}.items():
+        checks.on_param(name, value)
+
+
+def test_px4_limits_are_read_after_everything_the_engine_needs() -> None:
+    """PX4 flies a position step at its own MPC_XY_VEL_MAX and tilts to MPC_TILTMAX_AIR,
+    not at the envelope's limits (measured: a 30 m step at 8.7-9.0 m/s and 45°; docs/
+    safety-envelope.md). The four limits are asked for only once the parameters the
+    engine needs are in (on a 57,600-baud radio they share the link's command budget with
+    them and the stream plan), and an envelope tighter than PX4's says so."""
+    tight = EnvelopeSettings(max_horizontal_speed_m_s=5.0, max_tilt_deg=25.0)
+    checks = FcChecks(retry_s=1.0, retries=3, current_mode_interval_s=0.05, envelope=tight)
+    checks.start(0.0)
+    first, _ = checks.poll(0.0, FC)
+    assert not set(PX4_LIMIT_PARAMS) & set(_requested(first))
+    _read_all(checks, 0.0)
+    assert checks.deadline() <= 0.0  # due at once
+    limits, _ = checks.poll(0.05, FC)
+    assert _requested(limits) == tuple(PX4_LIMIT_PARAMS)
+    (speed,) = checks.on_param("MPC_XY_VEL_MAX", 12.0)
+    assert "MPC_XY_VEL_MAX=12 m/s is above [envelope] max_horizontal_speed_m_s=5" in speed
+    assert checks.on_param("MPC_Z_VEL_MAX_UP", 3.0) == []
+    assert checks.on_param("MPC_Z_VEL_MAX_DN", 1.5) == []
+    (tilt,) = checks.on_param("MPC_TILTMAX_AIR", 45.0)
+    assert "MPC_TILTMAX_AIR=45 ° is above [envelope] max_tilt_deg=25" in tilt
+    assert checks.settled() and checks.deadline() == float("inf")
+    assert checks.on_param("MPC_XY_VEL_MAX", 12.0) == []  # PX4's echo: said once
+    assert checks.on_param("MPC_XY_VEL_MAX", 4.0) == []  # a GCS set it right
+    assert len(checks.on_param("MPC_XY_VEL_MAX", 15.0)) == 1  # and wrong again
+
+
+def test_px4_limits_at_the_envelopes_defaults_say_nothing() -> None:
+    checks = FcChecks(1.0, 3, 0.05, envelope=EnvelopeSettings())
+    _read_all(checks, 0.0)
+    checks.poll(0.0, FC)
+    for name, value in {"MPC_XY_VEL_MAX": 12.0, "MPC_Z_VEL_MAX_UP": 3.0,
+                        "MPC_Z_VEL_MAX_DN": 1.5, "MPC_TILTMAX_AIR": 45.0}.items():
+        assert checks.on_param(name, value) == []
+
+
+def test_px4_limits_never_answered_are_asked_twice_and_delay_nothing() -> None:
+    checks = FcChecks(1.0, 3, 0.05, envelope=EnvelopeSettings(max_tilt_deg=20.0))
+    _read_all(checks, 0.0)
+    assert checks.engage_blocker(0.05) is None
+    asked = [_requested(checks.poll(t, FC)[0]) for t in (0.0, 0.5, 1.0, 2.0, 3.0)]
+    assert asked == [tuple(PX4_LIMIT_PARAMS), (), tuple(PX4_LIMIT_PARAMS), (), ()]
+    assert checks.settled()
+    checks.start(10.0)  # the FC came back: everything asked again, the limits last
+    assert not set(PX4_LIMIT_PARAMS) & set(_requested(checks.poll(10.0, FC)[0]))
+
+
+def test_without_an_envelope_px4_limits_are_not_read() -> None:
+    checks = FcChecks(1.0, 3, 0.05)
+    _read_all(checks, 0.0)
+    assert checks.poll(0.0, FC) == ([], []) and checks.settled()

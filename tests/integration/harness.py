@@ -65,11 +65,15 @@ class Flight:
         return loop.time()
 
     async def wait_fc_ready(self, timeout_s: float = 10.0) -> None:
-        """The daemon has heard PX4, read its parameters and has a position estimate."""
+        """The daemon has heard PX4, read its parameters (PX4's limits, read last, too)
+        and has a position estimate."""
+        assert self.runtime.engine is not None
+        checks = self.runtime.engine.checks
         await self.wait_for(
             lambda: (
                 self.snapshot()["com_of_loss_t_s"] is not None
                 and self.snapshot()["mav_fwdextsp"] is not None
+                and checks.settled()
                 and bool(self.snapshot()["estimates"].get("local_position"))
             ),
             timeout_s,
