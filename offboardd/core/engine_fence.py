@@ -75,16 +75,18 @@ class EnvelopeGuard:
         self._shaping_noted = False
         self._terrain_hold = None
 
-    def shape(self, setpoint: Setpoint, vehicle: VehicleState, now: float) -> Setpoint:
+    def shape(self, setpoint: Setpoint, vehicle: VehicleState, now: float, *,
+              path_checked: bool = False) -> Setpoint:
         """What the envelope lets us stream for `setpoint` now (stopping at the fence), a
         relative altitude in AMSL (Envelope.in_amsl: PX4 converts relative ones wrong), a
-        hold where the vehicle was for a terrain altitude while PX4 has no terrain (below)."""
+        hold where the vehicle was for a terrain altitude while PX4 has no terrain (below).
+        `path_checked`: a point of a motion checked whole against the fence (Envelope.shape)."""
         held = self._held_for_terrain(setpoint, vehicle, now)
         if held is not None:
             return held
         setpoint = self.envelope.in_amsl(setpoint)  # (the fallback below must not undo it)
         try:
-            out, why = self.envelope.shape(setpoint, vehicle, now)
+            out, why = self.envelope.shape(setpoint, vehicle, now, path_checked)
         except SetpointError:  # cannot happen with finite inputs; never crash the stream
             out, why = setpoint, None
         if why is not None and not self._shaping_noted:

@@ -189,9 +189,13 @@ class Envelope:
     # -- every stream tick -------------------------------------------------------------
 
     def shape(
-        self, sp: Setpoint, vehicle: VehicleState, now: float
+        self, sp: Setpoint, vehicle: VehicleState, now: float, path_checked: bool = False
     ) -> tuple[Setpoint, tuple[Reason, str] | None]:
-        """What to stream for `sp` now, and (reason, message) when it differs from `sp`."""
+        """What to stream for `sp` now, and (reason, message) when it differs from `sp`.
+        `path_checked`: `sp` is a point of a commanded motion whose whole path was checked
+        inside the fence (motion_fence) and which stops at its end. It is not stopped at
+        the stop margin, which is for open-ended velocity: an end inside the margin was
+        held short (0.6 m at motion_done, then crept to). Blind, it still stops."""
         fenced = self.fence is not None
         kinds = (VelocityNed, VelocityBody, PositionVelocityNed)
         if not isinstance(sp, AccelerationNed) and not (fenced and isinstance(sp, kinds)):
@@ -222,6 +226,9 @@ class Envelope:
             self.limiting = True  # own limits apply; a fence needs a position: stop
             blind = "no valid position estimate: cannot keep the vehicle inside the fence; stopping"
             return _motionless(sp), (Reason.FENCE_STOP, blind)
+        if path_checked and isinstance(sp, PositionVelocityNed):
+            self.limiting = False
+            return sp, None
         vel: Vec3 = (pos.north_m_s, pos.east_m_s, pos.down_m_s)
         accel = self.settings.max_acceleration_m_s2
         if isinstance(sp, AccelerationNed):

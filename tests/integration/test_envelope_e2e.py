@@ -14,6 +14,7 @@ import math
 
 from offboardd.core.commands import SetSetpoint
 from offboardd.core.envelope_settings import EnvelopeSettings
+from offboardd.core.motion_commands import Goto
 from offboardd.core.setpoints import Attitude, PositionNed, VelocityNed
 
 from .harness import Flight, flight
@@ -93,3 +94,21 @@ async def test_px4_limits_looser_than_the_envelope_are_named_in_the_state() -> N
         assert named[1].startswith(
             "MPC_Z_VEL_MAX_DN=1.5 m/s is above [envelope] max_down_speed_m_s=1")
         await fl.takeoff(-3.0)  # a warning, not a blocker
+
+
+async def test_a_goto_to_a_point_inside_the_stop_margin_gets_there() -> None:
+    """A goto's whole path is checked inside the fence before it flies, and it stops at
+    its end: the stop margin (for open-ended velocity) no longer holds it short. It did:
+    to 0.4 m inside a 12 m fence (margin 1 m) it stood at 11.0 m at motion_done, then
+    crept the last 0.6 m in ~3 s on the resting setpoint."""
+    envelope = EnvelopeSettings(max_distance_m=12.0, stop_margin_m=1.0)
+    async with flight(engine={"envelope": envelope}) as fl:
+        await fl.takeoff(-3.0)
+        reply = await fl.command(Goto(fl.next_id(), PositionNed(11.6, 0.0, -3.0)))
+        assert reply.ok, reply
+        await fl.wait_for(lambda: fl.snapshot()["motion"] is None, 15.0, "motion done")
+        north = fl.sim.vehicle.position_ned_m[0]
+        assert 11.45 <= north <= 11.75, north
+        assert not fl.snapshot()["envelope_limiting"]
+        await asyncio.sleep(0.5)
+        assert abs(fl.sim.vehicle.position_ned_m[0] - 11.6) < 0.1 and speed(fl) < 0.2
