@@ -31,6 +31,7 @@ from offboardd.core.events import (
     FcMessageEvent,
     FcParamValue,
     FcStatusText,
+    LandedState,
 )
 from offboardd.core.machine import Do, Outcome, Trigger
 from offboardd.core.machine_table import ENGAGE_STEPS, IN_OFFBOARD
@@ -51,8 +52,11 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
                           f"following system {v.px4_system} only; set mavlink.fc_system_id "
                           "to choose"], about_link=True)
         return
-    armed_before = v.armed
+    armed_before, on_ground_before = v.armed, v.landed_state is LandedState.ON_GROUND
     rebooted = v.fold(event, now)
+    if (v.armed and not armed_before) or (
+            on_ground_before and v.landed_state is not LandedState.ON_GROUND and v.armed):
+        eng.guard.home_moved(now)  # PX4 sets home where it arms, and where it takes off
     if isinstance(event, FcHeartbeat) and (not eng.fc_up or v.target != target_before):
         _fc_appeared(eng, now)
     if rebooted:
@@ -72,7 +76,7 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
     elif isinstance(event, FcStatusText):
         eng.out.notice(NoticeKind.FC_STATUSTEXT, event.text, severity=event.severity)
     elif isinstance(event, FcHomePosition):
-        eng.envelope.set_home(event)
+        eng.guard.set_home(event)
     elif isinstance(event, FcLocalPosition):
         check_breach(eng, now)
 

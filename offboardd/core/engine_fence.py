@@ -20,13 +20,17 @@ from offboardd.core.engine_outbox import Outbox
 from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_geometry import describe_face
 from offboardd.core.envelope_settings import EnvelopeSettings
+from offboardd.core.events import FcHomePosition
 from offboardd.core.reasons import Reason
 from offboardd.core.setpoints import EstimateNeed, Setpoint
 from offboardd.core.vehicle import VehicleState
 from offboardd.errors import SetpointError
 
 # HOME_POSITION (common.xml #242): asked for with MAV_CMD_REQUEST_MESSAGE while the fence
-# is enabled and home unknown (PX4 streams it slowly, or not at all on trimmed links).
+# is enabled and home unknown (PX4 streams it slowly, or not at all on trimmed links),
+# and once more where PX4 moves home: it sets home where it arms and again where it takes
+# off (Commander::arm and the land detector's landed -> flying edge, COM_HOME_EN; measured
+# on PX4 main: re-armed 10.4 m from the first home, the fence's centre moved there).
 HOME_POSITION_ID = 242
 HOME_REQUEST_PERIOD_S = 2.0
 
@@ -38,6 +42,7 @@ class EnvelopeGuard:
         self._shaping_noted = False  # the current setpoint's shaping was reported
         self._terrain_hold: Setpoint | None = None  # held while PX4's terrain is invalid
         self._last_clamps: tuple[str, ...] = ()  # limits clamped on the last command
+        self._home_moved = False  # PX4 moved home (armed, took off): asked for until heard
         self._next_home_request_s = now
 
     # -- commanded setpoints -----------------------------------------------------------------
@@ -117,7 +122,18 @@ class EnvelopeGuard:
     # -- home and breach ---------------------------------------------------------------------
 
     def wants_home(self, fc_up: bool) -> bool:
-        return fc_up and self.envelope.fence_enabled and self.envelope.home is None
+        return fc_up and self.envelope.fence_enabled and (
+            self.envelope.home is None or self._home_moved)
+
+    def home_moved(self, now: float) -> None:
+        """PX4 armed or took off, and so set home where the vehicle is: ask for it at once
+        rather than fence by the old one until the next HOME_POSITION (2 s in the plan)."""
+        self._home_moved = True
+        self._next_home_request_s = now
+
+    def set_home(self, event: FcHomePosition) -> None:
+        self.envelope.set_home(event)
+        self._home_moved = False
 
     def home_deadline(self, fc_up: bool) -> float:
         return self._next_home_request_s if self.wants_home(fc_up) else math.inf

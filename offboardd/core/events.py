@@ -119,8 +119,8 @@ class FcGlobalPosition(FcEvent):
 @dataclass(frozen=True)
 class FcHomePosition(FcEvent):
     """HOME_POSITION (#242): PX4's home, WGS84 and in the local NED frame (x, y, z). PX4
-    sets it on the first position fix and again at arming; the envelope's fence is
-    measured from it (envelope_geometry.Home)."""
+    sets it on the first position fix, again at arming and at take-off; the envelope's
+    fence is measured from it (envelope_geometry.Home)."""
 
     lat_deg: float
     lon_deg: float

@@ -4,13 +4,21 @@ point-mass vehicle), and the breach action."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from offboardd.core.actions import NoticeKind, RequestMessage, SendSetpoint
 from offboardd.core.commands import Engage, SetSetpoint
 from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_settings import BreachAction, EnvelopeSettings
-from offboardd.core.events import FcAttitude, FcHeartbeat, FcHomePosition, FcLocalPosition
+from offboardd.core.events import (
+    FcAttitude,
+    FcExtendedSysState,
+    FcHeartbeat,
+    FcHomePosition,
+    FcLocalPosition,
+    LandedState,
+)
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import (
@@ -53,6 +61,42 @@ def test_fence_needs_home_requests_it_and_refuses_engage_until_known() -> None:
     b.step(3.0)
     assert len([a for _, a in b.actions(RequestMessage) if a.message_id == 242]) == len(requests)
     assert b.engine.snapshot(b.now).home_known
+
+
+def test_home_is_asked_for_again_where_px4_moves_it_at_arming_and_take_off() -> None:
+    """PX4 sets home where it arms and again where it takes off (Commander::arm, the land
+    detector's landed -> flying edge; measured on PX4 main: re-armed 10.4 m from the first
+    home, the fence's centre moved there). The fence asked for it only while unknown, so it
+    went on measuring from the old home until the next HOME_POSITION (every 2 s in the
+    stream plan). Now each of those edges asks at once, until a HOME_POSITION answers."""
+    b = fenced_bench(max_distance_m=50.0)
+    home_known(b)
+    b.feed(FcExtendedSysState(int(LandedState.ON_GROUND), **FC))
+
+    def home_requests(since: float) -> int:
+        return len([a for _, a in b.actions(RequestMessage, since=since) if a.message_id == 242])
+
+    t = b.now
+    b.step(3.0)
+    assert home_requests(t) == 0  # home known: not asked for
+    b.set_armed(True)
+    b.step(1.0)  # the next heartbeat shows it armed
+    assert home_requests(t) == 1
+    b.step(1.0)
+    assert home_requests(t) == 1  # asked for once a 2 s period...
+    b.step(1.5)
+    assert home_requests(t) == 2  # ...until it comes
+    b.feed(dataclasses.replace(HOME, north_m=10.4))
+    heard = b.now
+    b.step(3.0)
+    assert home_requests(heard) == 0
+    took_off = b.now
+    b.feed(FcExtendedSysState(int(LandedState.IN_AIR), **FC))
+    b.step(0.1)
+    assert home_requests(took_off) == 1
+    b.feed(HOME)
+    b.step(3.0)
+    assert home_requests(took_off) == 1
 
 
 def test_setpoint_outside_the_fence_is_refused_and_never_sent() -> None:
