@@ -83,11 +83,13 @@ def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -
     speed = 0.0 if isinstance(cmd, Stop) else cmd.speed_m_s
     lim = eng.settings.motion.limits(eng.settings.envelope, speed)
     running = eng.feed.motion
+    flying = running if running is not None and not running.done(now) else None
     try:
-        if isinstance(cmd, Stop) and running is not None and not running.done(now):
-            motion = running.stop_on_path(cmd, now, lim)  # on the path: inside its fence
-        else:
-            motion = plan(cmd, start, lim, eng.envelope.home)
+        if isinstance(cmd, Stop) and flying is not None:
+            motion = flying.stop_on_path(cmd, now, lim)  # on the path: inside its fence
+        else:  # a replacement that must stop first stops on the running path too
+            stop_first = None if flying is None else flying.path_stop(now, lim)
+            motion = plan(cmd, start, lim, eng.envelope.home, stop_first)
     except PlanError as exc:
         return out.refuse(cmd.command_id, Reason.MOTION_INVALID, f"{cmd.kind.value}: {exc}")
     refusal = first_point_outside(motion, eng.envelope)

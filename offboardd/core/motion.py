@@ -4,8 +4,8 @@
 times it (motion_profile). Where it starts: the running motion's planned state when one
 runs (so a replacement continues from exactly what is being streamed: no step), else the
 vehicle's estimate. Moving along the new path's first direction, the new profile takes
-the speed over; moving any other way, it first stops jerk-limited along the current
-direction, then flies the path from there.
+the speed over; moving any other way, it first stops (on the running motion's own path,
+else jerk-limited along the current direction), then flies the path from there.
 
 `Motion.setpoint_at(now)` is position + velocity + acceleration feed-forward with the
 yaw policy applied; it rests at the end once `done(now)`. Its clock starts with
@@ -109,10 +109,14 @@ class Motion:
     def _t(self, now: float) -> float:
         return 0.0 if self.t0_s is None else now - self.t0_s
 
+    def path_stop(self, now: float, lim: Limits) -> PathStop:
+        """A stop from now on this motion's own path, which was checked against the fence:
+        a straight one along the direction of travel may leave it (an orbit near the fence)."""
+        return PathStop(self.profile, self._t(now), lim)
+
     def stop_on_path(self, cmd: Stop, now: float, lim: Limits) -> Motion:
         """A stop that keeps to this motion's path (PathStop), facing as streamed now."""
-        return Motion(cmd, PathStop(self.profile, self._t(now), lim), Yaw(),
-                      self.setpoint_at(now).yaw_rad)
+        return Motion(cmd, self.path_stop(now, lim), Yaw(), self.setpoint_at(now).yaw_rad)
 
     def state_at(self, now: float) -> MotionState:
         return self.profile.state_at(self._t(now))
@@ -147,16 +151,17 @@ class Motion:
     def progress(self, now: float) -> dict[str, Any]:
         """What `state` shows of it: kind, progress 0..1, distance to go, ETA, leg."""
         st = self.state_at(now)
-        length = self.profile.length_m
+        start, length = self.profile.s_start_m, self.profile.length_m
         return {
             "kind": self.kind,
             "command_id": self.command_id,
             "started": self.t0_s is not None,
-            "progress": 1.0 if length <= 0 else round(min(1.0, st.s_m / length), 3),
+            "progress": 1.0 if length <= start else round(
+                min(1.0, max(0.0, st.s_m - start) / (length - start)), 3),
             "distance_to_go_m": round(max(0.0, length - st.s_m), 2),
             "eta_s": round(max(0.0, self.profile.duration_s - self._t(now)), 2),
-            "leg": st.leg,
-            "legs": len(self.profile.legs),
+            "leg": st.leg - self.profile.leg_start,  # (a stop on a path: from its own)
+            "legs": len(self.profile.legs) - self.profile.leg_start,
             # what is streamed now: the planned point and speed (a plot's "planned")
             "setpoint_ned_m": [round(x, 3) for x in st.position],
             "speed_m_s": round(norm(st.velocity), 3),
@@ -174,8 +179,11 @@ def _geometry(cmd: MotionCommand, origin: Vec3, home: Home | None) -> PathGeomet
                         cmd.clockwise)
 
 
-def plan(cmd: MotionCommand, start: Start, lim: Limits, home: Home | None) -> Motion:
-    """The motion `cmd` asks for, from `start` (PlanError: refused, with why)."""
+def plan(cmd: MotionCommand, start: Start, lim: Limits, home: Home | None,
+         stop_first: Profile | None = None) -> Motion:
+    """The motion `cmd` asks for, from `start` (PlanError: refused, with why). When it
+    must stop first, `stop_first` is how (the running motion's stop on its own path),
+    else a straight stop along the direction of travel."""
     speed = norm(start.velocity)
     if isinstance(cmd, Stop):
         return Motion(cmd, plan_stop(start.position, start.velocity, start.acceleration, lim),
@@ -202,7 +210,7 @@ def plan(cmd: MotionCommand, start: Start, lim: Limits, home: Home | None) -> Mo
                           centre)
         except PlanError:
             pass
-    stop = plan_stop(start.position, start.velocity, start.acceleration, lim)
+    stop = stop_first or plan_stop(start.position, start.velocity, start.acceleration, lim)
     rest = stop.state_at(stop.duration_s).position
     after = _geometry(cmd, rest, home)
     profile = stop.then(plan_path(after, lim)) if after.segments else stop

@@ -154,6 +154,9 @@ class Profile:
         last = legs[-1]
         self.duration_s = last.t0_s + last.trajectory.duration
         self.length_m = last.s0_m + last.segment.length_m
+        # Where along `legs` it begins: a stop on a path begins mid-way along its base's.
+        self.s_start_m = 0.0
+        self.leg_start = 0
 
     def state_at(self, t_s: float) -> MotionState:
         t_s = min(max(t_s, 0.0), self.duration_s)
@@ -174,9 +177,33 @@ class Profile:
         return MotionState(seg.point(s), scale(tangent, v), accel, i, leg.s0_m + s)
 
     def then(self, other: Profile) -> Profile:
-        shift_t, shift_s = self.duration_s, self.length_m
-        return Profile(self.legs + [Leg(leg.segment, leg.trajectory, leg.t0_s + shift_t,
-                                        leg.s0_m + shift_s) for leg in other.legs], self._jerk)
+        return Profile(_shifted(self, other), self._jerk)
+
+
+def _shifted(first: Profile, second: Profile) -> list[Leg]:
+    """`first`'s legs, then `second`'s moved to begin where `first` ends."""
+    return first.legs + [Leg(leg.segment, leg.trajectory, leg.t0_s + first.duration_s,
+                             leg.s0_m + first.length_m) for leg in second.legs]
+
+
+class Chained(Profile):
+    """`first`, then `second` from where it ends, when `first` is not timed by its legs:
+    a stop on a running motion's path (PathStop), then the replacing motion's path."""
+
+    def __init__(self, first: Profile, second: Profile) -> None:
+        super().__init__(_shifted(first, second), first._jerk)
+        self._first, self._second = first, second
+        self.s_start_m, self.leg_start = first.s_start_m, first.leg_start
+
+    def state_at(self, t_s: float) -> MotionState:
+        if t_s <= self._first.duration_s:
+            return self._first.state_at(t_s)
+        st = self._second.state_at(t_s - self._first.duration_s)
+        return MotionState(st.position, st.velocity, st.acceleration,
+                           st.leg + len(self._first.legs), st.s_m + self._first.length_m)
+
+    def then(self, other: Profile) -> Profile:
+        return Chained(self, other)
 
 
 class PathStop(Profile):
@@ -203,6 +230,8 @@ class PathStop(Profile):
             speed = max(norm(base.state_at(base_t0_s + t_s / 2 * k / steps).velocity)
                         for k in range(steps + 1))
         self.duration_s = t_s
+        begin = base.state_at(base_t0_s)
+        self.s_start_m, self.leg_start = begin.s_m, begin.leg
 
     def state_at(self, t_s: float) -> MotionState:
         big_t = self.duration_s
@@ -215,7 +244,7 @@ class PathStop(Profile):
                            st.leg, st.s_m)
 
     def then(self, other: Profile) -> Profile:
-        raise PlanError("a stop on a path is not followed by another profile")
+        return Chained(self, other)  # (its legs are its base's: they do not time it)
 
 
 def plan_path(path: PathGeometry, lim: Limits, entry_speed_m_s: float = 0.0,

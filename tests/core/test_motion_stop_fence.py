@@ -10,7 +10,7 @@ import math
 from offboardd.core.actions import SendSetpoint
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcHomePosition
-from offboardd.core.motion_commands import Orbit, Stop
+from offboardd.core.motion_commands import Goto, Orbit, Stop
 from offboardd.core.reasons import Phase
 from offboardd.core.setpoints import PositionNed, PositionVelocityNed
 from offboardd.core.settings import EngineSettings
@@ -64,3 +64,29 @@ def test_a_lease_lapse_stop_streams_and_holds_inside_the_fence() -> None:
     assert worst <= FENCE_M, (
         f"streamed a position {worst:.2f} m from home (fence {FENCE_M} m); now holding "
         f"{math.hypot(held.north_m, held.east_m):.2f} m from home")  # type: ignore[union-attr]
+
+
+def test_a_replacing_motion_near_the_fence_stops_on_the_running_path_first() -> None:
+    """A goto that does not continue the running motion stops first. That stop was a
+    straight line along the direction of travel: from an orbit near the fence it left
+    the fence, and "go back to the centre", the operator's natural command there, was
+    refused (named as left out by the session-24 review). It now stops on the orbit's
+    own path, which was checked, then flies to the centre."""
+    b = _orbiting()
+    b.feed(Goto("g", PositionNed(0, 0, -5), speed_m_s=3.0))
+    reply = b.reply("g")
+    assert reply.ok, f"{reply.reason}: {reply.message}"
+    motion = b.engine.feed.motion
+    assert motion is not None
+    shown = motion.progress(b.now)  # the new motion's own progress, not the orbit's
+    assert shown["progress"] < 0.05 and shown["leg"] == 0 and shown["legs"] == 2, shown
+    t = b.now
+    b.step(12.0)
+    sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t)]
+    pvs = [sp for sp in sent if isinstance(sp, PositionVelocityNed)]
+    assert len(pvs) == len(sent)
+    worst_m = max(math.hypot(sp.north_m, sp.east_m) for sp in pvs)
+    assert worst_m <= FENCE_M, worst_m
+    end = pvs[-1]
+    assert math.hypot(end.north_m, end.east_m) < 1e-6 and end.north_m_s == 0.0
+    assert b.engine.feed.motion is None and b.phase() is Phase.ACTIVE  # done
