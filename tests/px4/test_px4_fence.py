@@ -4,9 +4,13 @@ checked whole against it flies to an end inside the stop margin without leaving.
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 
+import pytest
+
 from offboardd.core.setpoints import PositionNed, VelocityNed
+from offboardd.mqtt.client_motion import MotionAborted
 from offboardd.mqtt.client_types import CommandRefused
 from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
@@ -56,10 +60,34 @@ async def test_geofence_stops_a_velocity_leg_and_refuses_a_point_outside(
         for _ in range(20):
             goto_farthest_m = max(goto_farthest_m, r.position_ned_m[0])
             await asyncio.sleep(0.05)
-        assert abs(r.position_ned_m[0] - end_m) < 0.3, r.position_ned_m
+        after_1s_m = r.position_ned_m[0]
+        assert abs(after_1s_m - end_m) < 0.3, r.position_ned_m
         assert goto_farthest_m < FENCE_M and r.mode == OFFBOARD, goto_farthest_m
+        # An orbit 0.5 m inside the fence, then "back to the centre": a straight stop
+        # along the orbit's tangent would leave the fence (refused before); the goto
+        # stops on the orbit's own path first, and PX4 flies it inside.
+        orbit = await c.orbit(PositionNed(0.0, 0.0, -ALT_M), FENCE_M - 0.5, speed_m_s=4.0,
+                              turns=3)
+        t_orbit = r.track[-1][0]
+        await asyncio.sleep(12.0)  # out on the circle, at speed
+        assert not orbit.finished
+        t_goto = r.track[-1][0]
+        home = await c.goto(PositionNed(0.0, 0.0, -ALT_M), speed_m_s=3.0)
+        with pytest.raises(MotionAborted, match="replaced by goto"):
+            await orbit.done(1)
+        await home.done(30)
+        def farthest_from_home_m(t0: float, t1: float = math.inf) -> float:
+            return max(math.hypot(p[0], p[1]) for t, p in r.track if t0 <= t < t1)
+
+        orbit_farthest_m = farthest_from_home_m(t_orbit, t_goto)
+        stop_farthest_m = farthest_from_home_m(t_goto)
+        # (PX4 tracks a 4 m/s orbit with ~0.5 m of lag outwards: within breach_tolerance_m)
+        assert max(orbit_farthest_m, stop_farthest_m) < FENCE_M + 0.5 and r.mode == OFFBOARD
+        assert math.hypot(*r.position_ned_m[:2]) < 1.0, r.position_ned_m
         measured.update(fence_m=FENCE_M, farthest_north_m=round(farthest_m, 2),
                         refusal_code=refused.code, goto_end_m=end_m,
                         goto_at_done_m=round(at_done_m, 2),
-                        goto_after_1s_m=round(r.position_ned_m[0], 2),
-                        goto_farthest_m=round(goto_farthest_m, 2))
+                        goto_after_1s_m=round(after_1s_m, 2),
+                        goto_farthest_m=round(goto_farthest_m, 2),
+                        orbit_farthest_m=round(orbit_farthest_m, 2),
+                        stop_then_goto_farthest_m=round(stop_farthest_m, 2))
