@@ -31,6 +31,16 @@ def _orbiting() -> Bench:
     return b
 
 
+def _streamed_motion(b: Bench, seconds: float) -> list[PositionVelocityNed]:
+    """What the next `seconds` stream: a planned motion's points, nothing else."""
+    t = b.now
+    b.step(seconds)
+    sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t)]
+    pvs = [sp for sp in sent if isinstance(sp, PositionVelocityNed)]
+    assert len(pvs) == len(sent)
+    return pvs
+
+
 def test_a_stop_near_the_fence_is_obeyed_and_stays_inside() -> None:
     b = _orbiting()
     b.feed(Stop("s"))
@@ -38,11 +48,7 @@ def test_a_stop_near_the_fence_is_obeyed_and_stays_inside() -> None:
     # docs/motion.md: `stop` = "a jerk-limited stop ... then holds there"; it should never
     # be the one command that cannot be obeyed while a checked motion is flying
     assert reply.ok, f"{reply.reason}: {reply.message}"
-    t = b.now
-    b.step(5.0)
-    sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t)]
-    pvs = [sp for sp in sent if isinstance(sp, PositionVelocityNed)]
-    assert len(pvs) == len(sent)
+    pvs = _streamed_motion(b, 5.0)
     worst_m = max(math.hypot(sp.north_m, sp.east_m) for sp in pvs)
     worst_a = max(math.dist((0, 0, 0), (sp.north_m_s2 or 0.0, sp.east_m_s2 or 0.0,
                                         sp.down_m_s2 or 0.0)) for sp in pvs)
@@ -80,11 +86,7 @@ def test_a_replacing_motion_near_the_fence_stops_on_the_running_path_first() -> 
     assert motion is not None
     shown = motion.progress(b.now)  # the new motion's own progress, not the orbit's
     assert shown["progress"] < 0.05 and shown["leg"] == 0 and shown["legs"] == 2, shown
-    t = b.now
-    b.step(12.0)
-    sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t)]
-    pvs = [sp for sp in sent if isinstance(sp, PositionVelocityNed)]
-    assert len(pvs) == len(sent)
+    pvs = _streamed_motion(b, 12.0)
     worst_m = max(math.hypot(sp.north_m, sp.east_m) for sp in pvs)
     assert worst_m <= FENCE_M, worst_m
     end = pvs[-1]
