@@ -95,7 +95,7 @@ def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -
     refusal = first_point_outside(motion, eng.envelope)
     if refusal is not None:
         return out.refuse(cmd.command_id, refusal[0], f"{cmd.kind.value} refused: {refusal[1]}")
-    summary = (f"{cmd.kind.value} accepted: {motion.profile.length_m:.1f} m in "
+    summary = (f"{cmd.kind.value} accepted: {motion.profile.flown_m:.1f} m in "
                f"{motion.profile.duration_s:.1f} s")
     if engaging:
         eng.guard.rearm_breach()

@@ -176,6 +176,11 @@ class Profile:
         accel = add(scale(tangent, a), scale(seg.normal(s), centripetal))
         return MotionState(seg.point(s), scale(tangent, v), accel, i, leg.s0_m + s)
 
+    @property
+    def flown_m(self) -> float:
+        """The distance it flies (a stop on a path: only the stretch it brakes over)."""
+        return self.length_m - self.s_start_m
+
     def then(self, other: Profile) -> Profile:
         return Profile(_shifted(self, other), self._jerk)
 
@@ -232,6 +237,7 @@ class PathStop(Profile):
         self.duration_s = t_s
         begin = base.state_at(base_t0_s)
         self.s_start_m, self.leg_start = begin.s_m, begin.leg
+        self.length_m = self.state_at(t_s).s_m  # where it ends along its base's legs
 
     def state_at(self, t_s: float) -> MotionState:
         big_t = self.duration_s

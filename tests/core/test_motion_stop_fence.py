@@ -48,6 +48,10 @@ def test_a_stop_near_the_fence_is_obeyed_and_stays_inside() -> None:
     # docs/motion.md: `stop` = "a jerk-limited stop ... then holds there"; it should never
     # be the one command that cannot be obeyed while a checked motion is flying
     assert reply.ok, f"{reply.reason}: {reply.message}"
+    motion = b.engine.feed.motion
+    assert motion is not None
+    shown = motion.progress(b.now)  # the stretch it brakes over, not the orbit's rest
+    assert shown["progress"] < 0.05 and shown["distance_to_go_m"] < 8.0, shown
     pvs = _streamed_motion(b, 5.0)
     worst_m = max(math.hypot(sp.north_m, sp.east_m) for sp in pvs)
     worst_a = max(math.dist((0, 0, 0), (sp.north_m_s2 or 0.0, sp.east_m_s2 or 0.0,
@@ -86,6 +90,11 @@ def test_a_replacing_motion_near_the_fence_stops_on_the_running_path_first() -> 
     assert motion is not None
     shown = motion.progress(b.now)  # the new motion's own progress, not the orbit's
     assert shown["progress"] < 0.05 and shown["leg"] == 0 and shown["legs"] == 2, shown
+    # the braking stretch on the circle (~7 m from 4.5 m/s) and the 10 m in: not the
+    # rest of the orbit's five turns (~250 m), which is not flown
+    flown_m = float(reply.message.split("accepted: ")[1].split(" m")[0])
+    assert 15.0 < flown_m < 19.0 and abs(shown["distance_to_go_m"] - flown_m) < 0.5, (
+        reply.message, shown)
     pvs = _streamed_motion(b, 12.0)
     worst_m = max(math.hypot(sp.north_m, sp.east_m) for sp in pvs)
     assert worst_m <= FENCE_M, worst_m
