@@ -81,8 +81,10 @@ async def test_geofence_stops_a_velocity_leg_and_refuses_a_point_outside(
 
         orbit_farthest_m = farthest_from_home_m(t_orbit, t_goto)
         stop_farthest_m = farthest_from_home_m(t_goto)
-        # (PX4 tracks a 4 m/s orbit with ~0.5 m of lag outwards: within breach_tolerance_m)
-        assert max(orbit_farthest_m, stop_farthest_m) < FENCE_M + 0.5 and r.mode == OFFBOARD
+        # PX4 tracks a 4 m/s orbit up to ~0.7 m outside its circle (main 8.07, v1.17.0
+        # 8.17, v1.16.2 7.99 m): never a breach (breach_tolerance_m, 1 m by default), which
+        # would have ended OFFBOARD
+        assert max(orbit_farthest_m, stop_farthest_m) < FENCE_M + 1.0 and r.mode == OFFBOARD
         assert math.hypot(*r.position_ned_m[:2]) < 1.0, r.position_ned_m
         measured.update(fence_m=FENCE_M, farthest_north_m=round(farthest_m, 2),
                         refusal_code=refused.code, goto_end_m=end_m,
