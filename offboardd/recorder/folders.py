@@ -1,8 +1,8 @@
 """The flights directory: one folder per flight, named by its UTC start, ordered as
 recorded (ORDER_NAME), and its budget.
 
-Oldest first is the only pruning rule: folders older than `max_age_days` go (when both
-clocks were set: CLOCK_SET_AFTER_UNIX_S), then the
+Oldest first is the only pruning rule: folders older than `max_age_days` go (only when
+the clock now and the folder's stamp were both synchronised: CLOCK_SYNCED_NAME), then the
 oldest while all flights take more than `max_total_mb` or the file system has less than
 `min_free_mb` free. The flight being written is never pruned; when it alone breaks the
 budget the writer stops writing it (`BudgetVerdict.over`).
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from offboardd.recorder.settings import RecorderSettings
+from offboardd.recorder.wallclock import kernel_clock_synced
 
 _MB = 1024 * 1024
 # Before this, a wall clock was not set (a companion computer without a real-time clock
@@ -31,6 +32,13 @@ _MB = 1024 * 1024
 # judges neither; the size budget still does (review: back home, the clock set, every
 # flight from the field read 56 years old and was deleted).
 CLOCK_SET_AFTER_UNIX_S = 1_735_689_600.0  # 2025-01-01T00:00:00Z, before offboardd
+# A plausible year is not enough: fake-hwclock boots a board weeks back after a month
+# unpowered (a flight flown at the field, stamped 40 days old, was deleted once NTP set the
+# clock at home), and a clock ahead by a year made every flight "old" (review). A folder's
+# stamp is trusted for its age only if this file in it says the kernel had the clock
+# synchronised when the stamp was made (wallclock.kernel_clock_synced), and the clock now
+# only when it is synchronised too.
+CLOCK_SYNCED_NAME = ".clock_synced"
 # A flight's place in recording order, a number in a file of its folder. Names go by the
 # wall clock, which on a board without a real-time clock starts again at each boot (1970,
 # or fake-hwclock's last save: a battery pulled, up to an hour back): ordered by name,
@@ -106,13 +114,27 @@ class BudgetVerdict:
     closed_bytes: int = 0  # what the folders other than `keep` take, after pruning
 
 
+def mark_clock(folder: Path, synced: bool) -> None:
+    """Say in `folder` whether its stamp (its mtime: this call's own change, the last one)
+    was made with a synchronised clock (CLOCK_SYNCED_NAME)."""
+    marker = folder / CLOCK_SYNCED_NAME
+    if synced:
+        marker.touch()
+    else:
+        marker.unlink(missing_ok=True)
+
+
 def enforce_budget(root: Path, settings: RecorderSettings, *, keep: Path | None,
-                   now_unix_s: float | None = None) -> BudgetVerdict:
+                   now_unix_s: float | None = None,
+                   clock_synced: bool | None = None) -> BudgetVerdict:
+    """Prune (see the module docstring); `now_unix_s` and `clock_synced` default to the
+    wall clock and the kernel's word on it."""
     verdict = BudgetVerdict()
     if not root.exists():
         return verdict
     now_unix_s = time.time() if now_unix_s is None else now_unix_s
-    folders = [(p, folder_bytes(p), p.stat().st_mtime) for p in flight_folders(root)]
+    clock_synced = kernel_clock_synced() if clock_synced is None else clock_synced
+    folders = [(p, folder_bytes(p), _age_stamp(p)) for p in flight_folders(root)]
     old = [f for f in folders if f[0] != keep]
     budget, min_free = _limits_bytes(settings)
 
@@ -121,11 +143,12 @@ def enforce_budget(root: Path, settings: RecorderSettings, *, keep: Path | None,
         verdict.pruned.append(folder.name)
 
     max_age_s = settings.max_age_days * 86400.0
-    if now_unix_s < CLOCK_SET_AFTER_UNIX_S:
+    if now_unix_s < CLOCK_SET_AFTER_UNIX_S or not clock_synced:
         max_age_s = 0.0
     for entry in list(old):
-        dated = entry[2] >= CLOCK_SET_AFTER_UNIX_S
-        if max_age_s and dated and now_unix_s - entry[2] > max_age_s:
+        stamp_s = entry[2]  # None: no synchronised stamp, no age known
+        if (max_age_s and stamp_s is not None and stamp_s >= CLOCK_SET_AFTER_UNIX_S
+                and now_unix_s - stamp_s > max_age_s):
             prune(entry[0])
             old.remove(entry)
     total = sum(size for p, size, _ in folders if p.name not in verdict.pruned)
@@ -141,6 +164,13 @@ def enforce_budget(root: Path, settings: RecorderSettings, *, keep: Path | None,
         elif shutil.disk_usage(root).free < min_free:
             verdict.over = "the file system has less than min_free_mb free"
     return verdict
+
+
+def _age_stamp(folder: Path) -> float | None:
+    """The folder's mtime when a synchronised clock made it (CLOCK_SYNCED_NAME), else None."""
+    if not (folder / CLOCK_SYNCED_NAME).exists():
+        return None
+    return folder.stat().st_mtime
 
 
 def within_budget(root: Path, settings: RecorderSettings, closed_bytes: int,

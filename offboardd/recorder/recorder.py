@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import queue
-import time
 from typing import Any
 
 import structlog
@@ -25,6 +24,7 @@ from offboardd.core.offboard import OffboardEngine
 from offboardd.mavlink.codec import MavlinkCodec
 from offboardd.recorder.folders import folder_name
 from offboardd.recorder.settings import RecorderSettings, RecordMode
+from offboardd.recorder.wallclock import RecordingClock
 from offboardd.recorder.writer import Batch, Close, Item, Start, Stop, Writer
 
 _SAMPLE_PERIOD_S = 0.5  # journal "sample" lines: position, speed, phase, running maxima
@@ -49,6 +49,9 @@ class Recorder:
         self._max_altitude_m = 0.0
         self._max_speed_m_s = 0.0
         self._fc_seen: tuple[Any, ...] = ()
+        # Every stamp (tlog, journal, folder name): the wall clock read at a flight's start,
+        # the monotonic clock since, so an NTP step mid-flight cannot reorder it (wallclock.py)
+        self.clock = RecordingClock()
         self.failed: str | None = None  # why recording stopped for good (a bug)
 
     def start(self) -> None:
@@ -59,7 +62,8 @@ class Recorder:
         self._codec.frame_tap = None
         self._hand_over()
         try:
-            self._writer.queue.put(Close(self.dropped_batches), timeout=_CLOSE_WAIT_S)
+            self._writer.queue.put(Close(self.dropped_batches, self._stamp_s()),
+                                   timeout=_CLOSE_WAIT_S)
         except queue.Full:
             return
         self._writer.join(_CLOSE_WAIT_S)
@@ -69,19 +73,22 @@ class Recorder:
     def frames_in(self) -> None:
         """After a decode: the frames the codec framed, stamped now."""
         if self._tap and self.failed is None:
-            self._batch.tlog.append((time.time_ns() // 1000, self._tap))
+            self._batch.tlog.append((self.clock.unix_us(), self._tap))
             self._tap = []
             self._codec.frame_tap = self._tap
 
     def frame_out(self, frame: bytes) -> None:
         if self.failed is None:
-            self._batch.tlog.append((time.time_ns() // 1000, (frame,)))
+            self._batch.tlog.append((self.clock.unix_us(), (frame,)))
 
     # -- what the daemon did -------------------------------------------------------------
 
     def journal(self, kind: str, **fields: Any) -> None:
         if self.failed is None:
-            self._batch.journal.append({"t": round(time.time(), 4), "kind": kind, **fields})
+            self._batch.journal.append({"t": self._stamp_s(), "kind": kind, **fields})
+
+    def _stamp_s(self) -> float:
+        return round(self.clock.unix_s(), 4)  # a journal line's "t": 0.1 ms
 
     # -- once a cycle --------------------------------------------------------------------
 
@@ -129,9 +136,9 @@ class Recorder:
     def _open(self, engine: OffboardEngine) -> None:
         self.flight_open = True
         self._max_altitude_m = self._max_speed_m_s = 0.0
-        start_s = time.time()
         self._hand_over()  # what came before goes to the pre-roll
-        self._put(Start(folder_name(start_s)))
+        shift_s = self.clock.anchor()  # a step since the last flight counts from this one
+        self._put(Start(folder_name(self.clock.unix_s()), shift_s))
         target = engine.vehicle.target
         self.journal("flight", event="start", run_id=self.run_id, mode=self.settings.mode.value,
                      phase=engine.phase.value, own_system_id=self._codec.system_id,
@@ -143,7 +150,7 @@ class Recorder:
         self.flight_open = False
         self._stop_due_s = None
         self._hand_over()
-        self._put(Stop(self.dropped_batches))
+        self._put(Stop(self.dropped_batches, self._stamp_s()))
 
     def _follow_position(self, engine: OffboardEngine, now_s: float) -> None:
         position = engine.vehicle.local_position

@@ -32,7 +32,7 @@ class RecorderSettings:
     pre_s: float = 5.0  # kept in memory while disarmed, written when a flight starts
     post_s: float = 5.0  # recorded after disarm (the landing's last telemetry)
     max_total_mb: float = 2048.0  # all flights together; the oldest go first
-    max_age_days: float = 30.0  # 0: no age limit
+    max_age_days: float = 30.0  # 0: no age limit; judged only on an NTP-synced clock
     min_free_mb: float = 256.0  # the file system keeps at least this much free
     # Writes are off the control loop: a bounded queue of batches (one a cycle or so) to a
     # writer thread. When it is full a batch is dropped, counted and reported.

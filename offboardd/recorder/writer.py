@@ -23,7 +23,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -31,6 +31,7 @@ from typing import IO, Any
 from offboardd.recorder import folders
 from offboardd.recorder.settings import RecorderSettings, flights_root
 from offboardd.recorder.summary import FlightSummary
+from offboardd.recorder.wallclock import kernel_clock_synced, shifted
 
 TLOG_NAME, JOURNAL_NAME, SUMMARY_NAME = "flight.tlog", "journal.jsonl", "summary.json"
 _BUDGET_CHECK_S = 5.0  # the disk budget is checked this often while a flight is open
@@ -58,16 +59,21 @@ class Batch:
 @dataclass(frozen=True)
 class Start:
     name: str  # the folder's name
+    # What the recorder's stamps moved by when it re-read the wall clock for this flight
+    # (wallclock.RecordingClock.anchor): the pre-roll, stamped before, moves with them.
+    shift_s: float = 0.0
 
 
 @dataclass(frozen=True)
 class Stop:
     dropped_batches: int  # the loop's count, for the flight's last journal line
+    t_s: float | None = None  # the end's stamp (the recorder's clock); None: the wall clock
 
 
 @dataclass(frozen=True)
 class Close:
     dropped_batches: int
+    t_s: float | None = None
 
 
 Item = Batch | Start | Stop | Close
@@ -149,6 +155,7 @@ class Writer:
         self._last_budget_s = -1e9
         self._closed_bytes: int | None = None  # the closed flights' folders, last walked
         self._thread = threading.Thread(target=self._run, name="offboardd-recorder", daemon=True)
+        self.clock_synced: Callable[[], bool] = kernel_clock_synced  # (tests replace it)
 
     def start(self) -> None:
         self._thread.start()
@@ -170,7 +177,7 @@ class Writer:
                 item = None
             try:
                 if isinstance(item, Close):
-                    self._stop(item.dropped_batches)
+                    self._stop(item.dropped_batches, item.t_s)
                     return
                 self._take(item)
                 self._periodic()
@@ -188,7 +195,7 @@ class Writer:
         elif isinstance(item, Start):
             self._open(item)
         elif isinstance(item, Stop):
-            self._stop(item.dropped_batches)
+            self._stop(item.dropped_batches, item.t_s)
 
     def _keep_pre_roll(self, batch: Batch) -> None:
         tlog, journal = self._pre_tlog, self._pre_journal
@@ -214,17 +221,18 @@ class Writer:
         self._check_budget(force=True)
         self._flight = flight = _OpenFlight(folders.unique_folder(self.root, start.name),
                                             folders.next_order(self.root))
+        folders.mark_clock(flight.folder, self.clock_synced())
         self.status = dataclasses.replace(self.status, flight=flight.folder.name,
                                           flight_bytes=0, sync_max_ms=0.0, error=None)
-        flight.write(Batch(list(self._pre_tlog), list(self._pre_journal)))
+        flight.write(Batch(*shifted(self._pre_tlog, self._pre_journal, start.shift_s)))
         self._pre_tlog.clear()
         self._pre_journal.clear()
 
-    def _stop(self, dropped_batches: int) -> None:
+    def _stop(self, dropped_batches: int, t_s: float | None) -> None:
         flight, self._flight = self._flight, None
         if flight is None:
             return
-        end = {"t": time.time(), "kind": "flight", "event": "end",
+        end = {"t": time.time() if t_s is None else t_s, "kind": "flight", "event": "end",
                "dropped_batches": dropped_batches, "bytes": flight.bytes}
         if not flight.stopped:
             flight.write(Batch(journal=[end]))
@@ -232,6 +240,8 @@ class Writer:
         else:
             flight.summary.add(end)
         flight.close()
+        # the folder's last change (its age stamp) was the summary's: say how good its clock was
+        folders.mark_clock(flight.folder, self.clock_synced())
         self.status = dataclasses.replace(self.status, flight=None, flight_bytes=0)
 
     def _write(self, flight: _OpenFlight, batch: Batch) -> None:
@@ -271,7 +281,8 @@ class Writer:
                                           flight.bytes)):
             return  # (the closed flights' folders have not changed: no walk)
         keep = None if flight is None else flight.folder
-        verdict = folders.enforce_budget(self.root, self.settings, keep=keep)
+        verdict = folders.enforce_budget(self.root, self.settings, keep=keep,
+                                         clock_synced=self.clock_synced())
         self._closed_bytes = verdict.closed_bytes
         if verdict.pruned:
             pruned = self.status.flights_pruned + len(verdict.pruned)

@@ -1,0 +1,142 @@
+"""The flight recorder on a board without a real-time clock (review of wall-clock use):
+the wall clock boots at fake-hwclock's last save or ahead, and NTP steps it, forward or
+back, perhaps mid-flight. Neither may delete a flight by age nor reorder a flight's stamps.
+Each test steps the clock by hand (time.time patched, or an injected clock): no sleeps."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from offboardd.mavlink.codec import MavlinkCodec
+from offboardd.recorder import folders
+from offboardd.recorder.recorder import Recorder
+from offboardd.recorder.settings import RecorderSettings
+from offboardd.recorder.store import list_flights, read_tlog
+from offboardd.recorder.wallclock import RecordingClock
+from offboardd.recorder.writer import Close, Start, Stop, Writer
+from tests.recorder.test_recorder_markers import _FakeEngine, _frame
+
+_DAY_S = 86400.0
+
+
+def _flight(writer: Writer, name: str) -> Path:
+    """One flight through the writer (its thread not started: driven here), closed."""
+    writer._take(Start(name))
+    folder = writer._flight.folder if writer._flight is not None else None
+    assert folder is not None
+    writer._take(Stop(0))
+    return folder
+
+
+def _age(folder: Path, days: float) -> None:
+    stamp_s = time.time() - days * _DAY_S
+    os.utime(folder, (stamp_s, stamp_s))
+
+
+def test_a_flight_stamped_by_a_stale_clock_survives_ntp_setting_it(tmp_path: Path) -> None:
+    """The Pi sat unpowered for 40 days: fake-hwclock boots it 40 days back, and at the
+    field (no network) it records a flight stamped then. Home, NTP sets the clock, the next
+    flight starts: the budget check read the flight just flown as 40 days old and deleted
+    it (max_age_days 30; the 2025 plausibility bound does not see a stale clock)."""
+    settings = RecorderSettings(dir=str(tmp_path), max_age_days=30, min_free_mb=0)
+    writer = Writer(settings)
+    writer.clock_synced = lambda: False  # at the field: no NTP
+    field = _flight(writer, "2026-10-18T10-00-00Z")
+    _age(field, 40)  # what the stale clock stamped
+    writer.clock_synced = lambda: True  # home: NTP has set the clock
+    _flight(writer, "2026-11-27T10-00-00Z")
+    assert field.exists(), "a flight stamped by an unsynchronised clock was pruned by age"
+
+
+def test_a_clock_ahead_prunes_no_flight_by_age(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clock a year ahead (a wrong RTC, a bad manual `date`), not synchronised: every
+    flight read a year old and the next flight's start deleted them all."""
+    settings = RecorderSettings(dir=str(tmp_path), max_age_days=30, min_free_mb=0)
+    writer = Writer(settings)
+    writer.clock_synced = lambda: True
+    yesterday = _flight(writer, "2026-11-26T10-00-00Z")
+    _age(yesterday, 1)
+    ahead_s = time.time() + 365 * _DAY_S
+    monkeypatch.setattr(time, "time", lambda: ahead_s)
+    writer.clock_synced = lambda: False
+    _flight(writer, "2027-11-27T10-00-00Z")
+    assert yesterday.exists(), "a clock ahead made yesterday's flight a year old"
+
+
+def test_a_synchronised_clock_still_prunes_by_age(tmp_path: Path) -> None:
+    settings = RecorderSettings(dir=str(tmp_path), max_age_days=30, min_free_mb=0)
+    writer = Writer(settings)
+    writer.clock_synced = lambda: True
+    old = _flight(writer, "2026-10-01T10-00-00Z")
+    assert (old / folders.CLOCK_SYNCED_NAME).exists()
+    _age(old, 40)
+    _flight(writer, "2026-11-27T10-00-00Z")
+    assert not old.exists()
+
+
+def test_an_ntp_step_mid_flight_neither_reorders_nor_stretches_the_flight(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """NTP steps the clock 3 days forward mid-flight (the Pi booted at fake-hwclock's last
+    save), then 2 hours back: the journal's and the tlog's stamps jumped with it, so the
+    flight lasted 3 days in `log list`, and its stamps went back (tools reading the tlog
+    in order saw time reverse)."""
+    wall = {"offset_s": 0.0}
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() + wall["offset_s"])
+    rec = Recorder(RecorderSettings(dir=str(tmp_path), post_s=0.2, flush_interval_s=0.1),
+                   MavlinkCodec(1, 191), "run")
+    codec = MavlinkCodec(1, 1)
+    eng = _FakeEngine()
+    rec.start()
+    mono_s = 0.0
+    for step, offset_s in ((0, 0.0), (10, 3 * _DAY_S), (20, 3 * _DAY_S - 7200.0)):
+        wall["offset_s"] = offset_s  # (the step happens between the cycles 9 and 10...)
+        for cycle in range(10):
+            eng.vehicle.armed = step < 20 or cycle < 5
+            rec.frame_out(_frame(codec))
+            rec.journal("sample", step=step)
+            rec.cycle(eng, mono_s)  # type: ignore[arg-type]
+            mono_s += 0.05
+    for _ in range(10):  # post_s, then the flight closes
+        rec.cycle(eng, mono_s)  # type: ignore[arg-type]
+        mono_s += 0.05
+    rec.close()
+    (flight,) = list_flights(tmp_path)
+    assert flight.summary.complete
+    assert flight.summary.duration_s < 60.0, flight.summary.duration_s
+    lines = (flight.folder / "journal.jsonl").read_text().splitlines()
+    stamps = [json.loads(line)["t"] for line in lines]
+    assert stamps == sorted(stamps)
+    tlog = [t for t, _ in read_tlog(flight.folder)]
+    assert tlog and tlog == sorted(tlog)
+
+
+def test_the_pre_roll_moves_with_the_flights_clock() -> None:
+    """A step between the pre-roll and the flight's start (anchor): the pre-roll's stamps
+    move by the step, so they stay just before the flight's first."""
+    wall, mono = [1000.0], [5.0]
+    clock = RecordingClock(lambda: wall[0], lambda: mono[0])
+    mono[0] += 2.0
+    assert clock.unix_s() == 1002.0
+    wall[0] = 1000.0 + 2.0 + 86400.0  # stepped a day forward while nothing was anchored
+    assert clock.unix_s() == 1002.0  # the stamps do not jump...
+    assert clock.anchor() == 86400.0  # ...until a flight starts, which says by how much
+    assert clock.unix_s() == 1002.0 + 86400.0
+
+
+def test_a_closed_writer_ends_with_the_recorders_stamp(tmp_path: Path) -> None:
+    writer = Writer(RecorderSettings(dir=str(tmp_path)))
+    writer._take(Start("2026-11-27T10-00-00Z"))
+    folder = writer._flight.folder if writer._flight is not None else None
+    assert folder is not None
+    writer.queue.put(Close(0, 1234.5))
+    writer.start()
+    assert writer.join(5.0)
+    last = json.loads((folder / "journal.jsonl").read_text().splitlines()[-1])
+    assert last["event"] == "end" and last["t"] == 1234.5
