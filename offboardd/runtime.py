@@ -279,6 +279,9 @@ class Runtime:
             self._handle(events, self._now())
 
     def _on_link_state(self, state: LinkState) -> None:
+        if state.open_failed:  # still down; a new reason, said once (not once per retry)
+            log.warning("fc_link_waiting", detail=state.detail)
+            return
         log.info("fc_link", up=state.up, detail=state.detail)
         self._handle_fc_events()  # what arrived before the link changed comes first
         self.codec.reset()

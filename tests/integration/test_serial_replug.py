@@ -8,6 +8,7 @@ and never engage again on its own."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 from pathlib import Path
 
@@ -87,3 +88,30 @@ async def test_a_usb_replug_mid_flight_stops_the_stream_and_never_re_engages(
     link_lines = [line for line in logs if line["event"] == "fc_link"]
     assert [line["up"] for line in link_lines] == [True] + [False, True] * 6 + [False]
 
+
+async def test_why_the_device_cannot_be_reopened_is_logged_once(tmp_path: Path) -> None:
+    """Unplugged, then back, but another program holds its lock (a second daemon, a tool
+    opened with pyserial's exclusive lock): the daemon logged "device gone" and then
+    nothing for as long as every reopen failed, so the journal never said why the FC did
+    not come back (nor, at start, why it never came: a wrong path, no dialout group)."""
+    symlink = str(tmp_path / "usb-PX4_FMU")
+    with structlog.testing.capture_logs() as logs:
+        async with flight(link="serial", sim={"pty_symlink": symlink}) as fl:
+            await fl.wait_fc_ready()
+            _unplug(fl.sim)
+            await fl.wait_for(lambda: not fl.runtime.link.up, 3.0, "the link down")
+            await asyncio.sleep(1.2)  # a few reopens: the device is absent
+            _replug(fl.sim)
+            holder = os.open(symlink, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+            try:
+                fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                await fl.wait_for(lambda: "busy" in fl.runtime.link.state.detail, 3.0,
+                                  "the reopen refused as busy")
+                await asyncio.sleep(1.2)  # a few more refusals
+            finally:
+                os.close(holder)
+            await fl.wait_for(lambda: fl.runtime.link.up, 3.0, "the link back once freed")
+    waiting = [line["detail"] for line in logs if line["event"] == "fc_link_waiting"]
+    assert waiting == [f"cannot open {symlink}: No such file or directory",
+                       f"cannot open {symlink}: device busy: another program holds it "
+                       "open (exclusive lock)"], waiting

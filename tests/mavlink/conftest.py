@@ -53,8 +53,19 @@ class Recorder:
         self.states.append(state)
 
     @property
+    def transitions(self) -> list[LinkState]:
+        """Up, down, up...: the states but a down link's reports of why it cannot open
+        again (`failures`)."""
+        return [s for s in self.states if not s.open_failed]
+
+    @property
     def ups(self) -> list[bool]:
-        return [s.up for s in self.states]
+        return [s.up for s in self.transitions]
+
+    @property
+    def failures(self) -> list[str]:
+        """What a down link reported of its failed opens (each reason once per down)."""
+        return [s.detail for s in self.states if s.open_failed]
 
     def markers(self) -> list[int]:
         return markers(self.messages)

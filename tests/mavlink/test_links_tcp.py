@@ -76,7 +76,7 @@ async def test_tcpout_exchanges_frames_and_reconnects_to_a_restarted_peer(tcp_po
             # The peer restarts: the link goes down, then comes back by itself.
             await fc.stop()
             await wait_until(lambda: rec.ups == [True, False], "down after the peer left")
-            assert "peer closed the connection" in rec.states[-1].detail
+            assert "peer closed the connection" in rec.transitions[-1].detail
             assert link.send(heartbeat(gcs, 3)) is False
             await asyncio.sleep(0.3)  # a few refused retries while the peer is away
             await fc.start()

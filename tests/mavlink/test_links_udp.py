@@ -107,7 +107,9 @@ async def test_a_bind_failure_is_retried_and_reported(udp_port: int) -> None:
             assert "in use" in link.state.detail
             squatter.close()  # the port frees up: the next retry binds
             await wait_until(lambda: link.state.detail.startswith("listening"), "the bind")
-    assert rec.states == []  # never up, so no transition to report
+    # never up, so no transition; the failure reported once, not once per retry
+    assert rec.ups == []
+    assert rec.failures == [f"cannot open udpin://127.0.0.1:{udp_port}: Address already in use"]
 
 
 async def test_an_exception_in_on_bytes_ends_run_with_it(udp_port: int) -> None:

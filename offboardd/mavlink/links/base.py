@@ -11,7 +11,10 @@ Contract for subclasses (`run()` here drives them):
   outlives `run()`, cancellation included.
 - `_write(data)` pushes bytes without blocking and says whether they were taken.
 - Received bytes go through `_deliver`, transitions through `_mark_up` / `_mark_down`;
-  both guard the caller's callbacks: an exception from one is not swallowed but ends
+  `on_state` also hears, while the link stays down, each new reason it cannot (re)open
+  (once per reason until it is up again: a missing device, then one held by another
+  program, is two reports, not one per retry; the owner logs why the peer does not come
+  back). Both guard the caller's callbacks: an exception from one is not swallowed but ends
   `run()` with it (a bug in the runtime must be loud, not retried forever).
 """
 
@@ -48,6 +51,8 @@ MAX_BACKLOG_BYTES = 64 * 1024
 class LinkState:
     up: bool
     detail: str  # human words: "connected to 127.0.0.1:5760", "device gone: ..."
+    # Still down: a new reason the transport cannot (re)open (no transition).
+    open_failed: bool = False
 
 
 @dataclass
@@ -80,6 +85,7 @@ class Link(ABC):
         self._session_end: asyncio.Future[str] | None = None
         self._fault: BaseException | None = None
         self._running = False
+        self._failures_told: set[str] = set()  # open failures reported since the last up
 
     # Polled links are not watched by the event loop: their owner calls `poll()` once per
     # cycle (see udp.py for why). Only transports that can (`can_poll`) are ever polled.
@@ -174,7 +180,7 @@ class Link(ABC):
                 except OSError as exc:
                     session.cancel()
                     await self._close()
-                    self._mark_down(self._open_failed_detail(exc))
+                    self._mark_down(self._open_failed_detail(exc), failed_open=True)
                     await asyncio.sleep(retry_s)
                     retry_s = min(retry_s * 2, self.retry_max_s)
                     continue
@@ -242,17 +248,22 @@ class Link(ABC):
 
     def _mark_up(self, detail: str) -> None:
         was_up = self._state.up
+        self._failures_told.clear()
         self._state = LinkState(up=True, detail=detail)
         if not was_up:
             self.stats.ups += 1
             self._notify()
 
-    def _mark_down(self, detail: str) -> None:
-        """Record why the link is down; `on_state` fires only if it was up."""
+    def _mark_down(self, detail: str, *, failed_open: bool = False) -> None:
+        """Record why the link is down; `on_state` fires if it was up, or for an open
+        failure not reported since it was last up."""
         was_up = self._state.up
-        self._state = LinkState(up=False, detail=detail)
+        self._state = LinkState(up=False, detail=detail, open_failed=failed_open and not was_up)
         if was_up:
             self.stats.downs += 1
+            self._notify()
+        elif failed_open and detail not in self._failures_told:
+            self._failures_told.add(detail)
             self._notify()
 
     def _notify(self) -> None:
