@@ -7,8 +7,10 @@ drawer), and NTP steps it later, forward or back, perhaps mid-flight; a wrong cl
 also be ahead. So:
 - `kernel_clock_synced`: the kernel's own word that an NTP client (systemd-timesyncd,
   chrony, ntpd) has synchronised the clock (adjtimex(2) not TIME_ERROR, the flag behind
-  `timedatectl`'s "System clock synchronized"). Age pruning (folders.py) trusts a flight's
-  stamp, and the clock it is compared with, only when both were made so.
+  `timedatectl`'s "System clock synchronized"); where the service may not ask (the unit's
+  ProtectClock=yes denies even a read-only adjtimex: systemd issue #26413), the mark
+  systemd-timesyncd leaves on each boot's first sync. Age pruning (folders.py) trusts a
+  flight's stamp, and the clock it is compared with, only when both were made so.
 - `RecordingClock`: Unix-time stamps read from the wall clock once per anchor (a flight's
   start) and advanced by the monotonic clock between anchors, so a step mid-flight cannot
   send a flight's stamps back, nor make its duration days long.
@@ -19,7 +21,7 @@ This module must not decide what is pruned, nor write files.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -28,18 +30,22 @@ __all__ = ["RecordingClock", "kernel_clock_synced", "shifted"]
 
 _TIME_ERROR = 5  # adjtimex(2)'s return while STA_UNSYNC is set: the clock is not synchronised
 _TIMEX_BYTES = 256  # struct timex is 208 bytes on 64-bit Linux; room to spare
+# Touched by systemd-timesyncd once it has synchronised the clock (/run: gone at boot).
+TIMESYNCD_MARK = "/run/systemd/timesync/synchronized"
 
 
 def kernel_clock_synced() -> bool:
-    """True when the kernel says the wall clock is synchronised; False when it says not,
-    or cannot be asked (then no age is trusted: keeping flights is the safe side)."""
+    """True when the kernel (or, where it may not be asked, systemd-timesyncd) says the
+    wall clock is synchronised; False otherwise: no age is trusted, flights are kept."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-        timex = ctypes.create_string_buffer(_TIMEX_BYTES)  # modes 0: read only, no privilege
+        libc = ctypes.CDLL(None, use_errno=True)  # the process's own libc: no ldconfig run
+        timex = ctypes.create_string_buffer(_TIMEX_BYTES)  # modes 0: a read, no privilege
         state = int(libc.adjtimex(timex))
     except (OSError, AttributeError):
-        return False
-    return 0 <= state != _TIME_ERROR
+        state = -1
+    if state >= 0:
+        return state != _TIME_ERROR
+    return os.path.exists(TIMESYNCD_MARK)
 
 
 class RecordingClock:

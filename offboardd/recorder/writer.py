@@ -219,9 +219,10 @@ class Writer:
         if self._flight is not None:
             return
         self._check_budget(force=True)
+        synced = self.clock_synced()  # before and after the stamp: NTP may set it in between
         self._flight = flight = _OpenFlight(folders.unique_folder(self.root, start.name),
                                             folders.next_order(self.root))
-        folders.mark_clock(flight.folder, self.clock_synced())
+        folders.mark_clock(flight.folder, synced and self.clock_synced())
         self.status = dataclasses.replace(self.status, flight=flight.folder.name,
                                           flight_bytes=0, sync_max_ms=0.0, error=None)
         flight.write(Batch(*shifted(self._pre_tlog, self._pre_journal, start.shift_s)))
@@ -239,9 +240,9 @@ class Writer:
             flight.flush()  # the end on the medium: a battery pulled after landing
         else:
             flight.summary.add(end)
-        flight.close()
-        # the folder's last change (its age stamp) was the summary's: say how good its clock was
-        folders.mark_clock(flight.folder, self.clock_synced())
+        synced = self.clock_synced()
+        flight.close()  # the folder's last change (its age stamp): the summary's rename
+        folders.mark_clock(flight.folder, synced and self.clock_synced())
         self.status = dataclasses.replace(self.status, flight=None, flight_bytes=0)
 
     def _write(self, flight: _OpenFlight, batch: Batch) -> None:

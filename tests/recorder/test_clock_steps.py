@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from offboardd.mavlink.codec import MavlinkCodec
-from offboardd.recorder import folders
+from offboardd.recorder import folders, wallclock
 from offboardd.recorder.recorder import Recorder
 from offboardd.recorder.settings import RecorderSettings
 from offboardd.recorder.store import list_flights, read_tlog
@@ -140,3 +140,28 @@ def test_a_closed_writer_ends_with_the_recorders_stamp(tmp_path: Path) -> None:
     assert writer.join(5.0)
     last = json.loads((folder / "journal.jsonl").read_text().splitlines()[-1])
     assert last["event"] == "end" and last["t"] == 1234.5
+
+
+class _DeniedLibc:
+    """adjtimex as the unit's ProtectClock=yes leaves it: EPERM even for a read."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def adjtimex(self, timex: object) -> int:
+        return -1
+
+
+def test_where_adjtimex_is_denied_timesyncds_mark_says_whether_the_clock_is_synced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped unit has ProtectClock=yes, whose seccomp filter refuses even a read-only
+    adjtimex (systemd issue #26413): asked only the kernel, the daemon never judged a
+    flight's age at all. systemd-timesyncd (Raspberry Pi OS's and Ubuntu's NTP client)
+    leaves a mark once it has synchronised the clock."""
+    assert isinstance(wallclock.kernel_clock_synced(), bool)  # this machine: the kernel
+    monkeypatch.setattr("ctypes.CDLL", _DeniedLibc)
+    mark = tmp_path / "synchronized"
+    monkeypatch.setattr(wallclock, "TIMESYNCD_MARK", str(mark))
+    assert wallclock.kernel_clock_synced() is False
+    mark.touch()
+    assert wallclock.kernel_clock_synced() is True
