@@ -118,7 +118,7 @@ class Runtime:
         self.rates = CommanderRates()
         self.all_rates = CommanderRates(_ALL_ROUTES_RATES)  # every route at once
         self.outputs = Outputs(self.bridge, self.notifier,
-                               lambda: refusal_hint(self.codec.stats))
+                               self._link_hint)
         # The flight recorder (recorder/): it sees every frame both ways and every word
         # of the engine's, and writes from its own thread.
         self.recorder: Recorder | None = (
@@ -277,6 +277,14 @@ class Runtime:
     def _handle_fc_events(self) -> None:
         if events := self.fc_input.take():
             self._handle(events, self._now())
+
+    def _link_hint(self) -> str | None:
+        """Why the FC may be unknown: the link cannot open (a device absent, busy, not
+        ours to open), or frames are refused for their signatures."""
+        state = self.link.state
+        if state.open_failed:
+            return f"FC link down: {state.detail}"
+        return refusal_hint(self.codec.stats)
 
     def _on_link_state(self, state: LinkState) -> None:
         if state.open_failed:  # still down; a new reason, said once (not once per retry)

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import structlog
 
+from offboardd.core.commands import Engage
+from offboardd.core.setpoints import PositionNed
 from offboardd.sim import SimServer
 from offboardd.sim.transports import PtyEndpoint
 from tests.integration.harness import Flight, flight
@@ -107,6 +109,10 @@ async def test_why_the_device_cannot_be_reopened_is_logged_once(tmp_path: Path) 
                 fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 await fl.wait_for(lambda: "busy" in fl.runtime.link.state.detail, 3.0,
                                   "the reopen refused as busy")
+                # and a commander asking to fly is told why the FC is unknown
+                reply = await fl.command(Engage(fl.next_id(), PositionNed(0.0, 0.0, -2.0)))
+                assert not reply.ok and "FC link down" in reply.message, reply
+                assert "device busy" in reply.message, reply
                 await asyncio.sleep(1.2)  # a few more refusals
             finally:
                 os.close(holder)
