@@ -33,6 +33,9 @@ class Limits:
     xy_m_s: float = 12.0  # MPC_XY_VEL_MAX
     up_m_s: float = 3.0  # MPC_Z_VEL_MAX_UP
     down_m_s: float = 1.5  # MPC_Z_VEL_MAX_DN
+    # MPC_Z_VEL_I_ACC while PX4's vertical velocity integral matters (the takeoff ramp,
+    # takeoff.py); 0 clears it: with no disturbance to learn, the sim needs it nowhere else.
+    z_vel_i_acc: float = 0.0
 
 
 @dataclass
@@ -45,6 +48,7 @@ class BodyState:
     yaw_rad: float = 0.0
     rates_rad_s: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     thrust: float = 0.0  # collective 0..1
+    z_integral_m_s2: float = 0.0  # the vertical velocity integral (down positive)
 
     @property
     def on_ground(self) -> bool:
@@ -97,6 +101,7 @@ class Dynamics:
             acc = self._attitude(dt_s, target)
         else:  # disarmed: no thrust, the body falls to the ground and rests there
             s.thrust = 0.0
+            s.z_integral_m_s2 = 0.0
             s.rates_rad_s = [0.0, 0.0, 0.0]
             acc = [-_DRAG_PER_S * s.vel_m_s[0], -_DRAG_PER_S * s.vel_m_s[1], GRAVITY_M_S2]
         s.acc_m_s2 = acc
@@ -124,17 +129,24 @@ class Dynamics:
             if speed > lim.xy_m_s:
                 vel_sp[0], vel_sp[1] = vn * lim.xy_m_s / speed, ve * lim.xy_m_s / speed
         vd = vel_sp[2]
-        if vd is not None:
-            vel_sp[2] = min(lim.down_m_s, max(-lim.up_m_s, vd))
+        if vd is not None:  # the upward limit wins (PX4's constrain): a negative one, the
+            # takeoff ramp's start, forces a descent even below the downward limit
+            vel_sp[2] = -lim.up_m_s if vd < -lim.up_m_s else min(lim.down_m_s, vd)
         acc = []
         for i in range(3):
             a_ff = t.acc_m_s2[i] or 0.0
             sp = vel_sp[i]
             acc.append(a_ff if sp is None else _VEL_GAIN * (sp - s.vel_m_s[i]) + a_ff)
+        if lim.z_vel_i_acc > 0.0 and vel_sp[2] is not None:
+            s.z_integral_m_s2 += lim.z_vel_i_acc * (vel_sp[2] - s.vel_m_s[2]) * dt_s
+            acc[2] += s.z_integral_m_s2
+        else:
+            s.z_integral_m_s2 = 0.0
         hor = math.hypot(acc[0], acc[1])
         if hor > _ACC_HOR_MAX:
             acc[0], acc[1] = acc[0] * _ACC_HOR_MAX / hor, acc[1] * _ACC_HOR_MAX / hor
-        acc[2] = min(_ACC_DOWN_MAX, max(-_ACC_UP_MAX, acc[2]))
+        # Resting on the ground a downward demand only lowers the thrust (to zero at g).
+        acc[2] = max(-_ACC_UP_MAX, min(GRAVITY_M_S2 if s.on_ground else _ACC_DOWN_MAX, acc[2]))
         if t.yaw_rad is not None:
             err = _wrap(t.yaw_rad - s.yaw_rad)
             rate = max(-_YAW_RATE_MAX, min(_YAW_RATE_MAX, _YAW_GAIN * err))
@@ -149,8 +161,8 @@ class Dynamics:
         s.pitch_rad = math.atan2(-forward, max(lift, 0.1))
         s.roll_rad = math.atan2(right * math.cos(s.pitch_rad), max(lift, 0.1))
         s.rates_rad_s = [0.0, 0.0, rate]
-        s.thrust = min(1.0, HOVER_THRUST * math.sqrt(lift**2 + forward**2 + right**2)
-                       / GRAVITY_M_S2)  # fmt: skip
+        s.thrust = min(1.0, HOVER_THRUST * math.sqrt(max(lift, 0.0) ** 2 + forward**2
+                                                     + right**2) / GRAVITY_M_S2)  # fmt: skip
         return acc
 
     def _attitude(self, dt_s: float, t: AttitudeTarget) -> list[float]:

@@ -2,13 +2,16 @@
 
 Turns (reported mode, armed, RC present, the last offboard target) into a target for
 `dynamics`: Hold keeps the point where it was entered, Takeoff climbs to MIS_TAKEOFF_ALT
-at MPC_TKO_SPEED then hands over to Hold, Land descends at MPC_LAND_SPEED, RTL flies home
-at the current altitude then lands, and the manual modes with no RC descend at ~0.6 m/s
-([SITL] px4-offboard.md §3). It must not decide modes: it only reports "takeoff done".
+at MPC_TKO_SPEED then hands over to Hold at that altitude, Land descends at MPC_LAND_SPEED
+(faster above MPC_LAND_ALT2, crawling below MPC_LAND_ALT3), RTL flies home at the current
+altitude then lands, and the manual modes with no RC descend at ~0.6 m/s ([SITL]
+px4-offboard.md §3). Every altitude-controlled target goes through PX4's takeoff handling
+(`takeoff.py`) first. It must not decide modes: it only reports "takeoff done".
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from offboardd.sim import modes
@@ -16,14 +19,35 @@ from offboardd.sim.dynamics import BodyState, Limits
 from offboardd.sim.modes import FlightMode
 from offboardd.sim.params import ParamTable
 from offboardd.sim.setpoints import AttitudeTarget, KinematicTarget
+from offboardd.sim.takeoff import Stage, TakeoffRamp, wants_takeoff
 
 NO_RC_DESCENT_M_S = 0.6  # [SITL] Position fallback without RC sinks at ~0.6 m/s
 RTL_SPEED_M_S = 5.0  # MPC_XY_CRUISE
-_LAND_FAST_ALT_M = 10.0  # MPC_LAND_ALT1: above it PX4 descends at MPC_Z_VEL_MAX_DN
-_LANDED_AFTER_S = 1.0  # PX4's land detector needs about a second of "no motion"
 _AIRBORNE_ALT_M = 0.3
+_MAYBE_LANDED_THRUST = 0.1  # MulticopterLandDetector: "10% of throttle range ... hover"
+_ACC_UP_M_S2 = 4.0  # MPC_ACC_UP_MAX
+_ACC_DOWN_M_S2 = 3.0  # MPC_ACC_DOWN_MAX
 
 Target = KinematicTarget | AttitudeTarget | None
+
+
+class JerkLimited:
+    """One velocity setpoint reaching its target under a jerk and an acceleration limit,
+    without overshoot (PX4's trajectories, VelocitySmoothing; kept simple)."""
+
+    def __init__(self) -> None:
+        self._vel_m_s: float | None = None
+        self._acc_m_s2 = 0.0
+
+    def toward(self, target_m_s: float, start_m_s: float, dt_s: float, jerk_m_s3: float,
+               acc_max_m_s2: float) -> float:  # fmt: skip
+        vel = start_m_s if self._vel_m_s is None else self._vel_m_s
+        gap = target_m_s - vel
+        self._acc_m_s2 = min(self._acc_m_s2 + jerk_m_s3 * dt_s, acc_max_m_s2,
+                             math.sqrt(2 * jerk_m_s3 * abs(gap)))  # fmt: skip
+        step = min(abs(gap), self._acc_m_s2 * dt_s)
+        self._vel_m_s = vel + math.copysign(step, gap)
+        return self._vel_m_s
 
 
 @dataclass(frozen=True)
@@ -38,10 +62,52 @@ class FlightTasks:
         self._anchor_key: tuple[str, bool] | None = None
         self._anchor: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
         self._ground_since_s: float | None = None
+        self.ramp = TakeoffRamp()
+        self._descent = JerkLimited()
 
     def plan(self, mode: FlightMode, *, armed: bool, rc_present: bool, estimator_valid: bool,
              offboard: Target, offboard_failsafe: bool, state: BodyState, params: ParamTable,
-             takeoff_alt_m: float) -> Plan:  # fmt: skip
+             takeoff_alt_m: float, dt_s: float = 0.0, since_arming_s: float = 0.0,
+             landed: bool = False) -> Plan:  # fmt: skip
+        plan = self._mode_plan(mode, armed=armed, rc_present=rc_present,
+                               estimator_valid=estimator_valid, offboard=offboard,
+                               offboard_failsafe=offboard_failsafe, state=state, params=params,
+                               takeoff_alt_m=takeoff_alt_m, dt_s=dt_s)  # fmt: skip
+        target = plan.target
+        if not isinstance(target, KinematicTarget):  # attitude, or disarmed
+            self.ramp.skip(armed=armed)
+            return plan
+        rise_m = None if target.pos_m[2] is None else state.pos_m[2] - target.pos_m[2]
+        climb_m_s = None if target.vel_m_s[2] is None else -target.vel_m_s[2]
+        up_acc = None if target.acc_m_s2[2] is None else -target.acc_m_s2[2]
+        want = wants_takeoff(rise_m, climb_m_s, up_acc, offboard=mode is modes.OFFBOARD)
+        self.ramp.update(dt_s, armed=armed, since_arming_s=since_arming_s, landed=landed,
+                         want_takeoff=want,
+                         spoolup_s=params.get_float("COM_SPOOLUP_TIME"),
+                         ramp_s=params.get_float("MPC_TKO_RAMP_T"))  # fmt: skip
+        if self.ramp.idle:  # motors at idle: no thrust whatever is asked
+            return Plan(None, plan.limits, plan.takeoff_done)
+        lim = plan.limits
+        up_m_s = self.ramp.up_limit_m_s(lim.up_m_s, params.get_float("MPC_Z_VEL_P_ACC"))
+        i_acc = params.get_float("MPC_Z_VEL_I_ACC") if self.ramp.integrating(state) else 0.0
+        limits = Limits(lim.xy_m_s, up_m_s, lim.down_m_s, i_acc)
+        if mode is modes.TAKEOFF:  # the trajectory's gentle climb (takeoff.py)
+            ramp_s = params.get_float("MPC_TKO_RAMP_T")
+            tko_m_s = params.get_float("MPC_TKO_SPEED")
+            accel = tko_m_s / ramp_s if ramp_s > 0 else float("inf")
+            # braking to stop at the altitude at that acceleration, as PX4's trajectory
+            # does (math::trajectory::computeMaxSpeedFromDistance, jerk left out)
+            left_m = max(0.0, takeoff_alt_m - state.altitude_m)
+            demand = min(tko_m_s, math.sqrt(2 * min(accel, _ACC_UP_M_S2) * left_m))
+            climb = self.ramp.auto_climb_m_s(demand, up_m_s, accel, dt_s)
+            target = KinematicTarget((target.pos_m[0], target.pos_m[1], None),
+                                     (None, None, -climb), (None, None, None), target.yaw_rad)
+        return Plan(target, limits, plan.takeoff_done)
+
+    def _mode_plan(self, mode: FlightMode, *, armed: bool, rc_present: bool,
+                   estimator_valid: bool, offboard: Target, offboard_failsafe: bool,
+                   state: BodyState, params: ParamTable, takeoff_alt_m: float,
+                   dt_s: float) -> Plan:
         limits = Limits(
             params.get_float("MPC_XY_VEL_MAX"),
             params.get_float("MPC_Z_VEL_MAX_UP"),
@@ -52,9 +118,15 @@ class FlightTasks:
             return Plan(None, limits)
         key = (mode.name, offboard_failsafe or offboard is None)
         if key != self._anchor_key:  # entering a mode: remember where we are
+            after_takeoff = self._anchor_key is not None and self._anchor_key[0] == "AUTO.TAKEOFF"
             self._anchor_key = key
+            self._descent = JerkLimited()
             p = state.pos_m
-            self._anchor = (p[0], p[1], p[2], state.yaw_rad)
+            if after_takeoff and mode is modes.LOITER:
+                # PX4 loiters at the takeoff setpoint (setLoiterItemFromCurrentPositionSetpoint)
+                self._anchor = (self._anchor[0], self._anchor[1], -takeoff_alt_m, self._anchor[3])
+            else:
+                self._anchor = (p[0], p[1], p[2], state.yaw_rad)
         north, east, down, yaw = self._anchor
         hold = KinematicTarget((north, east, down), (None, None, None), (None, None, None), yaw)
         if mode is modes.OFFBOARD:
@@ -67,45 +139,77 @@ class FlightTasks:
                 (0.0, 0.0, NO_RC_DESCENT_M_S), (None, None, None), yaw,
             )  # fmt: skip
             return Plan(descend, limits)
-        if mode is modes.TAKEOFF:
-            up = params.get_float("MPC_TKO_SPEED")
+        if mode is modes.TAKEOFF:  # its MPC_TKO_SPEED climb: plan() (the ramp's end is
+            # still MPC_Z_VEL_MAX_UP, PX4's 1.2 * MPC_Z_V_AUTO_UP capped to it)
             climb = KinematicTarget((north, east, -takeoff_alt_m), (None, None, None),
                                     (None, None, None), yaw)  # fmt: skip
-            done = state.altitude_m >= takeoff_alt_m - 0.15
-            return Plan(climb, Limits(limits.xy_m_s, up, limits.down_m_s), done)
+            # Navigator: a multicopter's takeoff is reached NAV_MC_ALT_RAD below its altitude
+            # (half the altitude when that is lower; MissionBlock::is_mission_item_reached...)
+            radius_m = params.get_float("NAV_MC_ALT_RAD")
+            if 0 < takeoff_alt_m < radius_m:
+                radius_m = takeoff_alt_m / 2
+            done = state.altitude_m > takeoff_alt_m - radius_m
+            return Plan(climb, limits, done)
         if mode is modes.RTL:
             dist = ((state.pos_m[0]) ** 2 + (state.pos_m[1]) ** 2) ** 0.5
             if dist > 0.5:
                 home = KinematicTarget((0.0, 0.0, down), (None, None, None),
                                        (None, None, None), yaw)  # fmt: skip
                 return Plan(home, Limits(RTL_SPEED_M_S, limits.up_m_s, limits.down_m_s))
-            land = self._land(0.0, 0.0, yaw, state, params=params, estimator_valid=estimator_valid)
+            land = self._land(0.0, 0.0, yaw, state, params=params, estimator_valid=estimator_valid,
+                              dt_s=dt_s)
             return Plan(land, limits)
         if mode in (modes.LAND, modes.PRECLAND):
             return Plan(self._land(north, east, yaw, state, params=params,
-                                    estimator_valid=estimator_valid), limits)
+                                   estimator_valid=estimator_valid, dt_s=dt_s), limits)
         return Plan(hold, limits)  # LOITER, MISSION (no mission loaded): hold
 
-    @staticmethod
-    def _land(north: float, east: float, yaw: float, state: BodyState, *, params: ParamTable,
-              estimator_valid: bool) -> KinematicTarget:  # fmt: skip
-        speed = params.get_float("MPC_LAND_SPEED")
-        if state.altitude_m > _LAND_FAST_ALT_M:
-            speed = params.get_float("MPC_Z_VEL_MAX_DN")
+    def _land(self, north: float, east: float, yaw: float, state: BodyState, *,
+              params: ParamTable, estimator_valid: bool, dt_s: float) -> KinematicTarget:
+        # FlightTaskAuto::_prepareLandSetpoints: MPC_LAND_SPEED below MPC_LAND_ALT2,
+        # MPC_Z_VEL_MAX_DN above MPC_LAND_ALT1, linear between; MPC_LAND_CRWL below
+        # MPC_LAND_ALT3 with a distance sensor, which the SIH quad has ([SITL]: 0.3 m/s
+        # from ~0.8 m). PX4 caps MPC_LAND_SPEED at MPC_Z_VEL_MAX_DN.
+        fast = params.get_float("MPC_Z_VEL_MAX_DN")
+        slow = min(params.get_float("MPC_LAND_SPEED"), fast)
+        low_m, high_m = params.get_float("MPC_LAND_ALT2"), params.get_float("MPC_LAND_ALT1")
+        high_m = max(high_m, low_m)
+        alt = state.altitude_m
+        if alt <= low_m:
+            speed = slow
+        elif alt >= high_m:
+            speed = fast
+        else:
+            speed = slow + (alt - low_m) / (high_m - low_m) * (fast - slow)
+        if alt <= params.get_float("MPC_LAND_ALT3"):
+            speed = params.get_float("MPC_LAND_CRWL")
         # Blind (PX4's Descend, FlightTaskDescend): no horizontal control at all, level
         # ("stay level to minimize horizontal drift"): the vehicle drifts, it never brakes.
         horizontal = (north, east, None) if estimator_valid else (None, None, None)
+        if estimator_valid:  # the land task's jerk-limited trajectory ([SITL main]: 0.7 m/s
+            # reached ~0.9 s after AUTO.LAND; MPC_JERK_AUTO, MPC_ACC_DOWN_MAX)
+            speed = self._descent.toward(speed, state.vel_m_s[2], dt_s,
+                                         params.get_float("MPC_JERK_AUTO"), _ACC_DOWN_M_S2)
         return KinematicTarget(horizontal, (None, None, speed), (None, None, None), yaw)
 
-    def landed(self, state: BodyState, *, armed: bool, was_landed: bool, now_s: float) -> bool:
-        """PX4's land detector, simplified: airborne above 0.3 m; landed again after about
-        a second on the ground without vertical motion."""
+    def landed(self, state: BodyState, *, armed: bool, was_landed: bool, now_s: float,
+               params: ParamTable, settle_s: float) -> bool:  # fmt: skip
+        """PX4's land detector, simplified: airborne once the thrust passes "maybe landed"'s
+        minimum (MPC_THR_MIN + 10 % of the way to MPC_THR_HOVER: [SITL] "Takeoff detected"
+        1.85 s after arming, long before lift-off) or above 0.3 m; landed again after
+        `settle_s` (the release's, px4_versions.py: [SITL main] the thrust takes ~1 s to
+        wind down to the low-throttle bound, MPC_THR_MIN + 60 % of the way to hover) and
+        LNDMC_TRIG_TIME (the detector's three hysteresis stages) on the ground, still."""
         if was_landed or not armed:
             self._ground_since_s = None
-            return state.altitude_m <= _AIRBORNE_ALT_M
-        if state.altitude_m > 0.05 or abs(state.vel_m_s[2]) > 0.3:
+            thr_min = params.get_float("MPC_THR_MIN")
+            bound = thr_min + (params.get_float("MPC_THR_HOVER") - thr_min) * _MAYBE_LANDED_THRUST
+            return not (armed and state.thrust > bound) and state.altitude_m <= _AIRBORNE_ALT_M
+        ramping = self.ramp.stage is Stage.RAMPUP  # thrust rising: "maybe landed" is false
+        if state.altitude_m > 0.05 or abs(state.vel_m_s[2]) > 0.3 or ramping:
             self._ground_since_s = None
             return False
         if self._ground_since_s is None:
             self._ground_since_s = now_s
-        return now_s - self._ground_since_s >= _LANDED_AFTER_S
+        after_s = settle_s + params.get_float("LNDMC_TRIG_TIME")
+        return now_s - self._ground_since_s >= after_s

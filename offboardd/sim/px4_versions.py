@@ -77,6 +77,11 @@ class Px4Version:
     # SET_ATTITUDE_TARGET with THROTTLE_IGNORE (64) gives no proof of life: [SITL main]
     # mask 71 -> OFFBOARD TEMPORARILY_REJECTED; [SITL v1.16.2, v1.17.0] accepted, flown.
     throttle_ignore_refused: bool = False
+    # AUTO.LAND: seconds from touchdown until the land detector's LNDMC_TRIG_TIME
+    # hysteresis starts (the thrust winding down, and on v1.16/v1.17 SIH the estimated
+    # vertical speed settling below LNDMC_Z_VEL_MAX). [SITL main] touchdown -> ON_GROUND
+    # 1.95-2.02 s (three landings, LNDMC_TRIG_TIME 1 s).
+    touchdown_settle_s: float = 1.0
 
 
 _SILENT_BEFORE_V1_18 = frozenset({290, 291, 246})  # ESC_INFO, ESC_STATUS, ADSB_VEHICLE
@@ -104,6 +109,7 @@ V1_16 = Px4Version(
     removed_commands=frozenset(),
     streamless_ids=frozenset({441, 514}),  # GNSS_INTEGRITY, ESTIMATOR_SENSOR_FUSION_STATUS
     silent_ids=_SILENT_BEFORE_V1_18,
+    touchdown_settle_s=2.7,  # [SITL v1.16.2] touchdown -> ON_GROUND 3.59-3.87 s
 )
 V1_17 = Px4Version(
     name="1.17",
@@ -119,6 +125,7 @@ V1_17 = Px4Version(
     removed_commands=frozenset(),
     streamless_ids=frozenset({514}),  # ESTIMATOR_SENSOR_FUSION_STATUS
     silent_ids=_SILENT_BEFORE_V1_18,
+    touchdown_settle_s=2.1,  # [SITL v1.17.0] touchdown -> ON_GROUND 2.15-3.71 s
 )
 V1_18 = Px4Version(
     name="1.18",

@@ -219,19 +219,19 @@ class Vehicle:
         # OFFBOARD without a live stream and no failsafe taken (NAV_RCL_ACT 0 / 7 without
         # RC, v1.17+): [SITL] PX4 held where it was.
         stale = c.mode is modes.OFFBOARD and not c.can_run(modes.OFFBOARD)
+        # The plan goes through PX4's takeoff handling (takeoff.py): motors idle for
+        # COM_SPOOLUP_TIME after arming, then the MPC_TKO_RAMP_T climb-rate ramp.
         plan = self.tasks.plan(
             c.mode, armed=c.armed, rc_present=c.rc_present, estimator_valid=c.estimator_valid,
             offboard=self.offboard_target, offboard_failsafe=self.offboard_failsafe or stale,
             state=self.state, params=self.params, takeoff_alt_m=self.takeoff_alt_m,
+            dt_s=dt_s, since_arming_s=now_s - c.armed_at_s, landed=c.landed,
         )  # fmt: skip
         self.flown_target = plan.target
-        # [SITL main, v1.16.2] PX4 holds the motors at idle for COM_SPOOLUP_TIME after
-        # arming (IN_AIR 1.9 s after an OFFBOARD arm; the sim lifted at once: 0.4 s).
-        spooling = (c.armed and self.state.pos_m[2] >= 0.0
-                    and now_s - c.armed_at_s < self.params.get_float("COM_SPOOLUP_TIME"))
-        self.dynamics.step(dt_s, None if spooling else plan.target, plan.limits)
+        self.dynamics.step(dt_s, plan.target, plan.limits)
         c.set_landed(self.tasks.landed(self.state, armed=c.armed, was_landed=c.landed,
-                                       now_s=now_s), now_s)  # fmt: skip
+                                       now_s=now_s, params=self.params,
+                                       settle_s=self.px4.touchdown_settle_s), now_s)  # fmt: skip
         if plan.takeoff_done and c.mode is modes.TAKEOFF:
             c.complete_auto_mode(modes.LOITER, now_s, "takeoff complete")
 
