@@ -60,12 +60,13 @@ class TakeoffRamp:
             self.stage = Stage.READY
         if self.stage is Stage.READY and want_takeoff:
             self.stage, self._progress, self._auto_climb_m_s = Stage.RAMPUP, 0.0, None
-        if self.stage is Stage.RAMPUP:
-            self._progress = self._progress + dt_s / ramp_s if ramp_s > dt_s else 1.0
-            if self._progress >= 1.0:
-                self.stage = Stage.FLIGHT
+        if self.stage is Stage.RAMPUP and self._progress >= 1.0:
+            self.stage = Stage.FLIGHT
         if self.stage is Stage.FLIGHT and landed:
             self.stage = Stage.READY
+        if self.stage is Stage.RAMPUP:  # after the state, as PX4 does (updateRamp): a
+            # ramp of 0 s still gives the land detector one step of climb thrust
+            self._progress = self._progress + dt_s / ramp_s if ramp_s > dt_s else 1.0
 
     def skip(self, *, armed: bool) -> None:
         """Not altitude-controlled (attitude, manual): PX4 treats the vehicle as flying."""
