@@ -62,10 +62,12 @@ class Stack:
 
 
 @contextlib.asynccontextmanager
-async def stack(broker: Broker, protocol: str = "5", **engine: Any) -> AsyncIterator[Stack]:
+async def stack(broker: Broker, protocol: str = "5", *,
+                sim_params: dict[str, float] | None = None, **engine: Any
+                ) -> AsyncIterator[Stack]:  # fmt: skip
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light")
+                           gcs_bind=None, profile="light", params=sim_params or {})
     async with SimServer(sim_config) as sim:
         config = DaemonConfig(
             mavlink=MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{port}")),

@@ -27,6 +27,12 @@ RTL = 84148224
 TAKEOFF = 33816576
 
 
+# For a test that only needs the vehicle in the air, what a PX4 user would set too:
+# MPC_TKO_RAMP_T 0 disables PX4's takeoff ramp (lift-off right after COM_SPOOLUP_TIME,
+# not ~3 s after arming; offboardd/sim/takeoff.py).
+QUICK_TAKEOFF: dict[str, float] = {"MPC_TKO_RAMP_T": 0.0}
+
+
 def sim_config(**overrides: Any) -> SimConfig:
     """A SimConfig on kernel-chosen loopback ports, GCS link off unless asked."""
     base: dict[str, Any] = {

@@ -135,7 +135,7 @@ def test_every_local_setpoint_kind_moves_the_vehicle_as_expected(
 ) -> None:
     h = Harness()
     h.offboard_armed(make)
-    h.run(5.0)
+    h.run(7.0)  # PX4's spool-up and takeoff ramp take ~3 s before the vehicle moves
     assert check(h.v.position_ned_m, h.v.velocity_ned_m_s), (name, h.v.position_ned_m,
                                                              h.v.velocity_ned_m_s)  # fmt: skip
 
@@ -143,7 +143,7 @@ def test_every_local_setpoint_kind_moves_the_vehicle_as_expected(
 def test_position_with_velocity_feed_forward_tracks_a_moving_setpoint_without_lag() -> None:
     h = Harness()
     h.offboard_armed(lambda: position_sp(mask=2496, north=1.5 * h.t, down=-2.0, vx=1.5))
-    h.run(6.0)
+    h.run(8.0)  # lift-off ~3 s after arming (takeoff ramp)
     assert abs(h.v.velocity_ned_m_s[0] - 1.5) < 0.05
     assert abs(h.v.position_ned_m[0] - 1.5 * h.t) < 0.2  # feed-forward: no following error
 
@@ -181,11 +181,11 @@ def test_takeoff_then_hold_then_land_and_auto_disarm() -> None:
     h = Harness()
     h.command(d.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, NAN, NAN, NAN, NAN)
     h.command(d.MAV_CMD_COMPONENT_ARM_DISARM, 1)
-    h.run(5.0)
+    h.run(9.0)  # [SITL] Hold at 6.7-7.9 s (0.8 m below), 2.5 m some seconds later
     assert h.v.mode_name == "AUTO.LOITER" and abs(h.v.position_ned_m[2] + 2.5) < 0.15
     assert not h.v.landed
     h.command(d.MAV_CMD_NAV_LAND)
-    h.run(5.5)  # 2.5 m at 0.7 m/s, a second for the land detector
+    h.run(7.5)  # [SITL main] ON_GROUND 7.3 s after AUTO.LAND from 2.5 m
     assert h.v.landed and h.v.armed
     h.run(2.1)  # COM_DISARM_LAND = 2 s
     assert not h.v.armed
@@ -195,12 +195,12 @@ def test_takeoff_then_hold_then_land_and_auto_disarm() -> None:
 def test_rtl_flies_home_at_altitude_then_lands() -> None:
     h = Harness()
     h.offboard_armed(lambda: position_sp(north=20.0, down=-3.0))
-    h.run(6.0)
+    h.run(8.0)  # lift-off ~3 s after arming (takeoff ramp)
     h.command(d.MAV_CMD_NAV_RETURN_TO_LAUNCH)
     h.run(6.0)
     n, e, down = h.v.position_ned_m
     assert math.hypot(n, e) < 1.0 and down > -3.0
-    h.run(6.0)
+    h.run(8.0)  # 3 m at MPC_LAND_SPEED, crawling the last metre, the land detector
     assert h.v.landed
 
 

@@ -7,6 +7,7 @@ import asyncio
 from tests.sim.client import (
     NAN,
     OFFBOARD,
+    QUICK_TAKEOFF,
     Peer,
     d,
     offboard_and_arm,
@@ -174,7 +175,7 @@ async def test_s1_force_set_with_acceleration_refused() -> None:
 
 
 async def test_s1_accepted_but_controller_failsafe_while_still_offboard() -> None:
-    async with running_sim() as (sim, peer):
+    async with running_sim(params=QUICK_TAKEOFF) as (sim, peer):
         await offboard_and_arm(sim, peer, down=-2.0)
         assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] < -1.8, 6)
         # horizontal velocity with vz ignored: the z axis has nothing to follow
@@ -200,7 +201,7 @@ def _global_sp(frame: int, lat: float, lon: float, alt: float, mask: int = 2552)
 
 
 async def test_s1_global_int_frames_5_6_11_need_lat_lon_alt_and_a_global_estimate() -> None:
-    async with running_sim() as (sim, peer):
+    async with running_sim(params=QUICK_TAKEOFF) as (sim, peer):
         lat, lon, home_alt = 47.397742, 8.545594, 488.0
         peer.send(_global_sp(5, lat, lon, home_alt + 3))
         peer.send(_global_sp(6, lat, lon, 3.0))

@@ -17,6 +17,7 @@ from tests.sim.client import (
     LOITER,
     OFFBOARD,
     POSCTL,
+    QUICK_TAKEOFF,
     RTL,
     Peer,
     d,
@@ -70,7 +71,8 @@ async def test_s3_com_obl_rc_act_fallback_mode_appears_1_1_to_1_2_s_after_last_s
 
 async def test_s3_default_position_fallback_without_rc_descends_0_6_m_s_lands_disarms() -> None:
     """v1.16.2 (v1.17+ without RC: Return, test_px4_versions_model.py)."""
-    async with running_sim(px4_version="1.16", params={"COM_DISARM_LAND": 0.5}) as (sim, peer):
+    params = {"COM_DISARM_LAND": 0.5, **QUICK_TAKEOFF}
+    async with running_sim(px4_version="1.16", params=params) as (sim, peer):
         await offboard_and_arm(sim, peer, down=-2.0)
         assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] < -1.8, 6)
         peer.stop_stream()
@@ -185,7 +187,7 @@ async def test_s3_invalid_setpoints_count_as_loss_one_critical_statustext_each()
 
 
 async def test_s3_after_land_and_auto_disarm_px4_reports_offboard_again_while_disarmed() -> None:
-    async with running_sim(params={"COM_DISARM_LAND": 0.5}) as (sim, peer):
+    async with running_sim(params={"COM_DISARM_LAND": 0.5, **QUICK_TAKEOFF}) as (sim, peer):
         await offboard_and_arm(sim, peer, down=-1.0)
         assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] < -0.8, 5)
         peer.command(d.MAV_CMD_NAV_LAND)

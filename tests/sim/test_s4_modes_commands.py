@@ -18,6 +18,7 @@ from tests.sim.client import (
     LOITER,
     OFFBOARD,
     POSCTL,
+    QUICK_TAKEOFF,
     RTL,
     TAKEOFF,
     Peer,
@@ -102,7 +103,8 @@ async def test_s4_main_and_sub_modes_and_their_custom_mode_values(custom_mode: i
 
 
 async def test_s4_do_set_mode_disarmed_always_accepted_armed_only_if_it_can_run() -> None:
-    async with running_sim(px4_version="1.16", gcs_bind=("127.0.0.1", 0)) as (sim, peer):
+    async with running_sim(px4_version="1.16", gcs_bind=("127.0.0.1", 0),
+                           params=QUICK_TAKEOFF) as (sim, peer):  # fmt: skip
         peer.set_mode(OFFBOARD)  # disarmed, no stream at all: accepted...
         acks = await _wait_acks(peer, SET_MODE, 2)
         assert [r for _, r in acks] == [0, 0] and sim.vehicle.mode_name == "OFFBOARD"
@@ -150,7 +152,7 @@ async def test_s4_attitude_mask_7_level_thrust_0_5_in_offboard_on_ground_slow_cl
 
 
 async def test_s4_arm_disarm_ack_fast_rejected_in_offboard_without_stream_force_disarm() -> None:
-    async with running_sim() as (sim, peer):
+    async with running_sim(params=QUICK_TAKEOFF) as (sim, peer):
         peer.set_mode(OFFBOARD)
         await _wait_acks(peer, SET_MODE, 1)  # one ACK from v1.18 (v1.16.2, v1.17.0: two)
         sent = asyncio.get_running_loop().time()
@@ -167,7 +169,9 @@ async def test_s4_arm_disarm_ack_fast_rejected_in_offboard_without_stream_force_
 
 
 async def test_s4_takeoff_land_rtl_only_change_the_mode_takeoff_does_not_arm() -> None:
-    async with running_sim() as (sim, peer):
+    # No ramp, and Hold declared 0.2 m below 2.5 m, not PX4's default NAV_MC_ALT_RAD 0.8
+    params = {**QUICK_TAKEOFF, "NAV_MC_ALT_RAD": 0.2}
+    async with running_sim(params=params) as (sim, peer):
         peer.command(d.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, float("nan"), float("nan"),
                      float("nan"), float("nan"))  # fmt: skip
         await peer.heartbeat_mode(TAKEOFF)
