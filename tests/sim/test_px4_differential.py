@@ -20,7 +20,9 @@ from tests.sim.client import (
     LOITER,
     OFFBOARD,
     POSCTL,
+    QUICK_TAKEOFF,
     RTL,
+    TAKEOFF,
     Peer,
     d,
     offboard_and_arm,
@@ -242,3 +244,116 @@ async def test_current_mode_never_shows_the_new_intent_before_the_new_mode() -> 
                     for _, m in peer.of_type("CURRENT_MODE", since)]  # fmt: skip
             assert all(intent == mode or mode == target for mode, intent in seen), seen
             await asyncio.sleep(0.2)
+
+
+# ---- takeoff and landing timelines (review of 2026-11-27, takeoff/land) ----------------
+# [SITL main, v1.17.0, v1.16.2], PX4 defaults, times from the arm / AUTO.LAND ACK.
+
+
+def _first_after(peer: Peer, since_s: float, name: str, pred: Callable[[Message], bool]
+                 ) -> float | None:  # fmt: skip
+    """When the first `name` message matching `pred` arrived after `since_s`, relative."""
+    return next((t - since_s for t, m in peer.of_type(name, since_s) if pred(m)), None)
+
+
+def _climbing(m: Message) -> bool:
+    return bool(m.z < -0.05)
+
+
+async def test_auto_takeoff_climbs_after_spool_up_and_ramp_and_holds_0_8_m_below() -> None:
+    # [SITL] NAV_TAKEOFF (MIS_TAKEOFF_ALT 2.5) then arm: landed_state TAKEOFF at 1.66-1.97 s,
+    # 5 cm up at 4.2-4.8 s, AUTO.LOITER with IN_AIR at 6.7-7.9 s at ~1.7 m (NAV_MC_ALT_RAD
+    # 0.8 below), then on up to 2.5 m. The sim: TAKEOFF at ~1 s, 5 cm up at 1.1 s, Hold at
+    # 2.6 s at 2.35 m.
+    async with running_sim() as (sim, peer):
+        peer.command(d.MAV_CMD_NAV_TAKEOFF, 0, 0, 0, *[float("nan")] * 4)
+        await peer.heartbeat_mode(TAKEOFF)
+        peer.arm()
+        await peer.ack(d.MAV_CMD_COMPONENT_ARM_DISARM)
+        armed_s = sim.now()
+        assert await sim.wait_until(lambda: sim.vehicle.mode_name == "AUTO.LOITER", 9)
+        hold_s = sim.now() - armed_s
+        hold_alt_m = -sim.vehicle.position_ned_m[2]
+        await asyncio.sleep(0.2)
+        takeoff_s = _first_after(peer, armed_s, "EXTENDED_SYS_STATE",
+                                 lambda m: m.landed_state == d.MAV_LANDED_STATE_TAKEOFF)
+        up_s = _first_after(peer, armed_s, "LOCAL_POSITION_NED", _climbing)
+        assert takeoff_s is not None and 1.4 <= takeoff_s <= 2.4, takeoff_s
+        assert up_s is not None and 3.4 <= up_s <= 5.0, up_s
+        assert 5.7 <= hold_s <= 8.4 and 1.5 <= hold_alt_m <= 2.0, (hold_s, hold_alt_m)
+        assert sim.vehicle.landed_state == d.MAV_LANDED_STATE_IN_AIR
+        assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] < -2.3, 4)
+
+
+async def test_offboard_takeoff_lifts_off_about_3_s_after_arming() -> None:
+    # [SITL main, v1.17.0, v1.16.2] OFFBOARD toward 2.5 m, armed: "Takeoff detected" / IN_AIR
+    # 1.85-1.89 s (v1.16.2 once 1.27 s), 5 cm up at 3.2-3.5 s (the velocity limit ramps
+    # from a descent over MPC_TKO_RAMP_T, the integral winds up on the ground), 1 m at
+    # 4.0-4.5 s. The sim: IN_AIR at 1.4 s, 5 cm up at 1.1 s, 1 m at 2.0 s.
+    async with running_sim() as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-2.5)
+        armed_s = sim.now()
+        assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] < -1.0, 6)
+        one_m_s = sim.now() - armed_s
+        in_air_s = _first_after(peer, armed_s, "EXTENDED_SYS_STATE",
+                                lambda m: m.landed_state == d.MAV_LANDED_STATE_IN_AIR)
+        up_s = _first_after(peer, armed_s, "LOCAL_POSITION_NED", _climbing)
+        assert in_air_s is not None and 1.5 <= in_air_s <= 2.3, in_air_s
+        assert up_s is not None and 2.7 <= up_s <= 3.8, up_s
+        assert 3.6 <= one_m_s <= 4.9, one_m_s
+
+
+async def test_mpc_tko_ramp_t_0_lifts_off_right_after_the_spool_up() -> None:
+    # [SITL main] MPC_TKO_RAMP_T 0 (PX4: "0 disables the ramp"), OFFBOARD toward 2.5 m:
+    # "Takeoff detected" 1.07 s, 5 cm up 1.28 s, 1 m at 1.86 s. The sim had no such
+    # parameter (PARAM_SET of it: unknown).
+    async with running_sim(params={"MPC_TKO_RAMP_T": 0.0}) as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-2.5)
+        armed_s = sim.now()
+        assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] < -1.0, 4)
+        one_m_s = sim.now() - armed_s
+        up_s = _first_after(peer, armed_s, "LOCAL_POSITION_NED", _climbing)
+        assert up_s is not None and 1.0 <= up_s <= 1.6, up_s
+        assert 1.5 <= one_m_s <= 2.4, one_m_s
+
+
+async def test_auto_land_from_2_5_m_crawls_the_last_metre_and_detects_landing_later() -> None:
+    # [SITL main] AUTO.LAND from 2.5 m: LANDING at once, 0.7 m/s, 0.3 m/s (MPC_LAND_CRWL)
+    # below ~0.8 m (MPC_LAND_ALT3, the SIH quad's distance sensor), touchdown 5.1-5.4 s,
+    # ON_GROUND 7.33 s (1.95-2.02 s after touchdown), "Disarmed by landing" 9.35 s
+    # (v1.17.0: ON_GROUND 8.7 s, v1.16.2: 10.3 s). The sim: 0.7 m/s to the ground,
+    # ON_GROUND at ~4.7 s.
+    async with running_sim(params=QUICK_TAKEOFF) as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-2.5)
+        assert await sim.wait_until(lambda: abs(sim.vehicle.position_ned_m[2] + 2.5) < 0.05, 10)
+        peer.set_mode(LAND)
+        await peer.ack(d.MAV_CMD_DO_SET_MODE)
+        land_s = sim.now()
+        peer.stop_stream()
+        assert await sim.wait_until(lambda: not sim.vehicle.armed, 11)
+        disarm_s = sim.now() - land_s
+        await asyncio.sleep(0.2)
+        ground_s = _first_after(peer, land_s, "EXTENDED_SYS_STATE",
+                                lambda m: m.landed_state == d.MAV_LANDED_STATE_ON_GROUND)
+        low = [m.vz for _, m in peer.of_type("LOCAL_POSITION_NED", land_s) if -0.4 < m.z < -0.1]
+        assert low and max(low) < 0.45, low  # crawling
+        assert ground_s is not None and 6.5 <= ground_s <= 8.2, ground_s
+        assert 8.5 <= disarm_s <= 10.2, disarm_s
+
+
+async def test_auto_land_above_mpc_land_alt2_descends_faster() -> None:
+    # [SITL main, v1.17.0, v1.16.2] AUTO.LAND from 7 m: up to 0.94 / 0.87 / 0.85 m/s above
+    # 5 m (MPC_LAND_SPEED 0.7 at MPC_LAND_ALT2 5 m, MPC_Z_VEL_MAX_DN 1.5 at MPC_LAND_ALT1
+    # 10 m, linear between), 0.70 below. The sim: 0.7 m/s anywhere below 10 m.
+    async with running_sim(params=QUICK_TAKEOFF) as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-7.0)
+        assert await sim.wait_until(lambda: abs(sim.vehicle.position_ned_m[2] + 7.0) < 0.1, 10)
+        peer.set_mode(LAND)
+        await peer.ack(d.MAV_CMD_DO_SET_MODE)
+        land_s = sim.now()
+        peer.stop_stream()
+        assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] > -4.5, 6)
+        high = [m.vz for _, m in peer.of_type("LOCAL_POSITION_NED", land_s) if m.z < -5.2]
+        low = [m.vz for _, m in peer.of_type("LOCAL_POSITION_NED", land_s) if m.z > -4.8]
+        assert 0.8 <= max(high) <= 1.1, max(high)
+        assert abs(low[-1] - 0.7) < 0.1, low[-1]
