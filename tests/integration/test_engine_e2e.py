@@ -242,6 +242,13 @@ async def test_a_link_blackout_past_px4s_loss_time_stops_the_stream_for_good() -
     async with flight() as fl:
         await fl.takeoff(-3.0)
         loop = asyncio.get_running_loop()
+        # The daemon counts silence from the last message it heard: black the link out
+        # right after one, not anywhere in the telemetry period (then the measured gap
+        # depended on where the climb ended, e.g. 0.78 s once PX4's takeoff ramp is in)
+        assert fl.runtime.engine is not None
+        vehicle = fl.runtime.engine.vehicle
+        heard = vehicle.last_heard_s
+        await fl.wait_for(lambda: vehicle.last_heard_s != heard, 1.0, "a message from PX4")
         fl.sim.pause_link(1.5)
         t_pause = loop.time()
         await fl.wait_for(lambda: fl.phase == "failsafe", 1.5, "stopped")
