@@ -22,6 +22,8 @@ from typing import Any, cast
 
 from pymavlink.dialects.v20 import development as mavlink
 
+from offboardd.mavlink.params import decode_param_value, encode_param_value, param_id_str
+
 SETPOINT_TYPES = frozenset({"SET_POSITION_TARGET_LOCAL_NED", "SET_POSITION_TARGET_GLOBAL_INT",
                             "SET_ATTITUDE_TARGET"})  # fmt: skip
 # PX4 custom_mode values (main mode << 16 | sub mode << 24, px4_custom_mode.h)
@@ -51,6 +53,8 @@ class Record:
     modes: list[tuple[float, int]] = field(default_factory=list)  # changes of custom_mode
     armed: list[tuple[float, bool]] = field(default_factory=list)  # changes
     statustexts: list[tuple[float, int, str]] = field(default_factory=list)
+    params: list[tuple[float, str, float]] = field(default_factory=list)  # PARAM_VALUE heard
+    intended: list[tuple[float, int]] = field(default_factory=list)  # CURRENT_MODE's, changes
     position_ned_m: tuple[float, float, float] = (math.nan, math.nan, math.nan)
     track: list[tuple[float, tuple[float, float, float]]] = field(default_factory=list)
     velocity_ned_m_s: tuple[float, float, float] = (math.nan, math.nan, math.nan)
@@ -129,6 +133,9 @@ class TeeRecorder:
                 r.armed.append((now, armed))
         elif name == "CURRENT_MODE":
             self._mode(now, int(msg.custom_mode))
+            intended = int(msg.intended_custom_mode)  # the user's: a failsafe keeps it
+            if not r.intended or r.intended[-1][1] != intended:
+                r.intended.append((now, intended))
         elif name == "LOCAL_POSITION_NED":
             r.position_ned_m = (msg.x, msg.y, msg.z)
             r.track.append((now, r.position_ned_m))  # the flown path, as PX4 reports it
@@ -146,6 +153,9 @@ class TeeRecorder:
             r.statustexts.append((now, int(msg.severity), str(msg.text)))
         elif name == "COMMAND_ACK":
             r.acks.append(Sent(now, name, msg.to_dict()))
+        elif name == "PARAM_VALUE":
+            r.params.append((now, param_id_str(msg.param_id),
+                             decode_param_value(msg.param_value, msg.param_type)))
 
     def _mode(self, now: float, custom_mode: int) -> None:
         if self.record.mode != custom_mode:
@@ -221,6 +231,21 @@ class GcsPeer:
                                            0, 0, 0, 0)
         self.sock.sendto(msg.pack(self.mav), self.address)
         self.mav.seq = (self.mav.seq + 1) % 256
+
+    def _send(self, msg: Any) -> None:
+        self.sock.sendto(msg.pack(self.mav), self.address)
+        self.mav.seq = (self.mav.seq + 1) % 256
+
+    def command(self, command: int, *params: float) -> None:
+        """A COMMAND_LONG to PX4 (component 1), params 1-7 (missing ones 0)."""
+        p = [*params, *[0.0] * (7 - len(params))]
+        self._send(self.mav.command_long_encode(self.target_system, 1, command, 0, *p))
+
+    def param_set(self, name: str, value: int | float) -> None:
+        """PARAM_SET as QGroundControl sends it: an int parameter byte-wise (§5)."""
+        param_type = 6 if isinstance(value, int) else 9  # MAV_PARAM_TYPE_INT32 / REAL32
+        self._send(self.mav.param_set_encode(self.target_system, 1, name.encode(),
+                                             encode_param_value(value, param_type), param_type))
 
     def close(self) -> None:
         self.sock.close()
