@@ -318,7 +318,8 @@ class Runtime:
         if engine is None:
             return
         vehicle = engine.vehicle
-        before = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state)
+        before = (vehicle.custom_mode, vehicle.armed, vehicle.landed_state,
+                  engine.out.warnings)
         streamed = engine.phase in _STREAMS
         actions = (engine.step(events, now) if cycle
                    else engine.handle_all(events, now, commander=commander))
@@ -332,8 +333,10 @@ class Runtime:
         self.fc_input.fc_target = (None if source is None
                                    else (source.system_id, source.component_id))
         self._dispatch(actions, now)
-        if (vehicle.custom_mode, vehicle.armed, vehicle.landed_state) != before:
-            # Subscribers see the FC's mode, arming and landing at once, not a second later.
+        if (vehicle.custom_mode, vehicle.armed, vehicle.landed_state,
+                engine.out.warnings) != before:
+            # Subscribers see the FC's mode, arming and landing at once, not a second
+            # later; and the warnings, which a GCS's PARAM_SET in flight may change.
             self._publish_state(now)
         self._rearm()
 

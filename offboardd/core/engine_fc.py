@@ -67,7 +67,9 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
     elif isinstance(event, FcCommandAck):
         _on_ack(eng, event, now)
     elif isinstance(event, FcParamValue):
+        before = eng.checks.judgement  # PX4 broadcasts a GCS's PARAM_SET: judged again
         eng.out.warn(eng.checks.on_param(event.name, event.value))
+        eng.out.retract(w for w in before if w not in eng.checks.judgement)
     elif isinstance(event, FcAutopilotVersion):
         first = eng.checks.version is None
         eng.out.warn(eng.checks.on_version(event))

@@ -71,6 +71,11 @@ class Outbox:
                     del kept[0]
             self.notice(NoticeKind.WARNING, text)
 
+    def retract(self, warnings: Iterable[str]) -> None:
+        """What no longer holds (a parameter a GCS fixed) leaves the state's warnings."""
+        gone = set(warnings)
+        self._fc_warnings = [w for w in self._fc_warnings if w not in gone]
+
     def forget_fc_warnings(self) -> None:
         """The FC appeared again or rebooted: what was said about it is judged afresh."""
         self._fc_warnings.clear()

@@ -9,7 +9,10 @@ MAN_OVERRIDE_SPD, NAV_RCL_ACT from v1.17), and warns about what PX4 will do on o
 loss. Requests are retried a bounded number of times. When all of that is in (and only
 then: on a 57,600-baud radio those reads share the link's command budget with the stream
 plan), it reads PX4's own flight limits once, to warn where they are looser than the
-envelope. Pure: returns actions and warning texts, decides nothing about phases.
+envelope. A parameter a GCS sets later is judged again (`judgement` holds what is still
+true): PX4 sends the new PARAM_VALUE to every link, but only best effort, so the
+parameters read are read again every RECHECK_S. Pure: returns actions and warning texts,
+decides nothing about phases.
 """
 
 from __future__ import annotations
@@ -55,14 +58,23 @@ _LIMIT_ASKS = 2  # a lost request is asked again once; then the warning is simpl
 # The stream must beat PX4's loss timeout by this factor, so that a few late or lost
 # setpoints never trigger PX4's offboard-loss failsafe.
 LOSS_TIMEOUT_MARGIN = 4.0
+# PX4 sends a changed parameter to every link 5 ms after the change, if it is still unsaved
+# then (mavlink_parameters.cpp send_untransmitted; autosave clears that): on PX4 SIH main
+# 10 of 12 GCS PARAM_SETs reached the onboard link in 5-20 ms, 2 never. So what was read
+# is read again this often (3-6 PARAM_REQUEST_READs, ~250 bytes each way per period).
+RECHECK_S = 5.0
 # MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_LOCAL_NED (common.xml)
 _CAP_SET_POSITION_TARGET_LOCAL_NED = 128
 
 
 class FcChecks:
     def __init__(self, retry_s: float, retries: int, current_mode_interval_s: float, *,
-                 envelope: EnvelopeSettings | None = None) -> None:
+                 envelope: EnvelopeSettings | None = None,
+                 stream_period_s: float | None = None) -> None:
         self.retry_s = retry_s
+        # None: the engage gate's verdict (engage_blocker) is not part of the judgement
+        self.stream_period_s = stream_period_s
+        self.judgement: tuple[str, ...] = ()  # the warnings about the parameters, as of now
         self.retries = retries
         self.current_mode_interval_us = round(current_mode_interval_s * 1e6)
         self.params: dict[str, int | float] = {}
@@ -72,6 +84,7 @@ class FcChecks:
         self._limit_asks = 0
         self._rounds = 0
         self._next_s: float | None = None
+        self._recheck_s = math.inf
         self._last_poll_s = -math.inf
         self._warned = False
 
@@ -84,11 +97,15 @@ class FcChecks:
         self._rounds = 0
         self._next_s = now
         self._warned = False
+        self.judgement = ()
+        self._recheck_s = math.inf
 
     def stop(self) -> None:
         self._next_s = None
+        self._recheck_s = math.inf
 
     def deadline(self) -> float:
+        # the re-reads ride on the wake-ups the FC's telemetry brings: no timer of their own
         return math.inf if self._next_s is None else self._next_s
 
     @property
@@ -110,6 +127,14 @@ class FcChecks:
     def poll(self, now: float, target: Target) -> tuple[list[FcAction], list[str]]:
         """Requests due now, and warnings (e.g. a parameter that never came)."""
         self._last_poll_s = now
+        actions, warnings = self._poll(now, target)
+        if now >= self._recheck_s:  # only what PX4 answered: no PARAM_ERROR every period
+            self._recheck_s = now + RECHECK_S
+            actions.append(RequestParams(target, tuple(n for n in self.wanted()
+                                                       if n in self.params)))
+        return actions, warnings
+
+    def _poll(self, now: float, target: Target) -> tuple[list[FcAction], list[str]]:
         if self._next_s is None or now < self._next_s:
             return [], []
         if not self.missing() and self.version is not None:
@@ -179,8 +204,18 @@ class FcChecks:
             # A corrupt or hostile PARAM_VALUE must not become a setting we act on (or a
             # NaN that every later int() of it raises on): what we knew stands.
             return [f"FC sent {name} = {value}, not a value PX4 allows: ignored"]
+        changed = name in self.params and self.params[name] != value
         self.params[name] = value
+        if changed and self._warned:
+            return self._rejudge()
         return self._after_update()
+
+    def _rejudge(self) -> list[str]:
+        """A GCS changed a parameter after the first judgement (in flight too): judge
+        again. Returns only the warnings that are new; `judgement` drops what no longer
+        holds (a loss action fixed, MAV_FWDEXTSP set back to 1)."""
+        before, self.judgement = self.judgement, tuple(self._surprises())
+        return [w for w in self.judgement if w not in before]
 
     def _on_limit(self, name: str, value: float) -> list[str]:
         """A PX4 limit looser than the envelope's: when first read, and when PX4 says it
@@ -210,7 +245,9 @@ class FcChecks:
         if self._warned or any(n not in self.params for n in REQUIRED_PARAMS):
             return []
         self._warned = True
-        return self._surprises()
+        self._recheck_s = self._last_poll_s + RECHECK_S
+        self.judgement = tuple(self._surprises())
+        return list(self.judgement)
 
     def _surprises(self) -> list[str]:
         rules, out = self.rules, []
@@ -219,6 +256,10 @@ class FcChecks:
             out.append(override)
         if int(self.params.get("COM_RCL_EXCEPT", 0)) & 4:
             out.append("COM_RCL_EXCEPT has bit 2 set: RC loss is ignored while in OFFBOARD")
+        if self.stream_period_s is not None:
+            blocker = self.engage_blocker(self.stream_period_s)
+            if blocker is not None:
+                out.append(blocker[1])
         return out + loss_warnings(rules, self.params)
 
     # -- gate ------------------------------------------------------------------------------
@@ -241,17 +282,21 @@ class FcChecks:
                 f"FC parameters not read yet: {', '.join(missing)}",
             )
         if int(self.params["MAV_FWDEXTSP"]) == 0:
+            # Set to 0 in OFFBOARD, PX4 falls back to its loss action COM_OF_LOSS_T after
+            # the last setpoint it took (PX4 SIH main, v1.17.0, v1.16.2: 1.0-1.2 s).
             return (
                 Reason.FWDEXTSP_DISABLED,
-                "MAV_FWDEXTSP=0: PX4 ignores every setpoint from this link; set it to 1",
+                "MAV_FWDEXTSP=0: PX4 ignores every setpoint from this link (in OFFBOARD its "
+                "offboard-loss action follows within COM_OF_LOSS_T); set it to 1",
             )
         loss_t = float(self.params["COM_OF_LOSS_T"])
         if stream_period_s > loss_t / LOSS_TIMEOUT_MARGIN:
             return (
                 Reason.STREAM_TOO_SLOW,
                 f"stream period {stream_period_s:.3f} s exceeds COM_OF_LOSS_T/"
-                f"{LOSS_TIMEOUT_MARGIN:g} = {loss_t / LOSS_TIMEOUT_MARGIN:.3f} s: "
-                "raise setpoint_rate_hz or COM_OF_LOSS_T",
+                f"{LOSS_TIMEOUT_MARGIN:g} = {loss_t / LOSS_TIMEOUT_MARGIN:.3f} s (a few "
+                "late setpoints would trigger PX4's offboard-loss action): raise "
+                "setpoint_rate_hz or COM_OF_LOSS_T",
             )
         return None
 

@@ -105,7 +105,7 @@ class OffboardEngine:
         self.vehicle = VehicleState(settings.estimate_timeout_s)
         self.checks = FcChecks(
             settings.param_retry_s, settings.param_retries, settings.current_mode_interval_s,
-            envelope=settings.envelope,
+            envelope=settings.envelope, stream_period_s=settings.stream_period_s,
         )
         self.guard = EnvelopeGuard(settings.envelope, self.out, now)
         self.feed = SetpointStream(settings.stream_period_s, self.guard, self.vehicle, self.out)

@@ -1,0 +1,89 @@
+"""Parameters a GCS sets while the daemon flies: PX4 sends the new PARAM_VALUE to every
+link (measured on PX4 SIH main, v1.17.0 and v1.16.2: on the onboard link 10-20 ms after
+the GCS's PARAM_SET), and the daemon judges it again. Found by review: the new value was
+folded silently, the state kept the old loss action's warning, and MAV_FWDEXTSP=0 or a
+COM_OF_LOSS_T too short for the stream was first said when PX4 had already fallen back."""
+
+from __future__ import annotations
+
+from offboardd.core.actions import NoticeKind
+from offboardd.core.events import FcParamValue
+from offboardd.core.fc_link import RECHECK_S
+from offboardd.core.modes import Px4Mode
+from offboardd.core.reasons import Phase
+from offboardd.core.setpoints import PositionNed
+
+from .bench import FC, PX4_PARAMS, Bench
+
+UP = PositionNed(0, 0, -5)
+
+
+def _gcs_sets(b: Bench, name: str, value: int | float) -> list[str]:
+    """PX4's broadcast of a GCS's PARAM_SET; the warnings it raised."""
+    before = len(b.notices(NoticeKind.WARNING))
+    b.feed(FcParamValue(name, value, **FC))
+    return [n.message for n in b.notices(NoticeKind.WARNING)[before:]]
+
+
+def _warnings(b: Bench) -> tuple[str, ...]:
+    return b.engine.snapshot(b.now).warnings
+
+
+def test_a_loss_action_changed_in_flight_replaces_the_old_warning() -> None:
+    b = Bench()
+    b.fc.params = {**PX4_PARAMS, "COM_OBL_RC_ACT": 0}
+    b.engage(UP, arm=True)
+    assert any("COM_OBL_RC_ACT=0" in w for w in _warnings(b))
+    assert _gcs_sets(b, "COM_OBL_RC_ACT", 5) == []  # Hold surprises nobody
+    snap = b.engine.snapshot(b.now)
+    assert snap.com_obl_rc_act == "Hold"
+    assert not any("COM_OBL_RC_ACT" in w for w in snap.warnings), snap.warnings
+    said = _gcs_sets(b, "COM_OBL_RC_ACT", 7)  # Disarm: said at once, in flight
+    assert any("cuts the motors" in w for w in said), said
+    assert any("COM_OBL_RC_ACT=7" in w for w in _warnings(b))
+    assert b.phase() is Phase.ACTIVE  # a warning, not a takeover of our own
+
+
+def test_mav_fwdextsp_0_in_flight_is_said_at_once_and_withdrawn_when_set_back() -> None:
+    b = Bench()
+    b.engage(UP, arm=True)
+    said = _gcs_sets(b, "MAV_FWDEXTSP", 0)
+    assert len(said) == 1 and "MAV_FWDEXTSP=0" in said[0] and "loss action" in said[0]
+    assert said[0] in _warnings(b)
+    assert _gcs_sets(b, "MAV_FWDEXTSP", 0) == []  # PX4 answering a read: no change
+    assert _gcs_sets(b, "MAV_FWDEXTSP", 1) == []
+    assert not any("MAV_FWDEXTSP" in w for w in _warnings(b))
+    # PX4 fell back meanwhile: the usual takeover, never fought
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    assert b.phase() is Phase.PREEMPTED
+
+
+def test_com_of_loss_t_lowered_in_flight_below_the_streams_margin_is_said() -> None:
+    b = Bench()  # 20 Hz: a 0.05 s period needs COM_OF_LOSS_T >= 0.2 s
+    b.engage(UP, arm=True)
+    said = _gcs_sets(b, "COM_OF_LOSS_T", 0.1)
+    assert len(said) == 1 and "COM_OF_LOSS_T" in said[0] and "0.025" in said[0], said
+    assert b.engine.snapshot(b.now).com_of_loss_t_s == 0.1
+    assert _gcs_sets(b, "COM_OF_LOSS_T", 0.5) == []
+    assert not any("COM_OF_LOSS_T" in w for w in _warnings(b))
+
+
+def test_a_required_parameter_at_rest_is_warned_once_read() -> None:
+    b = Bench()
+    b.connect({**PX4_PARAMS, "MAV_FWDEXTSP": 0})
+    assert any("MAV_FWDEXTSP=0" in w for w in _warnings(b))
+
+
+def test_what_was_read_is_read_again_so_a_broadcast_px4_never_sent_is_caught() -> None:
+    """PX4's broadcast is best effort (2 of 12 GCS changes never reached the onboard link
+    on PX4 SIH main): every RECHECK_S the daemon asks again for what PX4 answered."""
+    b = Bench()
+    b.engage(UP, arm=True)
+    asked_before = len(b.param_requests())
+    b.step(4 * RECHECK_S + 0.1)
+    again = b.param_requests()[asked_before:]
+    assert len(again) == 4, again  # riding on the ticks: no wake-up of its own
+    assert {"COM_OF_LOSS_T", "COM_OBL_RC_ACT", "MAV_FWDEXTSP"} <= set(again[-1].names)
+    assert set(again[-1].names) <= set(PX4_PARAMS)  # nothing PX4 did not answer
+    said = _gcs_sets(b, "MAV_FWDEXTSP", 0)  # the answer to a re-read, changed meanwhile
+    assert said and b.phase() is Phase.ACTIVE
