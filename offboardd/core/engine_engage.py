@@ -102,8 +102,14 @@ class EngageSequence:
 
 
 def warmup_over(eng: OffboardEngine, now: float) -> None:
-    """The warm-up deadline passed: stalled, estimate lost, or on to OFFBOARD."""
+    """The warm-up deadline passed: blocked, stalled, estimate lost, or on to OFFBOARD."""
     feed, seq = eng.feed, eng.engage
+    # The gate passed at the engage; a GCS's PARAM_SET since (PX4 broadcasts it) may have
+    # made the stream one PX4 ignores or judges lost: never ask for OFFBOARD then.
+    blocker = eng.checks.engage_blocker(eng.settings.stream_period_s)
+    if blocker is not None:
+        fail_engage(eng, Trigger.WARMUP_BLOCKED, now, blocker[1], blocker[0])
+        return
     gap_s = feed.steady_gap_s(now)
     limit_s = (eng.checks.loss_timeout_s or 1.0) * WARMUP_GAP_FRACTION
     if gap_s > limit_s:

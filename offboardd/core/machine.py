@@ -64,6 +64,7 @@ class Trigger(StrEnum):
     WARMUP_DONE = "warmup_done"  # warmup_s of steady streaming
     WARMUP_STALLED = "warmup_stalled"  # the warm-up ended with a gap > COM_OF_LOSS_T / 2
     WARMUP_ESTIMATE_LOST = "warmup_estimate_lost"  # the setpoint's estimate went invalid
+    WARMUP_BLOCKED = "warmup_blocked"  # the engage gate would refuse now (a GCS set a param)
     LEASE_LAPSED = "lease_lapsed"  # no accepted command for command_timeout_s
     HOLD_EXPIRED = "hold_expired"  # hold_s over
     OFFBOARD_RETRIES_EXHAUSTED = "offboard_retries_exhausted"

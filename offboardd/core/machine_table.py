@@ -227,6 +227,12 @@ TIMERS = [
         why="a gap > COM_OF_LOSS_T / 2 was not warmup_s of steady streaming"),
     row(P.WARMUP, T.WARMUP_ESTIMATE_LOST, P.IDLE, R.ESTIMATE_MISSING, D.STOP_STREAM,
         D.REPLY_FAIL, why="the setpoint's estimate went invalid during the warm-up"),
+    row(P.WARMUP, T.WARMUP_BLOCKED, P.IDLE,
+        (R.FWDEXTSP_DISABLED, R.STREAM_TOO_SLOW, R.FC_PARAMS_UNKNOWN), D.STOP_STREAM,
+        D.REPLY_FAIL,
+        why="the engage gate, judged again: a GCS set MAV_FWDEXTSP=0 or COM_OF_LOSS_T too "
+            "short for the stream during the warm-up (PX4 broadcasts it), so PX4 took no "
+            "steady stream of ours; OFFBOARD is never asked for then"),
     row(ENGAGE_STEPS, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
         why="never ask for OFFBOARD or arm for a commander that vanished"),
     row(P.ARMING, T.LEASE_LAPSED, P.HOLDING, R.LEASE_LAPSED, D.HOLD_HERE, D.NOTICE,

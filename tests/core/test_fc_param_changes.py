@@ -7,10 +7,11 @@ COM_OF_LOSS_T too short for the stream was first said when PX4 had already falle
 from __future__ import annotations
 
 from offboardd.core.actions import NoticeKind
+from offboardd.core.commands import Engage
 from offboardd.core.events import FcParamValue
 from offboardd.core.fc_link import RECHECK_S
 from offboardd.core.modes import Px4Mode
-from offboardd.core.reasons import Phase
+from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import PositionNed
 
 from .bench import FC, PX4_PARAMS, Bench
@@ -66,6 +67,27 @@ def test_com_of_loss_t_lowered_in_flight_below_the_streams_margin_is_said() -> N
     assert b.engine.snapshot(b.now).com_of_loss_t_s == 0.1
     assert _gcs_sets(b, "COM_OF_LOSS_T", 0.5) == []
     assert not any("COM_OF_LOSS_T" in w for w in _warnings(b))
+
+
+def test_mav_fwdextsp_0_during_the_warmup_never_lets_offboard_be_asked() -> None:
+    """The gate passed at the engage; then a GCS turned forwarding off. PX4 takes none of
+    the warm-up's setpoints, so asking for OFFBOARD would break the 1 s rule in PX4's
+    eyes (and freezes SIH's lockstep, docs/px4.md)."""
+    for name, value, reason in (("MAV_FWDEXTSP", 0, Reason.FWDEXTSP_DISABLED),
+                                ("COM_OF_LOSS_T", 0.1, Reason.STREAM_TOO_SLOW)):
+        b = Bench()
+        b.connect()
+        b.commander_alive = True
+        b.auto_fc()
+        b.feed(Engage("e", UP, arm=True))
+        b.step(0.5)
+        assert b.phase() is Phase.WARMUP
+        b.feed(FcParamValue(name, value, **FC))
+        b.step(b.settings.warmup_s + 1.0)
+        assert b.mode_requests() == [], name
+        assert b.phase() is Phase.IDLE and b.reason() is reason, (name, b.reason())
+        assert b.reply("e").reason is reason
+        assert b.setpoint_times(since=b.now - 0.5) == []
 
 
 def test_a_required_parameter_at_rest_is_warned_once_read() -> None:

@@ -20,6 +20,7 @@ from offboardd.core.events import (
     AckResult,
     FcHomePosition,
     FcLinkDown,
+    FcParamValue,
 )
 from offboardd.core.machine import Fact, Machine, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
@@ -84,6 +85,11 @@ def _stall(b: Bench) -> None:
 
 def _estimate_lost(b: Bench) -> None:
     b.position_alive = False
+    b.step(1.0)
+
+
+def _forwarding_off(b: Bench) -> None:
+    b.feed(FcParamValue("MAV_FWDEXTSP", 0, **FC))  # a GCS's PARAM_SET, broadcast by PX4
     b.step(1.0)
 
 
@@ -199,6 +205,7 @@ CASES = [
          {F.FC_IN_OFFBOARD: True, F.ARM_WANTED: True}),
     Case("warmup stalled", S(), walk._warmup, _stall, Trigger.WARMUP_STALLED),
     Case("warmup estimate lost", S(), walk._warmup, _estimate_lost, Trigger.WARMUP_ESTIMATE_LOST),
+    Case("warmup blocked", S(), walk._warmup, _forwarding_off, Trigger.WARMUP_BLOCKED),
     Case("lease lapsed in warmup", S(), walk._warmup, _commander_gone, Trigger.LEASE_LAPSED),
     Case("lease lapsed engaging", S(), walk._engaging, _commander_gone, Trigger.LEASE_LAPSED),
     Case("lease lapsed arming, hold", S(hold_s=5.0), walk._arming, _commander_gone,
