@@ -63,7 +63,7 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
         fc_rebooted(eng, now)
         return
     if isinstance(event, FcHeartbeat | FcCurrentMode):
-        _on_fc_state(eng, now, armed_before)
+        _on_fc_state(eng, event, now, armed_before)
     elif isinstance(event, FcCommandAck):
         _on_ack(eng, event, now)
     elif isinstance(event, FcParamValue):
@@ -163,7 +163,8 @@ def _report(eng: OffboardEngine, armed_before: bool, disarm_expected: bool) -> T
     return None
 
 
-def _on_fc_state(eng: OffboardEngine, now: float, armed_before: bool) -> None:
+def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: float,
+                 armed_before: bool) -> None:
     """A HEARTBEAT or CURRENT_MODE: confirm what we asked for, or notice a takeover."""
     v = eng.vehicle
     disarm_expected = eng.arms.disarm_expected
@@ -177,6 +178,8 @@ def _on_fc_state(eng: OffboardEngine, now: float, armed_before: bool) -> None:
         return
     if eng.phase in ENGAGE_STEPS and v.in_offboard:
         eng.engage.offboard_seen()
+    if eng.phase is Phase.PREEMPTED:  # the takeover came by HEARTBEAT: its intent now
+        _name_px4_failsafe(eng, event)
     trigger = _report(eng, armed_before, disarm_expected)
     if trigger is None:
         return
@@ -188,6 +191,8 @@ def _on_fc_state(eng: OffboardEngine, now: float, armed_before: bool) -> None:
         during = "during the engage" if eng.phase in ENGAGE_STEPS else None
         preempt(eng, rule, f"FC switched to {mode} {during}" if during
                 else f"FC left OFFBOARD for {mode} without being asked")  # fmt: skip
+        eng.px4_failsafe_named = False
+        _name_px4_failsafe(eng, event)
     elif trigger is Trigger.FC_OFFBOARD:
         offboard_confirmed(eng, rule, now)
     elif trigger is Trigger.FC_ARMED:
@@ -199,6 +204,29 @@ def _on_fc_state(eng: OffboardEngine, now: float, armed_before: bool) -> None:
         eng.move(rule, "disarmed on command; stopped streaming")
     else:
         preempt(eng, rule, "FC disarmed without being asked")
+
+
+def _name_px4_failsafe(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode) -> None:
+    """Say once per takeover when it was PX4's own failsafe. A pilot's or a GCS's mode
+    change replaces the intended mode; PX4's failsafes (geofence, battery...) keep OFFBOARD
+    as the intended one (CURRENT_MODE; px4-offboard.md §3). With our stream stopped, PX4
+    then adds its offboard-loss failsafe and flies the more severe of the two: on PX4 SIH
+    main and v1.17.0 a geofence Hold (GF_ACTION=2) became AUTO.RTL 1.1 s after our last
+    setpoint. A HEARTBEAT carries no intent: the next CURRENT_MODE (≤ 0.5 s) decides."""
+    if (eng.px4_failsafe_named or eng.reason is not Reason.PREEMPTED_MODE
+            or not isinstance(event, FcCurrentMode)
+            or event.intended_custom_mode != Px4Mode.OFFBOARD.custom_mode
+            or event.custom_mode == Px4Mode.OFFBOARD.custom_mode):
+        return
+    eng.px4_failsafe_named = True
+    action = eng.checks.loss_action_name() or "unknown"
+    eng.out.notice(
+        NoticeKind.FAILSAFE,
+        f"{mode_name(event.custom_mode)} is a PX4 failsafe: OFFBOARD is still PX4's intended "
+        f"mode, so about COM_OF_LOSS_T after our last setpoint PX4 also takes its "
+        f"offboard-loss action ({action}) if that is more severe",
+        Reason.PREEMPTED_MODE,
+    )
 
 
 def _ours(eng: OffboardEngine, ack: FcCommandAck) -> bool:

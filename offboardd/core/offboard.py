@@ -116,6 +116,7 @@ class OffboardEngine:
         self.streams = StreamPlanner(settings.stream_plan)  # issue 18: only what we need
         self.phase = Phase.IDLE  # changed by `move` only
         self.reason: Reason | None = None
+        self.px4_failsafe_named = False  # this takeover was said to be PX4's failsafe
         self.hold_end_s: float | None = None  # HOLDING's deadline; cleared on leaving it
         # The token that takes control (resumes from HOLDING, takes over from the lease's
         # holder), new whenever control changes hands (`new_epoch`): only a commander that

@@ -6,9 +6,11 @@ COM_OF_LOSS_T too short for the stream was first said when PX4 had already falle
 
 from __future__ import annotations
 
+import itertools
+
 from offboardd.core.actions import NoticeKind
 from offboardd.core.commands import Engage
-from offboardd.core.events import FcParamValue
+from offboardd.core.events import FcCurrentMode, FcParamValue
 from offboardd.core.fc_link import RECHECK_S
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
@@ -109,3 +111,31 @@ def test_what_was_read_is_read_again_so_a_broadcast_px4_never_sent_is_caught() -
     assert set(again[-1].names) <= set(PX4_PARAMS)  # nothing PX4 did not answer
     said = _gcs_sets(b, "MAV_FWDEXTSP", 0)  # the answer to a re-read, changed meanwhile
     assert said and b.phase() is Phase.ACTIVE
+
+
+def test_a_px4_failsafe_that_keeps_offboard_intended_is_named_with_the_loss_action() -> None:
+    """Measured on PX4 SIH main: a geofence breach (GF_ACTION=2) switched to AUTO.LOITER
+    with OFFBOARD still the intended mode; the daemon stopped, and 1.1 s after its last
+    setpoint PX4 added its offboard-loss action (AUTO.RTL). A GCS's mode change replaces
+    the intent and is not named so. The takeover may show first in a HEARTBEAT, which
+    carries no intent: the CURRENT_MODE after it decides."""
+    loiter, offboard = Px4Mode.AUTO_LOITER.custom_mode, Px4Mode.OFFBOARD.custom_mode
+    for intended, by_heartbeat in itertools.product((offboard, loiter), (False, True)):
+        b = Bench()
+        b.engage(UP, arm=True)
+        if by_heartbeat:
+            b.set_mode(Px4Mode.AUTO_LOITER, current_mode=False)
+            b.step(1.0)  # the next HEARTBEAT shows it
+            assert b.phase() is Phase.PREEMPTED and b.notices(NoticeKind.FAILSAFE) == []
+        taken_s = b.now
+        for _ in range(2):  # said once
+            b.feed(FcCurrentMode(loiter, intended, **FC))
+        assert b.phase() is Phase.PREEMPTED and b.reason() is Reason.PREEMPTED_MODE
+        said = [n.message for n in b.notices(NoticeKind.FAILSAFE)]
+        if intended == offboard:
+            assert len(said) == 1 and "PX4 failsafe" in said[0], said
+            assert "offboard-loss action (Hold)" in said[0], said
+        else:
+            assert said == []
+        b.step(3.0)
+        assert b.setpoint_times(since=taken_s + 0.01) == [] and b.mode_requests(taken_s) == []
