@@ -10,7 +10,7 @@ import itertools
 
 from offboardd.core.actions import NoticeKind
 from offboardd.core.commands import Engage
-from offboardd.core.events import FcCurrentMode, FcParamValue
+from offboardd.core.events import FcCurrentMode, FcExtendedSysState, FcParamValue, LandedState
 from offboardd.core.fc_link import RECHECK_S
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
@@ -138,4 +138,22 @@ def test_a_px4_failsafe_that_keeps_offboard_intended_is_named_with_the_loss_acti
         else:
             assert said == []
         b.step(3.0)
+        assert b.setpoint_times(since=taken_s + 0.01) == [] and b.mode_requests(taken_s) == []
+
+
+def test_an_auto_disarm_after_landing_in_offboard_is_named() -> None:
+    """Measured on PX4 SIH main: descending in OFFBOARD to the ground, PX4 disarmed by
+    itself (COM_DISARM_LAND) and stayed in OFFBOARD; the daemon stopped. In the air a
+    disarm is said plainly."""
+    for landed, named in ((LandedState.ON_GROUND, True), (LandedState.IN_AIR, False)):
+        b = Bench()
+        b.engage(UP, arm=True)
+        b.feed(FcExtendedSysState(int(landed), **FC))
+        b.set_armed(False)
+        b.step(1.0)  # the next HEARTBEAT shows it
+        assert b.phase() is Phase.PREEMPTED and b.reason() is Reason.PREEMPTED_DISARMED
+        said = b.notices(NoticeKind.TRANSITION)[-1].message
+        assert ("COM_DISARM_LAND" in said) is named, said
+        taken_s = b.now
+        b.step(2.0)
         assert b.setpoint_times(since=taken_s + 0.01) == [] and b.mode_requests(taken_s) == []
