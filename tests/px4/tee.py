@@ -54,7 +54,9 @@ class Record:
     armed: list[tuple[float, bool]] = field(default_factory=list)  # changes
     statustexts: list[tuple[float, int, str]] = field(default_factory=list)
     params: list[tuple[float, str, float]] = field(default_factory=list)  # PARAM_VALUE heard
-    intended: list[tuple[float, int]] = field(default_factory=list)  # CURRENT_MODE's, changes
+    # CURRENT_MODE's (custom_mode, intended_custom_mode), on change: a failsafe keeps the
+    # intended mode, a GCS's or pilot's mode change replaces it
+    current_modes: list[tuple[float, int, int]] = field(default_factory=list)
     position_ned_m: tuple[float, float, float] = (math.nan, math.nan, math.nan)
     track: list[tuple[float, tuple[float, float, float]]] = field(default_factory=list)
     velocity_ned_m_s: tuple[float, float, float] = (math.nan, math.nan, math.nan)
@@ -73,6 +75,11 @@ class Record:
     @property
     def is_armed(self) -> bool:
         return bool(self.armed) and self.armed[-1][1]
+
+    def intended_in(self, custom_mode: int) -> int | None:
+        """The intended mode CURRENT_MODE last reported with `custom_mode`, if it did."""
+        found = [i for _, m, i in self.current_modes if m == custom_mode]
+        return found[-1] if found else None
 
     def offboard_requests(self) -> list[Sent]:
         return [c for c in self.commands if c.fields["command"] == 176
@@ -133,9 +140,9 @@ class TeeRecorder:
                 r.armed.append((now, armed))
         elif name == "CURRENT_MODE":
             self._mode(now, int(msg.custom_mode))
-            intended = int(msg.intended_custom_mode)  # the user's: a failsafe keeps it
-            if not r.intended or r.intended[-1][1] != intended:
-                r.intended.append((now, intended))
+            pair = (int(msg.custom_mode), int(msg.intended_custom_mode))
+            if not r.current_modes or r.current_modes[-1][1:] != pair:
+                r.current_modes.append((now, *pair))
         elif name == "LOCAL_POSITION_NED":
             r.position_ned_m = (msg.x, msg.y, msg.z)
             r.track.append((now, r.position_ned_m))  # the flown path, as PX4 reports it

@@ -213,3 +213,31 @@ async def test_s3_rc_stick_override_in_offboard_only_with_com_rc_override_bit_1(
         if expect == "POSCTL":  # the pilot holds: the intent is his now
             assert sim.vehicle.intended_mode_name == "POSCTL"
             assert sim.record.changes_to("POSCTL")[-1].cause == "rc override"
+
+
+async def test_s3_mav_fwdextsp_set_to_0_in_offboard_is_broadcast_then_counts_as_loss() -> None:
+    """[SITL main, v1.17.0, v1.16.2] A GCS's PARAM_SET reaches the companion's link as
+    PARAM_VALUE within ~20 ms; from then on PX4 drops our setpoints, so it falls back
+    COM_OF_LOSS_T after the last one it took (COM_OBL_RC_ACT=5: AUTO.LOITER) while the
+    companion streams on. (PX4's broadcast is best effort, the sim's is not: fc_link.py.)"""
+    params = {"COM_OBL_RC_ACT": 5}
+    async with running_sim(params=params, gcs_bind=("127.0.0.1", 0)) as (sim, peer):
+        assert sim.gcs_port is not None
+        gcs = await Peer.connect(sim.gcs_port, system_id=255, component_id=190)
+        try:
+            await offboard_and_arm(sim, peer, down=-1.0)
+            await asyncio.sleep(0.3)
+            set_s = asyncio.get_running_loop().time()
+            int32 = d.MAV_PARAM_TYPE_INT32
+            gcs.send(d.MAVLink_param_set_message(1, 1, b"MAV_FWDEXTSP",
+                                                 encode_param_value(0, int32), int32))
+            echo = await peer.wait_for(lambda m: m.get_type() == "PARAM_VALUE"
+                                       and param_id_str(m.param_id) == "MAV_FWDEXTSP", 1.0)
+            assert decode_param_value(echo.param_value, echo.param_type) == 0
+            assert await sim.wait_until(lambda: sim.vehicle.mode_name == "AUTO.LOITER", 2)
+            fallback = sim.record.changes_to("AUTO.LOITER")[-1].time_s
+            last = sim.record.last_valid_setpoint_s()
+            assert last is not None and 1.0 <= fallback - last <= 1.25
+            assert peer.sent_setpoints[-1] > set_s + 1.0  # streamed all along
+        finally:
+            gcs.close()
