@@ -76,9 +76,10 @@ class Record:
     def is_armed(self) -> bool:
         return bool(self.armed) and self.armed[-1][1]
 
-    def intended_in(self, custom_mode: int) -> int | None:
-        """The intended mode CURRENT_MODE last reported with `custom_mode`, if it did."""
-        found = [i for _, m, i in self.current_modes if m == custom_mode]
+    def intended_in(self, custom_mode: int, since: float) -> int | None:
+        """The intended mode CURRENT_MODE last reported with `custom_mode` from `since` on
+        (PX4 boots in AUTO.LOITER, intended so), if it did."""
+        found = [i for t, m, i in self.current_modes if m == custom_mode and t >= since]
         return found[-1] if found else None
 
     def offboard_requests(self) -> list[Sent]:
