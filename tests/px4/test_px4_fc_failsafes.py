@@ -47,9 +47,10 @@ async def test_px4s_geofence_failsafe_is_named_and_its_loss_action_follows(
         release = release_of(str((s.client.state or {})["fc_version"]))
         s.gcs.param_set("GF_MAX_VER_DIST", 3.0)  # 5 m up: outside PX4's own fence at once
         taken_t = await s.until(lambda rec: rec.mode == AUTO_LOITER, 5, "GF_ACTION=2: Hold")
-        await s.until(lambda rec: rec.intended_in(AUTO_LOITER, taken_t) is not None, 2,
+        seen_t = r.modes[-1][0]  # when the report arrived (until() returns a bit later)
+        await s.until(lambda rec: rec.intended_in(AUTO_LOITER, seen_t) is not None, 2,
                       "CURRENT_MODE")
-        assert r.intended_in(AUTO_LOITER, taken_t) == OFFBOARD, "the failsafe kept the intent"
+        assert r.intended_in(AUTO_LOITER, seen_t) == OFFBOARD, "the failsafe kept the intent"
         state = await s.client.wait_for_state(lambda st: st["phase"] == "preempted", 2)
         assert state["reason"] == "preempted_mode" and not state["streaming"]
         for _ in range(20):  # a HEARTBEAT may show the takeover first; CURRENT_MODE's intent
@@ -82,9 +83,10 @@ async def test_a_gcs_land_is_never_fought_nor_its_offboard_after_disarm_taken(
         await s.take_off(ALT_M)
         s.gcs.command(MAV_CMD_NAV_LAND)
         taken_t = await s.until(lambda rec: rec.mode == AUTO_LAND, 5, "AUTO.LAND")
-        await s.until(lambda rec: rec.intended_in(AUTO_LAND, taken_t) is not None, 2,
+        seen_t = r.modes[-1][0]  # when the report arrived (until() returns a bit later)
+        await s.until(lambda rec: rec.intended_in(AUTO_LAND, seen_t) is not None, 2,
                       "CURRENT_MODE")
-        assert r.intended_in(AUTO_LAND, taken_t) == AUTO_LAND  # a GCS's command: the intent
+        assert r.intended_in(AUTO_LAND, seen_t) == AUTO_LAND  # a GCS's command: the intent
         state = await s.client.wait_for_state(lambda st: st["phase"] == "preempted", 2)
         assert state["reason"] == "preempted_mode"
         disarmed_t = await s.until(lambda rec: not rec.is_armed, 40, "landed and disarmed")
