@@ -205,7 +205,7 @@ def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: f
     else:
         # Landed in OFFBOARD, PX4 disarms by itself COM_DISARM_LAND (2 s) after it detects
         # the landing, and stays in OFFBOARD (measured on PX4 SIH main: a 0.7 m/s descent
-        # from 2 m disarmed 6.1 s after it began): say so, it is no pilot's doing
+        # from 2 m disarmed 6.1-7.5 s after it began): say so, it is no pilot's doing
         landed = v.landed_state is LandedState.ON_GROUND
         preempt(eng, rule, "FC disarmed without being asked" + (
             " on the ground (PX4's auto-disarm after landing, COM_DISARM_LAND, or a GCS)"
