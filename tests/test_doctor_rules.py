@@ -7,7 +7,8 @@ import stat
 from pathlib import Path
 
 from offboardd.core.events import FcAutopilotVersion, FcHeartbeat
-from offboardd.core.fc_link import FcChecks, format_version
+from offboardd.core.fc_link import FcChecks
+from offboardd.core.px4_rules import format_version
 from offboardd.doctor.device import drivers_for_major, may_access
 from offboardd.doctor.fc_probe import FcProbe
 from offboardd.doctor.fc_verdicts import fc_verdicts

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 def engage_blocked(eng: OffboardEngine, command_id: str) -> bool:
     """True after a coded refusal of `command_id`; False: the engage may go on."""
     v = eng.vehicle
+    eng.checks.reread_gate()  # what a missed broadcast left stale is fresh by the warm-up end
     blocker = eng.checks.engage_blocker(eng.settings.stream_period_s)
     if not v.is_px4:
         blocker = (Reason.FC_NOT_PX4,

@@ -9,10 +9,10 @@ MAN_OVERRIDE_SPD, NAV_RCL_ACT from v1.17), and warns about what PX4 will do on o
 loss. Requests are retried a bounded number of times. When all of that is in (and only
 then: on a 57,600-baud radio those reads share the link's command budget with the stream
 plan), it reads PX4's own flight limits once, to warn where they are looser than the
-envelope. A parameter a GCS sets later is judged again (`judgement` holds what is still
-true): PX4 sends the new PARAM_VALUE to every link, but only best effort, so the
-parameters read are read again every RECHECK_S. Pure: returns actions and warning texts,
-decides nothing about phases.
+envelope. A parameter a GCS sets later is judged again when PX4 sends its new
+PARAM_VALUE to every link (`judgement` holds what is still true); that broadcast is best
+effort, so each engage reads the gate's parameters again. Pure: returns actions and
+warning texts, decides nothing about phases.
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ from offboardd.core.events import FcAutopilotVersion
 from offboardd.core.px4_rules import (
     MIN_SUPPORTED,
     Px4Rules,
+    format_version,
     loss_action,
     loss_warnings,
     override_warning,
+    px4_version,
     rules_for,
 )
 from offboardd.core.reasons import Reason
@@ -58,11 +60,6 @@ _LIMIT_ASKS = 2  # a lost request is asked again once; then the warning is simpl
 # The stream must beat PX4's loss timeout by this factor, so that a few late or lost
 # setpoints never trigger PX4's offboard-loss failsafe.
 LOSS_TIMEOUT_MARGIN = 4.0
-# PX4 sends a changed parameter to every link 5 ms after the change, if it is still unsaved
-# then (mavlink_parameters.cpp send_untransmitted; autosave clears that): on PX4 SIH main
-# 10 of 12 GCS PARAM_SETs reached the onboard link in 5-20 ms, 2 never. So what was read
-# is read again this often (3-6 PARAM_REQUEST_READs, ~250 bytes each way per period).
-RECHECK_S = 5.0
 # MAV_PROTOCOL_CAPABILITY_SET_POSITION_TARGET_LOCAL_NED (common.xml)
 _CAP_SET_POSITION_TARGET_LOCAL_NED = 128
 
@@ -84,8 +81,8 @@ class FcChecks:
         self._limit_asks = 0
         self._rounds = 0
         self._next_s: float | None = None
-        self._recheck_s = math.inf
         self._last_poll_s = -math.inf
+        self._reread = False  # the gate's parameters to be read again at the next poll
         self._warned = False
 
     def start(self, now: float) -> None:
@@ -98,14 +95,11 @@ class FcChecks:
         self._next_s = now
         self._warned = False
         self.judgement = ()
-        self._recheck_s = math.inf
 
     def stop(self) -> None:
         self._next_s = None
-        self._recheck_s = math.inf
 
     def deadline(self) -> float:
-        # the re-reads ride on the wake-ups the FC's telemetry brings: no timer of their own
         return math.inf if self._next_s is None else self._next_s
 
     @property
@@ -124,14 +118,20 @@ class FcChecks:
     def missing(self) -> tuple[str, ...]:
         return tuple(n for n in self.wanted() if n not in self.params)
 
+    def reread_gate(self) -> None:
+        """An engage came: read the gate's parameters again (answered in ~20 ms, before
+        the warm-up ends and judges them again). PX4's broadcast of a GCS's change is best
+        effort: on PX4 SIH main, v1.17.0 and v1.16.2 COM_OF_LOSS_T set back to 1.0 a second
+        after 0.15 never reached the onboard link, in every run."""
+        self._reread = self._warned
+
     def poll(self, now: float, target: Target) -> tuple[list[FcAction], list[str]]:
         """Requests due now, and warnings (e.g. a parameter that never came)."""
         self._last_poll_s = now
         actions, warnings = self._poll(now, target)
-        if now >= self._recheck_s:  # only what PX4 answered: no PARAM_ERROR every period
-            self._recheck_s = now + RECHECK_S
-            actions.append(RequestParams(target, tuple(n for n in self.wanted()
-                                                       if n in self.params)))
+        if self._reread:
+            self._reread = False
+            actions.append(RequestParams(target, REQUIRED_PARAMS))
         return actions, warnings
 
     def _poll(self, now: float, target: Target) -> tuple[list[FcAction], list[str]]:
@@ -245,7 +245,6 @@ class FcChecks:
         if self._warned or any(n not in self.params for n in REQUIRED_PARAMS):
             return []
         self._warned = True
-        self._recheck_s = self._last_poll_s + RECHECK_S
         self.judgement = tuple(self._surprises())
         return list(self.judgement)
 
@@ -299,19 +298,3 @@ class FcChecks:
                 "setpoint_rate_hz or COM_OF_LOSS_T",
             )
         return None
-
-
-# FIRMWARE_VERSION_TYPE (common.xml), the low byte of AUTOPILOT_VERSION.flight_sw_version
-_VERSION_TYPES = {0: "dev", 64: "alpha", 128: "beta", 192: "rc", 255: ""}
-
-
-def px4_version(flight_sw_version: int) -> tuple[int, int, int, str]:
-    """PX4's AUTOPILOT_VERSION.flight_sw_version: major, minor, patch bytes, then a type."""
-    v = flight_sw_version
-    kind = _VERSION_TYPES.get(v & 0xFF, f"type{v & 0xFF}")
-    return (v >> 24) & 0xFF, (v >> 16) & 0xFF, (v >> 8) & 0xFF, kind
-
-
-def format_version(flight_sw_version: int) -> str:
-    major, minor, patch, kind = px4_version(flight_sw_version)
-    return f"v{major}.{minor}.{patch}" + (f"-{kind}" if kind else "")

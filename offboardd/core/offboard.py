@@ -49,11 +49,12 @@ from offboardd.core.engine_outbox import Outbox
 from offboardd.core.engine_stream import SetpointStream
 from offboardd.core.envelope import Envelope
 from offboardd.core.events import FC_MESSAGE_TYPES, Event, FcLinkDown, LandedState
-from offboardd.core.fc_link import FcChecks, format_version
+from offboardd.core.fc_link import FcChecks
 from offboardd.core.lease import Lease
 from offboardd.core.machine import Do, Fact, MisuseError, Outcome, Rule, Trigger
 from offboardd.core.machine_table import LEASED, MACHINE, TAKEN
 from offboardd.core.modes import Px4Mode, mode_name
+from offboardd.core.px4_rules import format_version
 from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
 from offboardd.core.retry import Retrier
 from offboardd.core.settings import ESCALATION, EngineSettings, LossAction

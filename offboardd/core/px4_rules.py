@@ -160,3 +160,19 @@ def override_warning(rules: Px4Rules, params: Mapping[str, int | float]) -> str 
         return (f"MAN_OVERRIDE_SPD={float(value):g}: moving the RC sticks never takes over "
                 "from OFFBOARD; a pilot must switch modes")
     return None
+
+
+# FIRMWARE_VERSION_TYPE (common.xml), the low byte of AUTOPILOT_VERSION.flight_sw_version
+_VERSION_TYPES = {0: "dev", 64: "alpha", 128: "beta", 192: "rc", 255: ""}
+
+
+def px4_version(flight_sw_version: int) -> tuple[int, int, int, str]:
+    """PX4's AUTOPILOT_VERSION.flight_sw_version: major, minor, patch bytes, then a type."""
+    v = flight_sw_version
+    kind = _VERSION_TYPES.get(v & 0xFF, f"type{v & 0xFF}")
+    return (v >> 24) & 0xFF, (v >> 16) & 0xFF, (v >> 8) & 0xFF, kind
+
+
+def format_version(flight_sw_version: int) -> str:
+    major, minor, patch, kind = px4_version(flight_sw_version)
+    return f"v{major}.{minor}.{patch}" + (f"-{kind}" if kind else "")

@@ -9,14 +9,8 @@ the texts `FcChecks` produces, so the doctor and the running daemon never disagr
 
 from __future__ import annotations
 
-from offboardd.core.fc_link import (
-    LOSS_TIMEOUT_MARGIN,
-    PX4_LIMIT_PARAMS,
-    REQUIRED_PARAMS,
-    format_version,
-    px4_version,
-)
-from offboardd.core.px4_rules import MIN_SUPPORTED, rules_for
+from offboardd.core.fc_link import LOSS_TIMEOUT_MARGIN, PX4_LIMIT_PARAMS, REQUIRED_PARAMS
+from offboardd.core.px4_rules import MIN_SUPPORTED, format_version, px4_version, rules_for
 from offboardd.doctor.fc_probe import FcProbe
 from offboardd.doctor.report import Check, fail, note, ok, warn
 from offboardd.mavlink.codec import dialect
