@@ -11,7 +11,7 @@ then: on a 57,600-baud radio those reads share the link's command budget with th
 plan), it reads PX4's own flight limits once, to warn where they are looser than the
 envelope. A parameter a GCS sets later is judged again when PX4 sends its new
 PARAM_VALUE to every link (`judgement` holds what is still true); that broadcast is best
-effort, so each engage reads the gate's parameters again. Pure: returns actions and
+effort, so an engage refused on them reads them again. Pure: returns actions and
 warning texts, decides nothing about phases.
 """
 
@@ -119,10 +119,9 @@ class FcChecks:
         return tuple(n for n in self.wanted() if n not in self.params)
 
     def reread_gate(self) -> None:
-        """An engage came: read the gate's parameters again (answered in ~20 ms, before
-        the warm-up ends and judges them again). PX4's broadcast of a GCS's change is best
-        effort: on PX4 SIH main, v1.17.0 and v1.16.2 COM_OF_LOSS_T set back to 1.0 a second
-        after 0.15 never reached the onboard link, in every run."""
+        """Read the gate's parameters again (an engage refused on them). PX4's broadcast of
+        a GCS's change is best effort: on PX4 SIH main, v1.17.0 and v1.16.2 COM_OF_LOSS_T
+        set back to 1.0 a second after 0.15 never reached the onboard link, in every run."""
         self._reread = self._warned
 
     def poll(self, now: float, target: Target) -> tuple[list[FcAction], list[str]]:
