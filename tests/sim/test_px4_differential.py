@@ -15,6 +15,7 @@ import pytest
 
 from offboardd.mavlink.codec import Message
 from offboardd.mavlink.params import param_id_str
+from offboardd.sim import SimServer
 from tests.sim.client import (
     LAND,
     LOITER,
@@ -317,6 +318,19 @@ async def test_mpc_tko_ramp_t_0_lifts_off_right_after_the_spool_up() -> None:
         assert 1.5 <= one_m_s <= 2.4, one_m_s
 
 
+async def _auto_land_from(sim: SimServer, peer: Peer, down_m: float, *, within_m: float
+                          ) -> float:
+    """Climb in OFFBOARD to `down_m`, then AUTO.LAND with the stream stopped; when (sim s)."""
+    await offboard_and_arm(sim, peer, down=down_m)
+    assert await sim.wait_until(
+        lambda: abs(sim.vehicle.position_ned_m[2] - down_m) < within_m, 10)
+    peer.set_mode(LAND)
+    await peer.ack(d.MAV_CMD_DO_SET_MODE)
+    land_s = sim.now()
+    peer.stop_stream()
+    return land_s
+
+
 async def test_auto_land_from_2_5_m_crawls_the_last_metre_and_detects_landing_later() -> None:
     # [SITL main] AUTO.LAND from 2.5 m: LANDING at once, 0.7 m/s, 0.3 m/s (MPC_LAND_CRWL)
     # below ~0.8 m (MPC_LAND_ALT3, the SIH quad's distance sensor), touchdown 5.1-5.4 s,
@@ -324,12 +338,7 @@ async def test_auto_land_from_2_5_m_crawls_the_last_metre_and_detects_landing_la
     # (v1.17.0: ON_GROUND 8.7 s, v1.16.2: 10.3 s). The sim: 0.7 m/s to the ground,
     # ON_GROUND at ~4.7 s.
     async with running_sim(params=QUICK_TAKEOFF) as (sim, peer):
-        await offboard_and_arm(sim, peer, down=-2.5)
-        assert await sim.wait_until(lambda: abs(sim.vehicle.position_ned_m[2] + 2.5) < 0.05, 10)
-        peer.set_mode(LAND)
-        await peer.ack(d.MAV_CMD_DO_SET_MODE)
-        land_s = sim.now()
-        peer.stop_stream()
+        land_s = await _auto_land_from(sim, peer, -2.5, within_m=0.05)
         assert await sim.wait_until(lambda: not sim.vehicle.armed, 11)
         disarm_s = sim.now() - land_s
         await asyncio.sleep(0.2)
@@ -346,12 +355,7 @@ async def test_auto_land_above_mpc_land_alt2_descends_faster() -> None:
     # 5 m (MPC_LAND_SPEED 0.7 at MPC_LAND_ALT2 5 m, MPC_Z_VEL_MAX_DN 1.5 at MPC_LAND_ALT1
     # 10 m, linear between), 0.70 below. The sim: 0.7 m/s anywhere below 10 m.
     async with running_sim(params=QUICK_TAKEOFF) as (sim, peer):
-        await offboard_and_arm(sim, peer, down=-7.0)
-        assert await sim.wait_until(lambda: abs(sim.vehicle.position_ned_m[2] + 7.0) < 0.1, 10)
-        peer.set_mode(LAND)
-        await peer.ack(d.MAV_CMD_DO_SET_MODE)
-        land_s = sim.now()
-        peer.stop_stream()
+        land_s = await _auto_land_from(sim, peer, -7.0, within_m=0.1)
         assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] > -4.5, 6)
         high = [m.vz for _, m in peer.of_type("LOCAL_POSITION_NED", land_s) if m.z < -5.2]
         low = [m.vz for _, m in peer.of_type("LOCAL_POSITION_NED", land_s) if m.z > -4.8]
