@@ -85,7 +85,10 @@ async def test_geofence_stops_a_velocity_leg_and_refuses_a_point_outside(
         # 8.17, v1.16.2 7.99 m): never a breach (breach_tolerance_m, 1 m by default), which
         # would have ended OFFBOARD
         assert max(orbit_farthest_m, stop_farthest_m) < FENCE_M + 1.0 and r.mode == OFFBOARD
-        assert math.hypot(*r.position_ned_m[:2]) < 1.0, r.position_ned_m
+        # motions are timed: at motion_done PX4 still trails the plan (v1.16.2: 1.03 m
+        # short of the centre once); a second on it is there
+        await asyncio.sleep(1.0)
+        assert math.hypot(*r.position_ned_m[:2]) < 0.5, r.position_ned_m
         measured.update(fence_m=FENCE_M, farthest_north_m=round(farthest_m, 2),
                         refusal_code=refused.code, goto_end_m=end_m,
                         goto_at_done_m=round(at_done_m, 2),
