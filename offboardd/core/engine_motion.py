@@ -36,8 +36,11 @@ if TYPE_CHECKING:
 
 
 def _start(eng: OffboardEngine, now: float, *, at_rest: bool = False) -> Start | None:
-    running = eng.feed.motion
+    running = eng.feed.motion or eng.feed.rests_on
     if running is not None:
+        # A finished one too: its end is what is streamed, and the vehicle, done within
+        # half of max_lead_m of it (motion_clock), is still closing in; from the estimate
+        # the setpoint would step back to where the vehicle is.
         st = running.state_at(now)
         return Start(st.position, st.velocity, st.acceleration, running.setpoint_at(now).yaw_rad)
     # Where the vehicle is, as the hold would fly it: a valid estimate, and finite (a NaN
@@ -92,6 +95,7 @@ def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -
             motion = plan(cmd, start, lim, eng.envelope.home, stop_first)
     except PlanError as exc:
         return out.refuse(cmd.command_id, Reason.MOTION_INVALID, f"{cmd.kind.value}: {exc}")
+    motion.lead_vehicle(eng.settings.motion.max_lead_m, lim)
     refusal = first_point_outside(motion, eng.envelope)
     if refusal is not None:
         return out.refuse(cmd.command_id, refusal[0], f"{cmd.kind.value} refused: {refusal[1]}")
@@ -125,7 +129,8 @@ def smooth_hold(eng: OffboardEngine, now: float) -> bool:
     eng.feed.abort_motion(Reason.LEASE_LAPSED, "the commander's lease lapsed")
     lim = eng.settings.motion.limits(eng.settings.envelope, 0.0)
     stop = (running.stop_on_path(Stop("lease-lapse"), now, lim) if not running.done(now)
-            else plan(Stop("lease-lapse"), start, lim, None))
+            else plan(Stop("lease-lapse"), start, lim, None)
+            ).lead_vehicle(eng.settings.motion.max_lead_m, lim)
     stop.internal = True
     stop.begin(now)
     eng.feed.send_now(stop, eng.vehicle.target, now)
@@ -146,7 +151,7 @@ def let_finish(eng: OffboardEngine, now: float) -> float:
     again then (and the hold follows). Returns the new lease end."""
     motion = eng.feed.motion
     assert motion is not None
-    until = min(motion.end_time_s(), now + eng.settings.motion.max_unleased_s)
+    until = min(motion.end_time_s(now), now + eng.settings.motion.max_unleased_s)
     motion.unleased_until_s = until
     eng.lease.grant_until(until)  # for nobody: a live commander takes it with the token
     eng.new_epoch()

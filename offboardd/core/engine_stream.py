@@ -35,6 +35,7 @@ from offboardd.core.stream import StreamClock
 from offboardd.core.vehicle import VehicleState
 
 _EPSILON_S = 1e-9  # float slack: a wake-up exactly at a deferred send's turn is not early
+WAITING_NOTICE_S = 5.0  # PX4's default take-off ramp trails for ~3 s: that is not news
 
 
 class SetpointStream:
@@ -44,6 +45,7 @@ class SetpointStream:
         self.clock = StreamClock(period_s)
         self.setpoint: Setpoint | None = None  # as commanded (after the envelope's admission)
         self.motion: Motion | None = None  # a planned motion, streamed instead of `setpoint`
+        self.rests_on: Motion | None = None  # a finished motion whose end is streamed still
         self._stopped_motion: Motion | None = None  # stopped with the stream, not yet reported
         self._guard = guard
         self._vehicle = vehicle
@@ -106,14 +108,33 @@ class SetpointStream:
         first = new.setpoint_at(now) if isinstance(new, Motion) else new
         self.abort_motion(Reason.REPLACED, f"replaced by {what}")
         self.motion = new if isinstance(new, Motion) else None
+        self.rests_on = None
         self.setpoint = first
         self._guard.new_setpoint()
 
     def _current(self, now: float) -> Setpoint:
-        if self.motion is not None:
-            self.setpoint = self.motion.setpoint_at(now)
+        motion = self.motion
+        if motion is not None:
+            motion.follow(now, self._vehicle.local_position_now_ned(now))
+            self.setpoint = motion.setpoint_at(now)
+            self._tell_waiting(motion, now)
         assert self.setpoint is not None
         return self.setpoint
+
+    def _tell_waiting(self, motion: Motion, now: float) -> None:
+        """Once a motion has waited WAITING_NOTICE_S for a vehicle that trails it: say so
+        (a stalled clock with no word looks like a hung motion)."""
+        clock = motion.clock
+        if (motion.waiting_told or motion.internal or clock.lead_m is None
+                or clock.waiting_s(now) < WAITING_NOTICE_S):
+            return
+        motion.waiting_told = True
+        self._out.notice(
+            NoticeKind.WARNING,
+            f"{motion.kind} waits for the vehicle: it trails the planned point by "
+            f"{clock.lead_m:.1f} m (PX4 follows slower than planned: its take-off ramp, its "
+            "own speed limits, wind, or a place it cannot reach)",
+            Reason.VEHICLE_TRAILING, command_id=motion.command_id)
 
     def begin_motion(self, now: float) -> None:
         """Start the motion's clock (the engine calls this once the vehicle is ours)."""
@@ -125,7 +146,7 @@ class SetpointStream:
         motion = self.motion
         if motion is not None and motion.done(now):
             self.setpoint = motion.setpoint_at(now)
-            self.motion = None
+            self.motion, self.rests_on = None, motion
             if not motion.internal:
                 self._out.notice(NoticeKind.MOTION_DONE, f"{motion.kind} done", None,
                                  command_id=motion.command_id)
@@ -159,6 +180,7 @@ class SetpointStream:
             self._stopped_motion, self.motion = self.motion, None
         self.clock.stop()
         self.setpoint = None
+        self.rests_on = None
         self._deferred = False
 
     def report_stopped(self, reason: Reason | None, message: str) -> None:

@@ -8,9 +8,10 @@ the speed over; moving any other way, it first stops (on the running motion's ow
 else jerk-limited along the current direction), then flies the path from there.
 
 `Motion.setpoint_at(now)` is position + velocity + acceleration feed-forward with the
-yaw policy applied; it rests at the end once `done(now)`. Its clock starts with
-`begin(now)` (the engine calls it once in ACTIVE), so an engaging goto waits at its start
-through the warm-up, OFFBOARD and arming.
+yaw policy applied; it rests at the end once `done(now)`. Its clock (motion_clock)
+starts with `begin(now)` (the engine calls it once in ACTIVE), so an engaging goto waits
+at its start through the warm-up, OFFBOARD and arming; `follow(now, vehicle)` at each
+send slows it while the vehicle trails the planned point (`lead_vehicle` turns that on).
 
 Pure: time is passed in.
 """
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offboardd.core.envelope_geometry import Home
+from offboardd.core.motion_clock import MotionClock
 from offboardd.core.motion_commands import (
     FollowPath,
     Goto,
@@ -35,10 +37,12 @@ from offboardd.core.motion_commands import (
 from offboardd.core.motion_path import (
     PathGeometry,
     Vec3,
+    add,
     dot,
     norm,
     orbit_around,
     path_through,
+    scale,
     unit,
 )
 from offboardd.core.motion_profile import (
@@ -90,9 +94,10 @@ class Motion:
         self._yaw = yaw
         self._last_yaw = start_yaw
         self._centre = centre
-        self.t0_s: float | None = None  # begin(); before it the motion waits at its start
+        self.clock = MotionClock()  # begin(); before it the motion waits at its start
         self.unleased_until_s: float | None = None  # on_lease_lapse = finish: the extension
         self.internal = False  # the engine's own (a lease-lapse stop): no events of its own
+        self.waiting_told = False  # the warning that it waits for the vehicle, given once
 
     @property
     def kind(self) -> str:
@@ -102,30 +107,57 @@ class Motion:
     def command_id(self) -> str:
         return self.command.command_id
 
+    def lead_vehicle(self, max_lead_m: float, lim: Limits) -> Motion:
+        """Let the clock wait for a vehicle that trails the planned point by more than
+        half of `max_lead_m` (motion_clock; 0: the clock runs on time)."""
+        self.clock = MotionClock(max_lead_m, lim.max_accel_m_s2)
+        return self
+
     def begin(self, now: float) -> None:
-        if self.t0_s is None:
-            self.t0_s = now
+        self.clock.begin(now)
 
     def _t(self, now: float) -> float:
-        return 0.0 if self.t0_s is None else now - self.t0_s
+        return self.clock.profile_t_s(now)
+
+    def follow(self, now: float, vehicle: tuple[Vec3, Vec3] | None) -> None:
+        """At each send: the clock moves on at the rate the vehicle's lead allows
+        (`vehicle`: its position and velocity, NED, or None when not known)."""
+        t = self._t(now)
+        self.clock.follow(now, self.profile.state_at(t), vehicle,
+                          at_end=t >= self.profile.duration_s)
 
     def path_stop(self, now: float, lim: Limits) -> PathStop:
         """A stop from now on this motion's own path, which was checked against the fence:
-        a straight one along the direction of travel may leave it (an orbit near the fence)."""
-        return PathStop(self.profile, self._t(now), lim)
+        a straight one along the direction of travel may leave it (an orbit near the fence).
+        It starts at the speed streamed now (the clock's rate)."""
+        return PathStop(self.profile, self._t(now), lim, self.clock.rate)
 
     def stop_on_path(self, cmd: Stop, now: float, lim: Limits) -> Motion:
         """A stop that keeps to this motion's path (PathStop), facing as streamed now."""
-        return Motion(cmd, self.path_stop(now, lim), Yaw(), self.setpoint_at(now).yaw_rad)
+        stop = Motion(cmd, self.path_stop(now, lim), Yaw(), self.setpoint_at(now).yaw_rad)
+        return stop.lead_vehicle(self.clock.max_lead_m, lim)
 
     def state_at(self, now: float) -> MotionState:
-        return self.profile.state_at(self._t(now))
+        """What is streamed at `now`: the profile's state at the clock's time, its speed
+        scaled by the clock's rate (and its acceleration by the warp's)."""
+        st = self.profile.state_at(self._t(now))
+        rate, rate_change = self.clock.rate, self.clock.rate_change_per_s
+        if rate == 1.0 and rate_change == 0.0:
+            return st
+        return MotionState(st.position, scale(st.velocity, rate),
+                           add(scale(st.acceleration, rate * rate),
+                               scale(st.velocity, rate_change)), st.leg, st.s_m)
 
     def done(self, now: float) -> bool:
-        return self.t0_s is not None and self._t(now) >= self.profile.duration_s
+        """The profile has run out and the vehicle is near its end (or not known)."""
+        return (self.clock.begun and self._t(now) >= self.profile.duration_s
+                and self.clock.arrived())
 
-    def end_time_s(self) -> float:
-        return math.inf if self.t0_s is None else self.t0_s + self.profile.duration_s
+    def end_time_s(self, now: float) -> float:
+        """When it ends if the vehicle follows from now on (inf before it begins)."""
+        if not self.clock.begun:
+            return math.inf
+        return now + max(0.0, float(self.profile.duration_s) - self._t(now))
 
     def setpoint_at(self, now: float) -> PositionVelocityNed:
         st = self.state_at(now)
@@ -155,11 +187,14 @@ class Motion:
         return {
             "kind": self.kind,
             "command_id": self.command_id,
-            "started": self.t0_s is not None,
+            "started": self.clock.begun,
             "progress": 1.0 if length <= start else round(
                 min(1.0, max(0.0, st.s_m - start) / (length - start)), 3),
             "distance_to_go_m": round(max(0.0, length - st.s_m), 2),
             "eta_s": round(max(0.0, self.profile.duration_s - self._t(now)), 2),
+            # the planned point's lead over the vehicle, and the clock's rate (motion_clock)
+            "lead_m": None if self.clock.lead_m is None else round(self.clock.lead_m, 2),
+            "clock_rate": round(self.clock.rate, 3),
             "leg": st.leg - self.profile.leg_start,  # (a stop on a path: from its own)
             "legs": len(self.profile.legs) - self.profile.leg_start,
             # what is streamed now: the planned point and speed (a plot's "planned")

@@ -222,18 +222,22 @@ class PathStop(Profile):
     braking builds up and fades out); the tangential deceleration k'v peaks at 1.5 v / T,
     T chosen to keep it within the share of the acceleration limit an arc leaves free and
     within the jerk limit; the path's own acceleration scales by k² (the centripetal part
-    falls with the speed)."""
+    falls with the speed). `rate` is where k starts: the running motion's clock rate
+    (motion_clock: below 1 while the vehicle trails), so the stop begins at the speed
+    being streamed."""
 
-    def __init__(self, base: Profile, base_t0_s: float, lim: Limits) -> None:
+    def __init__(self, base: Profile, base_t0_s: float, lim: Limits, rate: float = 1.0
+                 ) -> None:
         super().__init__(base.legs, base._jerk)
-        self._base, self._tb0 = base, base_t0_s
+        self._base, self._tb0, self._k0 = base, base_t0_s, rate
         brake_m_s2 = max(0.1, math.sqrt(1.0 - LATERAL_SHARE**2) * lim.max_accel_m_s2)
-        t_s, speed = 0.0, norm(base.state_at(base_t0_s).velocity)
+        t_s, speed = 0.0, rate * norm(base.state_at(base_t0_s).velocity)
         for _ in range(3):  # the peak speed over the stretch the stop flies, then T again
             t_s = max(0.1, 1.5 * speed / brake_m_s2, math.sqrt(6.0 * speed / lim.max_jerk_m_s3))
             steps = 20
-            speed = max(norm(base.state_at(base_t0_s + t_s / 2 * k / steps).velocity)
-                        for k in range(steps + 1))
+            speed = rate * max(
+                norm(base.state_at(base_t0_s + rate * t_s / 2 * k / steps).velocity)
+                for k in range(steps + 1))
         self.duration_s = t_s
         begin = base.state_at(base_t0_s)
         self.s_start_m, self.leg_start = begin.s_m, begin.leg
@@ -242,9 +246,9 @@ class PathStop(Profile):
     def state_at(self, t_s: float) -> MotionState:
         big_t = self.duration_s
         u = min(max(t_s, 0.0), big_t) / big_t
-        k = 1.0 - 3.0 * u * u + 2.0 * u**3
-        k_rate = (-6.0 * u + 6.0 * u * u) / big_t
-        st = self._base.state_at(self._tb0 + big_t * (u - u**3 + u**4 / 2.0))  # ∫ k dt
+        k = self._k0 * (1.0 - 3.0 * u * u + 2.0 * u**3)
+        k_rate = self._k0 * (-6.0 * u + 6.0 * u * u) / big_t
+        st = self._base.state_at(self._tb0 + self._k0 * big_t * (u - u**3 + u**4 / 2.0))
         return MotionState(st.position, scale(st.velocity, k),
                            add(scale(st.acceleration, k * k), scale(st.velocity, k_rate)),
                            st.leg, st.s_m)

@@ -52,6 +52,8 @@ class Reason(StrEnum):
     MOTION_INVALID = "motion_invalid"  # a motion that cannot be planned (motion.py)
     # how a motion ended early (the motion_aborted event's reason)
     REPLACED = "replaced"  # by a newer motion or a setpoint
+    # a motion's warning: its clock waits for a vehicle that trails it (motion_clock)
+    VEHICLE_TRAILING = "vehicle_trailing"
     # the FC said no, or never said yes
     MODE_REFUSED = "mode_refused"
     MODE_TIMEOUT = "mode_timeout"

@@ -35,6 +35,8 @@ from offboardd.core.setpoints import (
 )
 from offboardd.errors import SetpointError
 
+Vec3 = tuple[float, float, float]
+
 # ESTIMATOR_STATUS_FLAGS (common.xml) that must be set for each estimate to count.
 _VEL_HORIZ, _VEL_VERT = 2, 4
 _POS_HORIZ_REL, _POS_HORIZ_ABS, _POS_VERT_ABS, _POS_VERT_AGL = 8, 16, 32, 64
@@ -48,6 +50,7 @@ _NEEDED_FLAGS = {
 }
 # ESTIMATOR_STATUS is slow or absent on trimmed links: only a recent one may veto.
 _ESTIMATOR_STATUS_FRESH_S = 3.0
+_EXTRAPOLATE_MAX_S = 0.25  # an older estimate is moved on no further: its velocity may be stale too
 # Levelling a tilted setpoint keeps the vertical share of its thrust; beyond this tilt the
 # commander's thrust says little about what hovers, and half of it is the bound we keep.
 _MIN_LEVEL_THRUST_SHARE = 0.5
@@ -227,6 +230,19 @@ class VehicleState:
             return 0.0, 0.0, 0.0
         v = (pos.north_m_s, pos.east_m_s, pos.down_m_s)
         return v if all(math.isfinite(x) for x in v) else (0.0, 0.0, 0.0)
+
+    def local_position_now_ned(self, now: float) -> tuple[Vec3, Vec3] | None:
+        """Where the vehicle is now and how it moves (m and m/s, local NED): the last valid
+        estimate moved on by its velocity for the time since it came (at most
+        _EXTRAPOLATE_MAX_S; LOCAL_POSITION_NED comes at 30/s: at 12 m/s it is up to 0.4 m
+        old on arrival); None without one."""
+        pos = self.local_position
+        if pos is None or not self.estimate_valid(EstimateNeed.LOCAL_POSITION, now):
+            return None
+        age_s = min(max(0.0, now - self._local_s.received_s), _EXTRAPOLATE_MAX_S)
+        vn, ve, vd = self.local_velocity_ned()
+        here = (pos.north_m + vn * age_s, pos.east_m + ve * age_s, pos.down_m + vd * age_s)
+        return (here, (vn, ve, vd)) if all(math.isfinite(x) for x in here) else None
 
     def heading_rad(self, now: float) -> float | None:
         """The vehicle's yaw from an ATTITUDE no older than the estimate timeout, finite;

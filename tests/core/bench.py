@@ -4,7 +4,8 @@
 telemetry in order (no sleeps), recording every action with its time. A fake FC keeps
 mode / armed / landed state and, while `fc_alive`, sends HEARTBEAT at 1 Hz and
 LOCAL_POSITION_NED at 10 Hz; a fake commander sends lease heartbeats while
-`commander_alive`. FC answers to requests are scheduled by the tests (or by `auto_fc`).
+`commander_alive`. FC answers to requests are scheduled by the tests (or by `auto_fc`);
+`follow_setpoints` makes the fake FC fly where it is told.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from offboardd.core.events import (
 from offboardd.core.modes import Px4Mode
 from offboardd.core.offboard import OffboardEngine
 from offboardd.core.reasons import Phase, Reason
-from offboardd.core.setpoints import Setpoint
+from offboardd.core.setpoints import PositionNed, PositionVelocityNed, Setpoint
 from offboardd.core.settings import EngineSettings
 
 A = TypeVar("A", bound=Action)
@@ -70,6 +71,7 @@ class FakeFc:
     boot_ms: int = 10_000
     params: dict[str, int | float] = field(default_factory=lambda: dict(PX4_PARAMS))
     attitude_rad: tuple[float, float, float] = (0.0, 0.0, 0.0)  # roll, pitch, yaw
+    velocity_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)  # north, east, down
 
     def heartbeat(self) -> FcHeartbeat:
         base_mode = 1 | (128 if self.armed else 0)
@@ -77,14 +79,15 @@ class FakeFc:
 
     def position(self) -> FcLocalPosition:
         return FcLocalPosition(self.boot_ms % _UINT32, self.north_m, self.east_m, self.down_m,
-                               0, 0, 0, **FC)
+                               *self.velocity_m_s, **FC)
 
     def attitude(self) -> FcAttitude:
         return FcAttitude(self.boot_ms % _UINT32, *self.attitude_rad, **FC)
 
 
 class Bench:
-    def __init__(self, settings: EngineSettings | None = None, now: float = 100.0) -> None:
+    def __init__(self, settings: EngineSettings | None = None, now: float = 100.0, *,
+                 follow: bool = False) -> None:
         self.now = now
         self.settings = settings or EngineSettings()
         self.engine = OffboardEngine(self.settings, now)
@@ -100,6 +103,7 @@ class Bench:
         self._next_hb = now
         self._next_pos = now
         self._next_cmd_hb = now
+        self._follows = follow
 
     # -- feeding -----------------------------------------------------------------------------
 
@@ -114,6 +118,8 @@ class Bench:
     def _record(self, actions: list[Action]) -> None:
         for a in actions:
             self.log.append((self.now, a))
+            if self._follows:
+                self._fly(a)
             for hook in list(self.hooks):
                 hook(a)
 
@@ -190,6 +196,19 @@ class Bench:
                 self.later(arm_delay_s, lambda: self.set_armed(a.arm))
 
         self.hooks.append(hook)
+
+    def follow_setpoints(self) -> None:
+        """A vehicle that flies every position setpoint at once: the fake FC reports the
+        last one streamed (a planned motion's clock waits for a vehicle that trails it:
+        core/motion_clock.py). Not a hook: `engage` clears those."""
+        self._follows = True
+
+    def _fly(self, a: Action) -> None:
+        if isinstance(a, SendSetpoint) and isinstance(
+                sp := a.setpoint, PositionNed | PositionVelocityNed):
+            self.fc.north_m, self.fc.east_m, self.fc.down_m = sp.north_m, sp.east_m, sp.down_m
+            if isinstance(sp, PositionVelocityNed):
+                self.fc.velocity_m_s = (sp.north_m_s, sp.east_m_s, sp.down_m_s)
 
     def engage(self, setpoint: Setpoint | None = None, *, arm: bool = False) -> None:
         """Connect, engage with a live commander and a well-behaved FC, reach ACTIVE."""

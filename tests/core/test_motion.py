@@ -48,7 +48,7 @@ def _streamed(b: Bench, since: float) -> list[tuple[float, PositionVelocityNed]]
 
 
 def _flying(settings: EngineSettings | None = None) -> Bench:
-    b = Bench(settings)
+    b = Bench(settings, follow=True)
     b.engage(UP)
     return b
 
@@ -172,7 +172,7 @@ def test_a_path_that_crosses_the_fence_is_refused_whole_with_the_first_point_out
     fence = EnvelopeSettings(polygon=(
         (-5.0, -5.0), (30.0, -5.0), (30.0, 5.0), (5.0, 5.0), (5.0, 15.0), (30.0, 15.0),
         (30.0, 25.0), (-5.0, 25.0)))
-    b = Bench(EngineSettings(envelope=fence))
+    b = Bench(EngineSettings(envelope=fence), follow=True)
     b.connect()
     b.feed(FcHomePosition(47.397742, 8.545594, 488.0, 0.0, 0.0, 0.0, **FC))
     b.engage(UP)
@@ -229,7 +229,7 @@ def test_with_on_lease_lapse_finish_never_longer_than_max_unleased_s() -> None:
 
 
 def test_a_goto_with_engage_waits_at_its_start_until_offboard_and_armed() -> None:
-    b = Bench()
+    b = Bench(follow=True)
     b.connect()
     b.commander_alive = True
     b.auto_fc()
@@ -251,7 +251,7 @@ def test_an_engaging_goto_starts_from_rest_where_the_vehicle_is() -> None:
     setpoint on past the point once in OFFBOARD), and the motion began from a speed the
     vehicle, braking in its hold, no longer had. Like an engage without a setpoint, an
     engaging motion starts from rest where the vehicle is."""
-    b = Bench()
+    b = Bench(follow=True)
     b.connect()
     b.commander_alive = True
     b.auto_fc()
@@ -271,7 +271,7 @@ def test_an_engaging_goto_starts_from_rest_where_the_vehicle_is() -> None:
 
 
 def test_a_goto_without_engage_never_takes_a_vehicle_that_is_not_ours() -> None:
-    b = Bench()
+    b = Bench(follow=True)
     b.connect()
     b.feed(Goto("g", PositionNed(0, 0, -10)))
     reply = b.reply("g")
@@ -336,7 +336,7 @@ def test_the_fence_check_agrees_with_dense_sampling_on_random_concave_fences(see
 
 
 def test_an_orbit_wider_than_the_distance_fence_is_refused_at_its_first_point_outside() -> None:
-    b = Bench(EngineSettings(envelope=EnvelopeSettings(max_distance_m=10.0)))
+    b = Bench(EngineSettings(envelope=EnvelopeSettings(max_distance_m=10.0)), follow=True)
     b.connect()
     b.feed(FcHomePosition(47.397742, 8.545594, 488.0, 0.0, 0.0, 0.0, **FC))
     b.engage(UP)
@@ -387,7 +387,7 @@ def test_a_nan_estimate_never_wedges_the_stream(broken: str) -> None:
 def test_a_goto_sent_again_near_its_end_is_answered() -> None:
     """Within a centimetre of the target and still moving: no path is left ahead; the
     motion stops there (an IndexError escaped the engine and the command got no reply)."""
-    b = Bench()
+    b = Bench(follow=True)
     b.engage(PositionNed(0, 0, -5))
     b.feed(Goto("g1", PositionNed(10, 0, -5), speed_m_s=3))
     motion = b.engine.feed.motion
@@ -396,7 +396,7 @@ def test_a_goto_sent_again_near_its_end_is_answered() -> None:
         st = motion.state_at(t)
         return math.dist(st.position, (10, 0, -5)) <= 0.01 and math.hypot(*st.velocity) >= 0.1
 
-    instants = (motion.end_time_s() - 0.3 + k * 0.001 for k in range(300))
+    instants = (motion.end_time_s(b.now) - 0.3 + k * 0.001 for k in range(300))
     t = next((t for t in instants if near_and_moving(t)), None)
     assert t is not None, "the goto never came within 1 cm while still moving"
     b.step(t - b.now)

@@ -33,7 +33,7 @@ def _cruising_north(b: Bench) -> tuple[float, float, float]:
 
 
 def test_a_carried_speed_never_exceeds_the_paths_descent_limit() -> None:
-    b = Bench()
+    b = Bench(follow=True)
     n, e, d = _cruising_north(b)
     t = b.now
     slope = math.radians(13)  # within the 14 deg "aligned" cone: speed carried on
@@ -48,7 +48,7 @@ def test_a_carried_speed_never_exceeds_the_paths_descent_limit() -> None:
 
 
 def test_a_carried_speed_never_exceeds_a_small_orbits_acceleration() -> None:
-    b = Bench()
+    b = Bench(follow=True)
     n, e, d = _cruising_north(b)
     t = b.now
     # the vehicle is exactly on the circle, moving along its tangent (clockwise)
@@ -66,7 +66,7 @@ def test_a_carried_speed_never_exceeds_a_small_orbits_acceleration() -> None:
 def test_a_stop_starts_from_a_velocity_within_the_envelope() -> None:
     """Found by review: with no motion running a motion starts from the estimated velocity
     as it is; a bad estimate of 50 m/s planned (and streamed) a 400 m stop."""
-    b = Bench()
+    b = Bench(follow=True)
     b.engage(UP)
     t = b.now
     b.feed(FcLocalPosition(b.fc.boot_ms, 0.0, 0.0, -5.0, 50.0, 0.0, 4.0, **FC))

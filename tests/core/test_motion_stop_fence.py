@@ -21,7 +21,8 @@ FENCE_M = 10.5  # max_distance_m: the 10 m orbit below is inside it, as the plan
 
 
 def _orbiting() -> Bench:
-    b = Bench(EngineSettings(hold_s=10.0, envelope=EnvelopeSettings(max_distance_m=FENCE_M)))
+    b = Bench(EngineSettings(hold_s=10.0, envelope=EnvelopeSettings(max_distance_m=FENCE_M)),
+              follow=True)
     b.connect()
     b.feed(HOME)
     b.engage(PositionNed(0, 0, -5))
