@@ -23,7 +23,6 @@ from offboardd.core.setpoints import PositionNed
 from tests.conftest import Broker
 from tests.mqtt.helpers import dumps, observer
 from tests.mqtt.test_e2e_sim import REPO_ROOT, VEHICLE, Stack, T, fc_ready, stack
-from tests.sim.client import QUICK_TAKEOFF
 
 pytestmark = pytest.mark.integration
 ALT = -3.0
@@ -44,12 +43,14 @@ async def _motion_state(c: OffboardClient, command_id: str) -> dict[str, object]
 
 async def test_goto_engages_arms_flies_and_reports_done(mosquitto: Broker) -> None:
     # PX4's default takeoff ramp (MPC_TKO_RAMP_T 3 s) lifts the vehicle ~3 s after arming;
-    # the engaging goto's timed climb ends before that: this test needs it in the air.
-    async with stack(mosquitto, sim_params=QUICK_TAKEOFF) as s, s.client() as c:
+    # the goto's clock waits for it (core/motion_clock.py): done means up there. (Before,
+    # its timed climb ended with the vehicle still on the ground.)
+    async with stack(mosquitto) as s, s.client() as c:
         await fc_ready(c)
         handle = await c.goto(PositionNed(0, 0, ALT), speed_m_s=2.0, engage=True, arm=True)
         assert handle.reply.ok
         await handle.done(timeout_s=20)
+        assert _at(s, 0, 0, ALT) < 1.0 + 0.1  # within half of max_lead_m (and the estimate's age)
         leg = await c.goto(PositionNed(6, 0, ALT), speed_m_s=3.0, yaw=Yaw(YawMode.FACE_TRAVEL))
         assert "goto accepted: 6.0 m" in leg.reply.message
         progress = await _motion_state(c, leg.command_id)
@@ -104,9 +105,8 @@ async def test_a_path_that_leaves_the_fence_is_refused_whole_and_nothing_moves(
 
 
 async def test_ctl_goto_waits_for_motion_done(mosquitto: Broker) -> None:
-    # in the air at once (MPC_TKO_RAMP_T 0): a goto planned from the ground during PX4's
-    # takeoff ramp ends (time-based) before the vehicle gets there
-    async with stack(mosquitto, sim_params=QUICK_TAKEOFF) as s, s.client() as c:
+    # engaged on the ground, PX4's takeoff ramp still under way: the goto waits for it
+    async with stack(mosquitto) as s, s.client() as c:
         await fc_ready(c)
         assert (await c.engage(PositionNed(0, 0, ALT), arm=True)).ok
         ctl = (sys.executable, "-m", "offboardd", "ctl", "--port", str(mosquitto.port),
