@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from offboardd.recorder import clocksync
 from offboardd.recorder.settings import RecorderSettings
-from offboardd.recorder.wallclock import kernel_clock_synced
 
 _MB = 1024 * 1024
 # Before this, a wall clock was not set (a companion computer without a real-time clock
@@ -35,9 +35,9 @@ CLOCK_SET_AFTER_UNIX_S = 1_735_689_600.0  # 2025-01-01T00:00:00Z, before offboar
 # A plausible year is not enough: fake-hwclock boots a board weeks back after a month
 # unpowered (a flight flown at the field, stamped 40 days old, was deleted once NTP set the
 # clock at home), and a clock ahead by a year made every flight "old" (review). A folder's
-# stamp is trusted for its age only if this file in it says the kernel had the clock
-# synchronised when the stamp was made (wallclock.kernel_clock_synced), and the clock now
-# only when it is synchronised too.
+# stamp is trusted for its age only if this file in it says the clock was synchronised
+# when the stamp was made (clocksync.clock_synced: the kernel's word, or timesyncd's or
+# timedated's under the unit), and the clock now only when it is synchronised too.
 CLOCK_SYNCED_NAME = ".clock_synced"
 # A flight's place in recording order, a number in a file of its folder. Names go by the
 # wall clock, which on a board without a real-time clock starts again at each boot (1970,
@@ -128,12 +128,12 @@ def enforce_budget(root: Path, settings: RecorderSettings, *, keep: Path | None,
                    now_unix_s: float | None = None,
                    clock_synced: bool | None = None) -> BudgetVerdict:
     """Prune (see the module docstring); `now_unix_s` and `clock_synced` default to the
-    wall clock and the kernel's word on it."""
+    wall clock and whether it is synchronised (clocksync)."""
     verdict = BudgetVerdict()
     if not root.exists():
         return verdict
     now_unix_s = time.time() if now_unix_s is None else now_unix_s
-    clock_synced = kernel_clock_synced() if clock_synced is None else clock_synced
+    clock_synced = clocksync.clock_synced() if clock_synced is None else clock_synced
     folders = [(p, folder_bytes(p), _age_stamp(p)) for p in flight_folders(root)]
     old = [f for f in folders if f[0] != keep]
     budget, min_free = _limits_bytes(settings)

@@ -1,16 +1,9 @@
-"""The recorder's wall clock: whether it can be trusted, and stamps that a step cannot
-reorder.
+"""The recorder's wall clock: stamps that a step cannot reorder.
 
 A companion computer without a real-time clock boots with its wall clock at 1970 or at
 fake-hwclock's last save (its last shutdown: days or weeks back after a month in a
 drawer), and NTP steps it later, forward or back, perhaps mid-flight; a wrong clock may
-also be ahead. So:
-- `kernel_clock_synced`: the kernel's own word that an NTP client (systemd-timesyncd,
-  chrony, ntpd) has synchronised the clock (adjtimex(2) not TIME_ERROR, the flag behind
-  `timedatectl`'s "System clock synchronized"); where the service may not ask (the unit's
-  ProtectClock=yes denies even a read-only adjtimex: systemd issue #26413), the mark
-  systemd-timesyncd leaves on each boot's first sync. Age pruning (folders.py) trusts a
-  flight's stamp, and the clock it is compared with, only when both were made so.
+also be ahead (whether it is synchronised is clocksync.py's question). So:
 - `RecordingClock`: Unix-time stamps read from the wall clock once per anchor (a flight's
   start) and advanced by the monotonic clock between anchors, so a step mid-flight cannot
   send a flight's stamps back, nor make its duration days long.
@@ -20,32 +13,11 @@ This module must not decide what is pruned, nor write files.
 
 from __future__ import annotations
 
-import ctypes
-import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["RecordingClock", "kernel_clock_synced", "shifted"]
-
-_TIME_ERROR = 5  # adjtimex(2)'s return while STA_UNSYNC is set: the clock is not synchronised
-_TIMEX_BYTES = 256  # struct timex is 208 bytes on 64-bit Linux; room to spare
-# Touched by systemd-timesyncd once it has synchronised the clock (/run: gone at boot).
-TIMESYNCD_MARK = "/run/systemd/timesync/synchronized"
-
-
-def kernel_clock_synced() -> bool:
-    """True when the kernel (or, where it may not be asked, systemd-timesyncd) says the
-    wall clock is synchronised; False otherwise: no age is trusted, flights are kept."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)  # the process's own libc: no ldconfig run
-        timex = ctypes.create_string_buffer(_TIMEX_BYTES)  # modes 0: a read, no privilege
-        state = int(libc.adjtimex(timex))
-    except (OSError, AttributeError):
-        state = -1
-    if state >= 0:
-        return state != _TIME_ERROR
-    return os.path.exists(TIMESYNCD_MARK)
+__all__ = ["RecordingClock", "shifted"]
 
 
 class RecordingClock:

@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import IO, Any
 
 from offboardd.recorder import folders
+from offboardd.recorder.clocksync import clock_synced
 from offboardd.recorder.settings import RecorderSettings, flights_root
 from offboardd.recorder.summary import FlightSummary
-from offboardd.recorder.wallclock import kernel_clock_synced, shifted
+from offboardd.recorder.wallclock import shifted
 
 TLOG_NAME, JOURNAL_NAME, SUMMARY_NAME = "flight.tlog", "journal.jsonl", "summary.json"
 _BUDGET_CHECK_S = 5.0  # the disk budget is checked this often while a flight is open
@@ -155,7 +156,7 @@ class Writer:
         self._last_budget_s = -1e9
         self._closed_bytes: int | None = None  # the closed flights' folders, last walked
         self._thread = threading.Thread(target=self._run, name="offboardd-recorder", daemon=True)
-        self.clock_synced: Callable[[], bool] = kernel_clock_synced  # (tests replace it)
+        self.clock_synced: Callable[[], bool] = clock_synced  # (tests replace it)
 
     def start(self) -> None:
         self._thread.start()

@@ -5,15 +5,18 @@ Each test steps the clock by hand (time.time patched, or an injected clock): no 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from offboardd.mavlink.codec import MavlinkCodec
-from offboardd.recorder import folders, wallclock
+from offboardd.recorder import clocksync, folders
 from offboardd.recorder.recorder import Recorder
 from offboardd.recorder.settings import RecorderSettings
 from offboardd.recorder.store import list_flights, read_tlog
@@ -142,26 +145,113 @@ def test_a_closed_writer_ends_with_the_recorders_stamp(tmp_path: Path) -> None:
     assert last["event"] == "end" and last["t"] == 1234.5
 
 
-class _DeniedLibc:
-    """adjtimex as the unit's ProtectClock=yes leaves it: EPERM even for a read."""
+_LONG = ctypes.sizeof(ctypes.c_long)  # struct timex: modes, then `long` fields
+_STA_UNSYNC, _TIME_ERROR = 0x40, 5
+
+
+class _FakeLibc:
+    """adjtimex as a host answers it: `maxerror_us` and STA_UNSYNC written into the
+    caller's struct timex (a TIME_ERROR return), or EPERM (`maxerror_us` None) as under the
+    shipped unit, whose seccomp filters refuse even a read-only adjtimex."""
+
+    maxerror_us: int | None = None
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         pass
 
-    def adjtimex(self, timex: object) -> int:
-        return -1
+    def adjtimex(self, timex: Any) -> int:  # a byref() of the caller's struct
+        if self.maxerror_us is None:
+            return -1
+        address = ctypes.addressof(timex._obj)
+        ctypes.c_long.from_address(address + 3 * _LONG).value = self.maxerror_us
+        ctypes.c_int.from_address(address + 5 * _LONG).value = _STA_UNSYNC
+        return _TIME_ERROR
 
 
-def test_where_adjtimex_is_denied_timesyncds_mark_says_whether_the_clock_is_synced(
+def _host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, kernel_maxerror_us: int | None,
+          timesyncd: str = "not running", timedatectl: str | None = None) -> None:
+    """The host the writer asks (its default `clock_synced`): the kernel, timesyncd's
+    runtime directory and mark ("not running", "running", "synchronized"), and what
+    `timedatectl show -p NTPSynchronized --value` prints (None: no timedatectl)."""
+    monkeypatch.setattr(_FakeLibc, "maxerror_us", kernel_maxerror_us)
+    monkeypatch.setattr("ctypes.CDLL", _FakeLibc)
+    run_dir = tmp_path / "timesync"
+    if timesyncd != "not running":
+        run_dir.mkdir(exist_ok=True)
+    if timesyncd == "synchronized":
+        (run_dir / "synchronized").touch()
+    monkeypatch.setattr(clocksync, "TIMESYNCD_DIR", run_dir)
+    command = (sys.executable, "-c", f"print({timedatectl!r})") if timedatectl else (
+        str(tmp_path / "no-timedatectl"),)
+    monkeypatch.setattr(clocksync, "TIMEDATECTL", command)
+
+
+def _old_and_new_flight(tmp_path: Path) -> tuple[Path, Writer]:
+    """A flight stamped 40 days ago by a synchronised clock, and a writer to fly the next
+    one with the host's own word on the clock (max_age_days 30)."""
+    settings = RecorderSettings(dir=str(tmp_path / "flights"), max_age_days=30,
+                                min_free_mb=0)
+    writer = Writer(settings)
+    synced = writer.clock_synced
+    writer.clock_synced = lambda: True
+    old = _flight(writer, "2026-10-18T10-00-00Z")
+    _age(old, 40)
+    writer.clock_synced = synced
+    return old, writer
+
+
+def test_a_clock_chrony_keeps_is_synchronised_though_the_kernel_says_time_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The shipped unit has ProtectClock=yes, whose seccomp filter refuses even a read-only
-    adjtimex (systemd issue #26413): asked only the kernel, the daemon never judged a
-    flight's age at all. systemd-timesyncd (Raspberry Pi OS's and Ubuntu's NTP client)
-    leaves a mark once it has synchronised the clock."""
-    assert isinstance(wallclock.kernel_clock_synced(), bool)  # this machine: the kernel
-    monkeypatch.setattr("ctypes.CDLL", _DeniedLibc)
-    mark = tmp_path / "synchronized"
-    monkeypatch.setattr(wallclock, "TIMESYNCD_MARK", str(mark))
-    assert wallclock.kernel_clock_synced() is False
-    mark.touch()
-    assert wallclock.kernel_clock_synced() is True
+    """chronyd without `rtcsync` leaves STA_UNSYNC set (adjtimex returns TIME_ERROR) while
+    it keeps the clock to a few ms and says so in maxerror: read by the flag, such a host
+    never pruned by age. systemd-timedated reads maxerror (< 16 s) since v243; so do we."""
+    old, writer = _old_and_new_flight(tmp_path)
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=20_000)  # 20 ms
+    new = _flight(writer, "2026-11-27T10-00-00Z")
+    assert (new / folders.CLOCK_SYNCED_NAME).exists()
+    assert not old.exists()
+
+
+def test_a_kernel_at_its_maximum_error_is_not_synchronised(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At boot (and 8.9 h after the last NTP update) maxerror is at its 16 s cap."""
+    old, writer = _old_and_new_flight(tmp_path)
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=16_000_000, timedatectl="yes")
+    new = _flight(writer, "2026-11-27T10-00-00Z")
+    assert not (new / folders.CLOCK_SYNCED_NAME).exists()
+    assert old.exists()
+
+
+def test_under_the_unit_timesyncds_mark_says_whether_the_clock_is_synced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where adjtimex is denied, systemd-timesyncd (Raspberry Pi OS's and Ubuntu's NTP
+    client) answers while it runs: the mark it touches once it has synchronised."""
+    old, writer = _old_and_new_flight(tmp_path)
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timesyncd="running")
+    first = _flight(writer, "2026-11-27T10-00-00Z")
+    assert not (first / folders.CLOCK_SYNCED_NAME).exists() and old.exists()
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timesyncd="synchronized")
+    second = _flight(writer, "2026-11-27T11-00-00Z")
+    assert (second / folders.CLOCK_SYNCED_NAME).exists() and not old.exists()
+
+
+def test_under_the_unit_on_a_chrony_or_ntpd_host_timedated_says_the_clock_is_synced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """adjtimex denied and no timesyncd (chrony or ntpd keep the clock): asked only the
+    kernel and timesyncd's mark, the daemon never pruned by age there. systemd-timedated
+    reads the kernel in its own process; `timedatectl show` asks it over D-Bus."""
+    old, writer = _old_and_new_flight(tmp_path)
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timedatectl="no")
+    first = _flight(writer, "2026-11-27T10-00-00Z")
+    assert not (first / folders.CLOCK_SYNCED_NAME).exists() and old.exists()
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timedatectl="yes")
+    second = _flight(writer, "2026-11-27T11-00-00Z")
+    assert (second / folders.CLOCK_SYNCED_NAME).exists() and not old.exists()
+
+
+def test_with_no_source_to_ask_the_clock_is_not_synchronised(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old, writer = _old_and_new_flight(tmp_path)
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=None)  # no timesyncd, no timedatectl
+    new = _flight(writer, "2026-11-27T10-00-00Z")
+    assert not (new / folders.CLOCK_SYNCED_NAME).exists() and old.exists()
