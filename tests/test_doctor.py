@@ -54,12 +54,16 @@ async def test_doctor_against_the_sim_and_a_broker_is_all_ok(
         code, lines = await _doctor("--config", str(config), "--user", "root")
     checks, summary = lines[:-1], lines[-1]
     assert code == 0, lines
-    assert summary == "all checks passed", lines
     names = [line.split()[1] for line in checks]
-    for wanted in ("config", "flight", "PX4", "COM_OF_LOSS_T", "COM_OBL_RC_ACT",
+    for wanted in ("config", "clock", "flight", "PX4", "COM_OF_LOSS_T", "COM_OBL_RC_ACT",
                    "MAV_FWDEXTSP", "COM_RC_OVERRIDE", "COM_RCL_EXCEPT", "broker"):
         assert wanted in names, lines
-    assert all(line.startswith("ok ") for line in checks), lines
+    # The clock line is this host's own: not synchronised (a note), or synchronised by a
+    # kernel the service would not see so (a warning: a container without timedated).
+    clock = next(line for line in checks if line.split()[1] == "clock")
+    assert all(line.startswith("ok ") for line in checks if line != clock), lines
+    assert summary == ("no FAIL, 1 warn: offboardd can run; read the warn lines"
+                       if clock.startswith("warn ") else "all checks passed"), lines
     assert any("PX4 v1.16.2" in line for line in checks)
 
 

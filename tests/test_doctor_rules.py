@@ -1,4 +1,5 @@
-"""The doctor's judgements as pure functions: permissions, /proc parsing, FC verdicts."""
+"""The doctor's judgements as pure functions: permissions, /proc parsing, FC verdicts,
+the host clock."""
 
 from __future__ import annotations
 
@@ -6,15 +7,21 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from offboardd.core.events import FcAutopilotVersion, FcHeartbeat
 from offboardd.core.fc_link import FcChecks
 from offboardd.core.px4_rules import format_version
+from offboardd.doctor import clock as doctor_clock
+from offboardd.doctor.clock import clock_checks
 from offboardd.doctor.device import drivers_for_major, may_access
 from offboardd.doctor.fc_probe import FcProbe
 from offboardd.doctor.fc_verdicts import fc_verdicts
 from offboardd.doctor.holders import Holder, console_devices, find_holders, holder_fix
-from offboardd.doctor.report import Status, exit_code, fail, ok, summary, warn
+from offboardd.doctor.report import Check, Status, exit_code, fail, ok, summary, warn
 from offboardd.mavlink.links import parse_link_url
+from offboardd.recorder.clocksync import ClockSync
+from offboardd.recorder.settings import RecorderSettings, RecordMode
 
 PX4_HB = FcHeartbeat(12, 2, 0, 0, 3, source_system=1, source_component=1)
 V1_16_2 = (1 << 24) | (16 << 16) | (2 << 8) | 255
@@ -138,3 +145,66 @@ def test_report_exit_code_and_summary() -> None:
     assert exit_code([ok("a", "x"), fail("b", "y", "do z")]) == 1
     assert fail("b", "y", "do z").line().endswith("y -> fix: do z")
     assert summary([warn("b", "y")]).startswith("no FAIL, 1 warn")
+
+
+def clock(here: ClockSync, service: ClockSync | None = None,
+          settings: RecorderSettings | None = None) -> tuple[Status, str, str]:
+    (check,) = clock_checks(settings or RecorderSettings(), here,
+                            here if service is None else service)
+    assert check.name == "clock"
+    return check.status, check.detail, check.fix
+
+
+def test_a_synchronised_clock_is_ok_and_says_who_the_service_asks() -> None:
+    status, detail, _ = clock(ClockSync(True, "kernel"), ClockSync(True, "systemd-timedated"))
+    assert status is Status.OK
+    assert detail.startswith("synchronised (says the kernel; the service asks "
+                             "systemd-timedated)")
+    assert "prunes flights older than max_age_days (30)" in detail
+
+
+def test_a_clock_not_synchronised_is_a_note_not_a_failure() -> None:
+    """At a field with no network this is expected: nothing to fix, worth knowing."""
+    status, detail, fix = clock(ClockSync(False, "kernel"), ClockSync(False, "systemd-timesyncd"))
+    assert status is Status.NOTE and not fix
+    assert detail == ("not synchronised (says the kernel; the service asks systemd-timesyncd):"
+                      " the recorder prunes flights by size only until it is")
+    assert exit_code([Check("clock", status, detail)]) == 0
+
+
+def test_a_clock_the_service_cannot_see_synchronised_is_a_warning() -> None:
+    """The kernel says synchronised, but under the unit (adjtimex denied) the service has
+    no timesyncd mark and no answer from timedated: age pruning is silently off."""
+    status, detail, fix = clock(ClockSync(True, "kernel"), ClockSync(False, ""))
+    assert status is Status.WARN
+    assert "the service cannot see it under its unit" in detail and "by size only" in detail
+    assert "timedatectl show -p NTPSynchronized" in fix and "offboardd" in fix
+    chrony_old_timedated = clock(ClockSync(True, "kernel"),
+                                 ClockSync(False, "systemd-timedated"))
+    assert chrony_old_timedated[0] is Status.WARN and "rtcsync" in chrony_old_timedated[2]
+    beside = clock(ClockSync(True, "kernel"), ClockSync(False, "systemd-timesyncd"))
+    assert beside[0] is Status.WARN and "one NTP client" in beside[2]
+
+
+def test_the_clock_matters_only_when_the_recorder_prunes_by_age() -> None:
+    off = clock(ClockSync(False, "kernel"), ClockSync(False, ""),
+                RecorderSettings(mode=RecordMode.OFF))
+    assert off[0] is Status.OK and "the recorder is off" in off[1]
+    no_age = clock(ClockSync(True, "kernel"), ClockSync(False, ""),
+                   RecorderSettings(max_age_days=0))
+    assert no_age[0] is Status.OK and "max_age_days = 0" in no_age[1]
+
+
+def test_the_service_asks_what_the_doctor_asks_when_the_kernel_is_denied_to_both(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[object] = []
+
+    def fake_clock_sync(**kwargs: object) -> ClockSync:
+        calls.append(kwargs)
+        return ClockSync(True, "systemd-timesyncd")
+
+    monkeypatch.setattr(doctor_clock, "clock_sync", fake_clock_sync)
+    here, service = doctor_clock.clock_views()
+    assert here == service == ClockSync(True, "systemd-timesyncd") and len(calls) == 1
+    status, detail, _ = clock(here, service)
+    assert status is Status.OK and detail.startswith("synchronised (says systemd-timesyncd)")

@@ -1,8 +1,9 @@
 """`offboardd doctor [--config FILE]`: check a deployment and say what to fix.
 
 Order: the configuration file (valid, readable by the service user, no world-readable
-password), the serial device when the link is serial, then the flight controller and the
-broker (probed concurrently). One line per check, `ok` / `note` / `warn` / `FAIL` and the
+password), the serial device when the link is serial, the host clock (synchronised, as the
+service sees it: the recorder's age pruning), then the flight controller and the broker
+(probed concurrently). One line per check, `ok` / `note` / `warn` / `FAIL` and the
 fix; exit 0 when nothing FAILed. Stop the service first when it owns the link (a UART can
 have one user; a UDP port one listener).
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from offboardd.config import DaemonConfig, default_config, load_config
 from offboardd.doctor.broker import broker_checks
+from offboardd.doctor.clock import clock_checks, clock_views
 from offboardd.doctor.device import (
     SERVICE_USER,
     User,
@@ -74,6 +76,7 @@ def main(args: argparse.Namespace) -> int:
         serial = device_checks(url.device, user)
         report(serial)
         serial_missing = serial[0].status.value == "FAIL"
+    report(clock_checks(config.recorder, *clock_views()))
     report(asyncio.run(_remote_checks(config, args, skip_fc=serial_missing)))
     print(summary(checks))
     return exit_code(checks)

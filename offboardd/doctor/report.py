@@ -1,6 +1,7 @@
 """What a doctor check says: a status, one line of detail, and the fix when there is one.
 
-Values and formatting only; the checks themselves live in device.py, fc.py and broker.py.
+Values and formatting only; the checks themselves live in device.py, fc_verdicts.py,
+broker.py and clock.py.
 """
 
 from __future__ import annotations
