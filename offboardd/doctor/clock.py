@@ -69,5 +69,5 @@ def _fix(service: ClockSync) -> str:
     if service.source == TIMESYNCD:  # it runs, but someone else set the clock
         return ("run one NTP client: systemd-timesyncd runs beside the one that synchronised "
                 "the clock (timedatectl timesync-status)")
-    return ("the service asks `timedatectl show -p NTPSynchronized`: it must answer as user "
-            "offboardd (systemd-timedated on the system bus)")
+    return ("the service asks systemd-timedated on the system bus: as user offboardd, "
+            "`timedatectl show -p NTPSynchronized` must answer yes")

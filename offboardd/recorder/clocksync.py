@@ -13,10 +13,12 @@ the control loop. The first source that can answer decides:
    and SystemCallFilter=@system-service holds neither: docs/recorder.md).
 2. systemd-timesyncd, while it runs (its RuntimeDirectory, /run/systemd/timesync, exists):
    the mark it touches once it has synchronised the clock. Two stats.
-3. systemd-timedated (`timedatectl show`, over D-Bus): NTPSynchronized, computed from
-   adjtimex in timedated's own process (not under our filter) for any NTP client: chrony,
-   ntpd. Reading it needs no privilege (its bus policy lets every user ask); it costs a
-   subprocess, so it is asked only where timesyncd does not run.
+3. systemd-timedated over D-Bus: its NTPSynchronized property (what `timedatectl` shows as
+   "System clock synchronized"), computed from adjtimex in timedated's own process (not
+   under our filter) for any NTP client: chrony, ntpd. Reading it needs no privilege (its
+   bus policy lets every user ask). `busctl get-property` asks for that one property;
+   `timedatectl show -p` fetches them all (timedated then asks systemd for the NTP units
+   and reads the RTC). A subprocess, so it is asked only where timesyncd does not run.
 
 No source: not synchronised, so nothing goes by age (the safe side).
 """
@@ -35,7 +37,9 @@ KERNEL, TIMESYNCD, TIMEDATED = "kernel", "systemd-timesyncd", "systemd-timedated
 NTP_PHASE_LIMIT_US = 16_000_000  # the kernel's maxerror cap: at it, nothing vouches for the clock
 TIMESYNCD_DIR = Path("/run/systemd/timesync")  # timesyncd's RuntimeDirectory: gone when it stops
 TIMESYNCD_MARK_NAME = "synchronized"  # touched at its first synchronisation of each boot
-TIMEDATECTL: tuple[str, ...] = ("timedatectl", "show", "--property=NTPSynchronized", "--value")
+TIMEDATED_ASK: tuple[str, ...] = ("busctl", "get-property", "org.freedesktop.timedate1",
+                                   "/org/freedesktop/timedate1", "org.freedesktop.timedate1",
+                                   "NTPSynchronized")
 # timedated is started on demand (bus activation): a few hundred ms on a Pi when cold. The
 # writer asks twice around a flight's close, within the 3 s the recorder waits for it.
 TIMEDATED_TIMEOUT_S = 1.0
@@ -75,13 +79,13 @@ def timesyncd_synced() -> bool | None:
 
 
 def timedated_synced() -> bool | None:
-    """timedated's NTPSynchronized; None when it cannot be asked (no timedatectl, no bus)."""
+    """timedated's NTPSynchronized; None when it cannot be asked (no busctl, no bus)."""
     try:
-        done = subprocess.run(TIMEDATECTL, capture_output=True, text=True, check=False,
+        done = subprocess.run(TIMEDATED_ASK, capture_output=True, text=True, check=False,
                               timeout=TIMEDATED_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError):
         return None
-    return {"yes": True, "no": False}.get(done.stdout.strip())
+    return {"b true": True, "b false": False}.get(done.stdout.strip())  # busctl's print
 
 
 def clock_sync(kernel: Callable[[], int | None] = kernel_maxerror_us,

@@ -169,10 +169,10 @@ class _FakeLibc:
 
 
 def _host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, kernel_maxerror_us: int | None,
-          timesyncd: str = "not running", timedatectl: str | None = None) -> None:
+          timesyncd: str = "not running", timedated: str | None = None) -> None:
     """The host the writer asks (its default `clock_synced`): the kernel, timesyncd's
     runtime directory and mark ("not running", "running", "synchronized"), and what
-    `timedatectl show -p NTPSynchronized --value` prints (None: no timedatectl)."""
+    timedated's NTPSynchronized ("yes", "no"; None: it cannot be asked)."""
     monkeypatch.setattr(_FakeLibc, "maxerror_us", kernel_maxerror_us)
     monkeypatch.setattr("ctypes.CDLL", _FakeLibc)
     run_dir = tmp_path / "timesync"
@@ -181,9 +181,10 @@ def _host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *, kernel_maxerror_us
     if timesyncd == "synchronized":
         (run_dir / "synchronized").touch()
     monkeypatch.setattr(clocksync, "TIMESYNCD_DIR", run_dir)
-    command = (sys.executable, "-c", f"print({timedatectl!r})") if timedatectl else (
-        str(tmp_path / "no-timedatectl"),)
-    monkeypatch.setattr(clocksync, "TIMEDATECTL", command)
+    printed = {"yes": "b true", "no": "b false"}.get(timedated or "")  # as busctl prints it
+    command = (sys.executable, "-c", f"print({printed!r})") if printed else (
+        str(tmp_path / "no-busctl"),)
+    monkeypatch.setattr(clocksync, "TIMEDATED_ASK", command)
 
 
 def _old_and_new_flight(tmp_path: Path) -> tuple[Path, Writer]:
@@ -216,7 +217,7 @@ def test_a_kernel_at_its_maximum_error_is_not_synchronised(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """At boot (and 8.9 h after the last NTP update) maxerror is at its 16 s cap."""
     old, writer = _old_and_new_flight(tmp_path)
-    _host(monkeypatch, tmp_path, kernel_maxerror_us=16_000_000, timedatectl="yes")
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=16_000_000, timedated="yes")
     new = _flight(writer, "2026-11-27T10-00-00Z")
     assert not (new / folders.CLOCK_SYNCED_NAME).exists()
     assert old.exists()
@@ -239,12 +240,12 @@ def test_under_the_unit_on_a_chrony_or_ntpd_host_timedated_says_the_clock_is_syn
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """adjtimex denied and no timesyncd (chrony or ntpd keep the clock): asked only the
     kernel and timesyncd's mark, the daemon never pruned by age there. systemd-timedated
-    reads the kernel in its own process; `timedatectl show` asks it over D-Bus."""
+    reads the kernel in its own process and answers anyone over D-Bus."""
     old, writer = _old_and_new_flight(tmp_path)
-    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timedatectl="no")
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timedated="no")
     first = _flight(writer, "2026-11-27T10-00-00Z")
     assert not (first / folders.CLOCK_SYNCED_NAME).exists() and old.exists()
-    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timedatectl="yes")
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timedated="yes")
     second = _flight(writer, "2026-11-27T11-00-00Z")
     assert (second / folders.CLOCK_SYNCED_NAME).exists() and not old.exists()
 
@@ -252,6 +253,6 @@ def test_under_the_unit_on_a_chrony_or_ntpd_host_timedated_says_the_clock_is_syn
 def test_with_no_source_to_ask_the_clock_is_not_synchronised(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     old, writer = _old_and_new_flight(tmp_path)
-    _host(monkeypatch, tmp_path, kernel_maxerror_us=None)  # no timesyncd, no timedatectl
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=None)  # no timesyncd, no timedated
     new = _flight(writer, "2026-11-27T10-00-00Z")
     assert not (new / folders.CLOCK_SYNCED_NAME).exists() and old.exists()
