@@ -31,7 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ClockSync", "clock_sync", "clock_synced"]
+__all__ = ["KERNEL", "TIMEDATED", "TIMESYNCD", "ClockSync", "clock_sync", "clock_synced",
+           "kernel_maxerror_us", "timedated_synced", "timesyncd_synced"]
 
 KERNEL, TIMESYNCD, TIMEDATED = "kernel", "systemd-timesyncd", "systemd-timedated"
 NTP_PHASE_LIMIT_US = 16_000_000  # the kernel's maxerror cap: at it, nothing vouches for the clock
