@@ -25,6 +25,9 @@ In-process API (tests):
         sim.vehicle.intended_mode_name # PX4's user intention (CURRENT_MODE.intended)
         sim.vehicle.armed, sim.vehicle.landed, sim.vehicle.landed_state
         sim.vehicle.position_ned_m, sim.vehicle.velocity_ned_m_s, sim.vehicle.attitude_rad
+        sim.vehicle.home.point         # PX4's home (lat/lon/alt, ned_m): moved at arming,
+                                       # take-off, DO_SET_HOME (home.py); the local frame
+                                       # stays about sim.vehicle.origin
         sim.vehicle.params.get("COM_OF_LOSS_T")
         sim.record                     # SimRecord: setpoints (time, verdict, reason),
                                        # commands, acks, mode_changes (time, cause),
@@ -51,7 +54,8 @@ default 127.0.0.1:14580 -> :14540), gcs_bind/gcs_remote (:18570 -> :14550; None
 disables), tcp_port, pty/pty_symlink (read `sim.pty_path`), profile "px4" | "light" |
 "heavy", px4_version ("1.18"), double_ack (None = as the release does; True = v1.16.2's
 two DO_SET_MODE ACKs, False = one), params (initial overrides, names as the release has
-them), home_lat_deg/home_lon_deg/home_alt_m, boot_mode ("AUTO.LOITER"), faults
+them), home_lat_deg/home_lon_deg/home_alt_m (where it boots: the local origin and the
+first home), boot_mode ("AUTO.LOITER"), faults
 (scheduled FaultSpec, see faults.py), tick_hz, reboot_gap_s, signing_key (32 bytes: sign
 everything, like PX4 v1.17 with a key) and require_signing (refuse unsigned and wrongly
 signed frames; counted in `sim.link(name).codec.stats`), see signing.py.

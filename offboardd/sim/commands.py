@@ -34,6 +34,10 @@ SECOND_ACK_DELAY_S = 0.004  # the v1.16.2 second DO_SET_MODE ACK follows within 
 _PROTOCOL_VERSION_ID = 300
 FORCE_DISARM_MAGIC = 21196  # MAV_CMD_COMPONENT_ARM_DISARM param2: force
 MAV_TYPE_GCS = 6
+# COMMAND_INT's x/y are latitude/longitude in degE7 for these (PX4: command_has_location,
+# global frames; INT32_MAX in both means "not given")
+_LOCATION_COMMANDS = frozenset({d.MAV_CMD_DO_SET_HOME})
+_INT32_MAX = 2**31 - 1
 PARAM_ERROR_TYPE_MISMATCH = 7  # MAV_PARAM_ERROR_TYPE_MISMATCH (newer than pymavlink 2.4.50)
 
 
@@ -56,8 +60,11 @@ def handle(v: Vehicle, msg: Message, now_s: float, link_id: int) -> list[Outgoin
 
 def _command(v: Vehicle, msg: Message, now_s: float, link_id: int) -> list[Outgoing]:
     if msg.get_type() == "COMMAND_INT":
-        params = (msg.param1, msg.param2, msg.param3, msg.param4, float(msg.x), float(msg.y),
-                  msg.z)  # fmt: skip
+        x, y = float(msg.x), float(msg.y)
+        if int(msg.command) in _LOCATION_COMMANDS:  # degE7, or "none" (mavlink_receiver)
+            x, y = ((math.nan, math.nan) if msg.x == msg.y == _INT32_MAX
+                    else (x * 1e-7, y * 1e-7))  # fmt: skip
+        params = (msg.param1, msg.param2, msg.param3, msg.param4, x, y, msg.z)
     else:
         params = (msg.param1, msg.param2, msg.param3, msg.param4, msg.param5, msg.param6,
                   msg.param7)  # fmt: skip
@@ -125,8 +132,8 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
         if cmd == d.MAV_CMD_NAV_TAKEOFF:
             alt_amsl = p[6]  # PX4 takes param7 as the AMSL takeoff altitude if given
             takeoff = v.params.get_float("MIS_TAKEOFF_ALT")
-            if math.isfinite(alt_amsl) and alt_amsl > v.home_alt_m:
-                takeoff = alt_amsl - v.home_alt_m
+            if math.isfinite(alt_amsl) and alt_amsl > v.origin.alt_m:
+                takeoff = alt_amsl - v.origin.alt_m
             v.takeoff_alt_m = takeoff
         if c.request_mode(target, now_s, "command"):
             return ACCEPTED, ""
@@ -169,6 +176,8 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
             return TEMPORARILY_REJECTED, ""
         out.append(Outgoing(built, link_id))
         return ACCEPTED, ""
+    if cmd == d.MAV_CMD_DO_SET_HOME:
+        return _set_home(v, p, now_s)
     if cmd == d.MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN and int(p[0]) == 1:
         if c.armed:
             return DENIED, ""
@@ -177,6 +186,31 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
     if cmd == d.MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN and int(p[0]) == 0 and int(p[1]) == 0:
         return ACCEPTED, ""  # "do nothing": [SITL main, v1.16.2] ACCEPTED
     return UNSUPPORTED, ""
+
+
+def _set_home(v: Vehicle, p: tuple[float, ...], now_s: float) -> tuple[int, str]:
+    """MAV_CMD_DO_SET_HOME as Commander::handle_command does: DENIED with COM_HOME_EN 0;
+    param1 1: here, an automatic home again (HomePosition::setHomePosition(force));
+    param1 0: at param5-7 (lat, lon, AMSL; DENIED unless all finite) with the attitude of
+    param2-4 in degrees (roll and pitch NaN read as 0), a manual home arming will not move
+    (setManually). Both need a position estimate, else TEMPORARILY_REJECTED."""
+    if v.params.get_int("COM_HOME_EN") == 0:
+        return DENIED, ""
+    c = v.commander
+    if p[0] > 0.5:
+        if not c.estimator_valid:
+            return TEMPORARILY_REJECTED, ""
+        v.home.set_here(v.position_ned_m, v.attitude_rad, landed=c.landed,
+                        now_us=v.boot_us(now_s), force=True)  # fmt: skip
+        return ACCEPTED, ""
+    lat, lon, alt = p[4], p[5], p[6]
+    if not all(math.isfinite(x) for x in (lat, lon, alt)):
+        return DENIED, ""
+    if not c.estimator_valid:
+        return TEMPORARILY_REJECTED, ""
+    roll, pitch = (math.radians(x) if math.isfinite(x) else 0.0 for x in (p[1], p[2]))
+    v.home.set_manually(lat, lon, alt, (roll, pitch, math.radians(p[3])), v.boot_us(now_s))
+    return ACCEPTED, ""
 
 
 def _param(v: Vehicle, kind: str, msg: Message, now_s: float, link_id: int) -> list[Outgoing]:

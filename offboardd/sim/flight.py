@@ -3,10 +3,11 @@
 Turns (reported mode, armed, RC present, the last offboard target) into a target for
 `dynamics`: Hold keeps the point where it was entered, Takeoff climbs to MIS_TAKEOFF_ALT
 at MPC_TKO_SPEED then hands over to Hold at that altitude, Land descends at MPC_LAND_SPEED
-(faster above MPC_LAND_ALT2, crawling below MPC_LAND_ALT3), RTL flies home at the current
-altitude then lands, and the manual modes with no RC descend at ~0.6 m/s ([SITL]
-px4-offboard.md §3). Every altitude-controlled target goes through PX4's takeoff handling
-(`takeoff.py`) first. It must not decide modes: it only reports "takeoff done".
+(faster above MPC_LAND_ALT2, crawling below MPC_LAND_ALT3), RTL flies to home (where PX4
+last set it, home.py; not the local origin) at the current altitude then lands there, and
+the manual modes with no RC descend at ~0.6 m/s ([SITL] px4-offboard.md §3). Every
+altitude-controlled target goes through PX4's takeoff handling (`takeoff.py`) first. It
+must not decide modes: it only reports "takeoff done".
 """
 
 from __future__ import annotations
@@ -68,11 +69,13 @@ class FlightTasks:
     def plan(self, mode: FlightMode, *, armed: bool, rc_present: bool, estimator_valid: bool,
              offboard: Target, offboard_failsafe: bool, state: BodyState, params: ParamTable,
              takeoff_alt_m: float, dt_s: float = 0.0, since_arming_s: float = 0.0,
-             landed: bool = False) -> Plan:  # fmt: skip
+             landed: bool = False, home_ned_m: tuple[float, float, float] = (0.0, 0.0, 0.0)
+             ) -> Plan:  # fmt: skip
         plan = self._mode_plan(mode, armed=armed, rc_present=rc_present,
                                estimator_valid=estimator_valid, offboard=offboard,
                                offboard_failsafe=offboard_failsafe, state=state, params=params,
-                               takeoff_alt_m=takeoff_alt_m, dt_s=dt_s)  # fmt: skip
+                               takeoff_alt_m=takeoff_alt_m, dt_s=dt_s,
+                               home_ned_m=home_ned_m)  # fmt: skip
         target = plan.target
         if not isinstance(target, KinematicTarget):  # attitude, or disarmed
             self.ramp.skip(armed=armed)
@@ -107,7 +110,7 @@ class FlightTasks:
     def _mode_plan(self, mode: FlightMode, *, armed: bool, rc_present: bool,
                    estimator_valid: bool, offboard: Target, offboard_failsafe: bool,
                    state: BodyState, params: ParamTable, takeoff_alt_m: float,
-                   dt_s: float) -> Plan:
+                   dt_s: float, home_ned_m: tuple[float, float, float]) -> Plan:
         limits = Limits(
             params.get_float("MPC_XY_VEL_MAX"),
             params.get_float("MPC_Z_VEL_MAX_UP"),
@@ -150,14 +153,15 @@ class FlightTasks:
                 radius_m = takeoff_alt_m / 2
             done = state.altitude_m > takeoff_alt_m - radius_m
             return Plan(climb, limits, done)
-        if mode is modes.RTL:
-            dist = ((state.pos_m[0]) ** 2 + (state.pos_m[1]) ** 2) ** 0.5
+        if mode is modes.RTL:  # to home's lat/lon (RTL::findRtlDestination), in local NED
+            home_n, home_e = home_ned_m[0], home_ned_m[1]
+            dist = math.hypot(state.pos_m[0] - home_n, state.pos_m[1] - home_e)
             if dist > 0.5:
-                home = KinematicTarget((0.0, 0.0, down), (None, None, None),
+                home = KinematicTarget((home_n, home_e, down), (None, None, None),
                                        (None, None, None), yaw)  # fmt: skip
                 return Plan(home, Limits(RTL_SPEED_M_S, limits.up_m_s, limits.down_m_s))
-            land = self._land(0.0, 0.0, yaw, state, params=params, estimator_valid=estimator_valid,
-                              dt_s=dt_s)
+            land = self._land(home_n, home_e, yaw, state, params=params,
+                              estimator_valid=estimator_valid, dt_s=dt_s)
             return Plan(land, limits)
         if mode in (modes.LAND, modes.PRECLAND):
             return Plan(self._land(north, east, yaw, state, params=params,

@@ -32,6 +32,7 @@ class ParamSpec:
 PARAM_SPECS: tuple[ParamSpec, ...] = (
     ParamSpec("COM_DISARM_LAND", _FLOAT, 2.0),
     ParamSpec("COM_DISARM_PRFLT", _FLOAT, 10.0),
+    ParamSpec("COM_HOME_EN", _INT, 1),
     ParamSpec("COM_OBL_RC_ACT", _INT, 0),
     ParamSpec("COM_OF_LOSS_T", _FLOAT, 1.0),
     ParamSpec("COM_RCL_EXCEPT", _INT, 0),

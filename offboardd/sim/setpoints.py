@@ -71,9 +71,10 @@ class JudgeContext:
     roll_rad: float
     pitch_rad: float
     global_valid: bool  # a global position estimate (needed by #86)
-    origin_lat_deg: float  # local NED origin = home
+    origin_lat_deg: float  # the local NED origin (EKF2's reference), not home
     origin_lon_deg: float
     origin_alt_m: float  # AMSL
+    home_alt_m: float  # AMSL: frame 6 is read against it
     # SET_ATTITUDE_TARGET with THROTTLE_IGNORE (64) is no proof of life (Px4Version).
     throttle_ignore_refused: bool = False
 
@@ -181,8 +182,16 @@ def judge_global_int(msg: Message, ctx: JudgeContext) -> Verdict:
             * _EARTH_RADIUS_M
             * math.cos(math.radians(ctx.origin_lat_deg))
         )
-        # Frame 5 is AMSL; 6 is above home; 11 above terrain, flat at home's altitude here.
-        down = -(float(msg.alt) - ctx.origin_alt_m) if frame == 5 else -float(msg.alt)
+        # Frame 5 is AMSL; 11 above terrain, flat at the origin's altitude here; 6 above
+        # home, converted as PX4 does it (mavlink_receiver.cpp: (home - alt) - ref_alt,
+        # off by twice home's height above the origin, docs/px4.md): -alt with home there.
+        alt = float(msg.alt)
+        if frame == 5:
+            down = ctx.origin_alt_m - alt
+        elif frame == 6:
+            down = (ctx.home_alt_m - ctx.origin_alt_m) - alt
+        else:
+            down = -alt
         if math.isfinite(down):
             pos = (north, east, down)
     vel = _pick(mask, (_VX, _VY, _VZ), (msg.vx, msg.vy, msg.vz))

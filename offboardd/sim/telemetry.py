@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from offboardd.sim.vehicle import Vehicle
 
 d = dialect
-_EARTH_RADIUS_M = 6_371_000.0
 _NAN = float("nan")
 CAPABILITIES = (
     d.MAV_PROTOCOL_CAPABILITY_MISSION_FLOAT
@@ -111,12 +110,8 @@ def _replayed(name: str) -> Builder:
 
 
 def _global(v: Vehicle) -> tuple[int, int, int]:
-    n, e, down = v.state.pos_m
-    lat = v.home_lat_deg + math.degrees(n / _EARTH_RADIUS_M)
-    lon = v.home_lon_deg + math.degrees(
-        e / (_EARTH_RADIUS_M * math.cos(math.radians(v.home_lat_deg)))
-    )
-    return int(lat * 1e7), int(lon * 1e7), int((v.home_alt_m - down) * 1000)
+    lat, lon, alt_m = v.origin.to_global(*v.state.pos_m)
+    return int(lat * 1e7), int(lon * 1e7), int(alt_m * 1000)
 
 
 def heartbeat(v: Vehicle, now_s: float) -> Message:
@@ -187,8 +182,11 @@ def global_position_int(v: Vehicle, now_s: float) -> Message | None:
     lat, lon, alt_mm = _global(v)
     vel = v.state.vel_m_s
     hdg = int(math.degrees(v.state.yaw_rad) % 360 * 100)
+    # relative_alt: above home, not the local origin (PX4's GLOBAL_POSITION_INT stream:
+    # gpos.alt - home.alt)
+    relative_mm = int((v.origin.alt_m + v.state.altitude_m - v.home.point.alt_m) * 1000)
     return d.MAVLink_global_position_int_message(
-        v.boot_ms(now_s), lat, lon, alt_mm, int(v.state.altitude_m * 1000),
+        v.boot_ms(now_s), lat, lon, alt_mm, relative_mm,
         int(vel[0] * 100), int(vel[1] * 100), int(vel[2] * 100), hdg,
     )  # fmt: skip
 
@@ -212,7 +210,7 @@ def highres_imu(v: Vehicle, now_s: float) -> Message:
     a = s.acc_m_s2
     return d.MAVLink_highres_imu_message(
         v.boot_us(now_s), a[0], a[1], a[2] - GRAVITY_M_S2, *s.rates_rad_s, 0.2, 0.0, 0.4,
-        955.0, 0.0, v.home_alt_m + s.altitude_m, 25.0, 0x1FFF, 0,
+        955.0, 0.0, v.origin.alt_m + s.altitude_m, 25.0, 0x1FFF, 0,
     )  # fmt: skip
 
 
@@ -234,9 +232,13 @@ def battery_status(v: Vehicle, now_s: float) -> Message:
 
 
 def home_position(v: Vehicle, now_s: float) -> Message:
+    """HOME_POSITION as PX4's stream builds it: home in WGS84 and in the local frame, its
+    attitude as a quaternion (NaN when unknown), time_usec when it was set."""
+    h = v.home.point
+    q = [_NAN] * 4 if h.attitude_rad is None else list(euler_to_quaternion(*h.attitude_rad))
     return d.MAVLink_home_position_message(
-        int(v.home_lat_deg * 1e7), int(v.home_lon_deg * 1e7), int(v.home_alt_m * 1000),
-        0.0, 0.0, 0.0, [1.0, 0.0, 0.0, 0.0], 0.0, 0.0, 0.0, v.boot_us(now_s),
+        int(h.lat_deg * 1e7), int(h.lon_deg * 1e7), int(h.alt_m * 1000), *h.ned_m, q,
+        0.0, 0.0, 0.0, h.set_us,
     )  # fmt: skip
 
 
@@ -253,13 +255,13 @@ def vfr_hud(v: Vehicle, now_s: float) -> Message:
     hdg = int(math.degrees(s.yaw_rad) % 360)
     return d.MAVLink_vfr_hud_message(
         0.0, math.hypot(s.vel_m_s[0], s.vel_m_s[1]), hdg, int(s.thrust * 100),
-        v.home_alt_m + s.altitude_m, -s.vel_m_s[2],
+        v.origin.alt_m + s.altitude_m, -s.vel_m_s[2],
     )  # fmt: skip
 
 
 def altitude(v: Vehicle, now_s: float) -> Message:
     alt = v.state.altitude_m
-    amsl = v.home_alt_m + alt
+    amsl = v.origin.alt_m + alt
     return d.MAVLink_altitude_message(v.boot_us(now_s), amsl, amsl, -v.state.pos_m[2],
                                       alt, alt, alt)  # fmt: skip
 

@@ -15,6 +15,7 @@ from offboardd.sim.commander import Commander
 from offboardd.sim.config import SimConfig
 from offboardd.sim.dynamics import BodyState, Dynamics
 from offboardd.sim.flight import FlightTasks
+from offboardd.sim.home import Home, Origin
 from offboardd.sim.outbox import TO_CURRENT_MODE, TO_GCS, Dest, LinkRequest, Outgoing
 from offboardd.sim.params import ParamTable
 from offboardd.sim.px4_versions import version_by_name
@@ -50,9 +51,8 @@ class Vehicle:
     def __init__(self, config: SimConfig, now_s: float) -> None:
         self.system_id = config.system_id
         self.component_id = config.component_id
-        self.home_lat_deg = config.home_lat_deg
-        self.home_lon_deg = config.home_lon_deg
-        self.home_alt_m = config.home_alt_m
+        # The config's home is where PX4 boots: its local origin and its first home.
+        self.origin = Origin(config.home_lat_deg, config.home_lon_deg, config.home_alt_m)
         self.px4 = version_by_name(config.px4_version)
         self.double_ack = (self.px4.double_set_mode_ack if config.double_ack is None
                            else config.double_ack)  # fmt: skip
@@ -77,6 +77,8 @@ class Vehicle:
         self.offboard_failsafe = False
         self.flown_target: Target | None = None
         self.takeoff_alt_m = self.params.get_float("MIS_TAKEOFF_ALT")
+        self.home = Home(self.origin)  # PX4's first fix: home at the origin, boot time
+        self._home_seen = (False, True)  # (armed, landed) when home's rules last looked
 
     # ---- readable state (documented in offboardd/sim/__init__.py) ----------
     @property
@@ -147,8 +149,8 @@ class Vehicle:
         return JudgeContext(
             self.system_id, self.component_id, self.params.get_int("MAV_FWDEXTSP") == 1,
             s.yaw_rad, s.roll_rad, s.pitch_rad, self.commander.estimator_valid,
-            self.home_lat_deg, self.home_lon_deg, self.home_alt_m,
-            self.px4.throttle_ignore_refused,
+            self.origin.lat_deg, self.origin.lon_deg, self.origin.alt_m,
+            self.home.point.alt_m, self.px4.throttle_ignore_refused,
         )  # fmt: skip
 
     def _setpoint(self, kind: str, v: Verdict, msg: Message, now_s: float) -> list[Outgoing]:
@@ -226,16 +228,34 @@ class Vehicle:
             offboard=self.offboard_target, offboard_failsafe=self.offboard_failsafe or stale,
             state=self.state, params=self.params, takeoff_alt_m=self.takeoff_alt_m,
             dt_s=dt_s, since_arming_s=now_s - c.armed_at_s, landed=c.landed,
+            home_ned_m=self.home.point.ned_m,
         )  # fmt: skip
         self.flown_target = plan.target
         self.dynamics.step(dt_s, plan.target, plan.limits)
         c.set_landed(self.tasks.landed(self.state, armed=c.armed, was_landed=c.landed,
                                        now_s=now_s, params=self.params,
                                        settle_s=self.px4.touchdown_settle_s), now_s)  # fmt: skip
+        self.update_home(now_s)
         if plan.takeoff_done and c.mode is modes.TAKEOFF:
             c.complete_auto_mode(modes.LOITER, now_s, "takeoff complete")
 
+    def update_home(self, now_s: float) -> None:
+        """PX4 commander's automatic home (home.py): where the vehicle is at the armed
+        edge and at the take-off edge, and while disarmed and landed once it is away."""
+        c = self.commander
+        was_armed, was_landed = self._home_seen
+        self._home_seen = (c.armed, c.landed)
+        if self.params.get_int("COM_HOME_EN") == 0 or not c.estimator_valid:
+            return
+        armed_edge = c.armed and not was_armed
+        takeoff_edge = c.armed and was_armed and was_landed and not c.landed
+        carried = not c.armed and c.landed and self.home.moved_away(self.position_ned_m)
+        if armed_edge or takeoff_edge or carried:
+            self.home.set_here(self.position_ned_m, self.attitude_rad, landed=c.landed,
+                               now_us=self.boot_us(now_s))  # fmt: skip
+
     def drain(self, now_s: float) -> list[Outgoing]:
+        self.update_home(now_s)  # an arm command sets home at once, as Commander::arm does
         out: list[Outgoing] = []
         status_changed = False
         first_old_mode = first_old_intent = ""
