@@ -64,13 +64,16 @@ class Peer(asyncio.DatagramProtocol):
         self.remote: tuple[str, int] = ("127.0.0.1", 0)
         self._stream: asyncio.Task[None] | None = None
         self.sent_setpoints: list[float] = []
+        self.target_system = 1  # whom command() addresses unless told
         self._waiters: list[tuple[Callable[[Message], bool], asyncio.Future[Message]]] = []
 
     @classmethod
-    async def connect(cls, port: int, system_id: int = 1, component_id: int = 191) -> Peer:
+    async def connect(cls, port: int, system_id: int = 1, component_id: int = 191,
+                      local_port: int = 0) -> Peer:  # fmt: skip
+        """`local_port`: where PX4 SITL sends its onboard link (14540+N); 0 for the sim."""
         loop = asyncio.get_running_loop()
         _, peer = await loop.create_datagram_endpoint(
-            lambda: cls(system_id, component_id), local_addr=("127.0.0.1", 0)
+            lambda: cls(system_id, component_id), local_addr=("127.0.0.1", local_port)
         )
         peer.remote = ("127.0.0.1", port)
         peer.heartbeat()  # the sim replies to whoever spoke last
@@ -94,9 +97,10 @@ class Peer(asyncio.DatagramProtocol):
     def heartbeat(self, mav_type: int = d.MAV_TYPE_ONBOARD_CONTROLLER) -> None:
         self.send(d.MAVLink_heartbeat_message(mav_type, d.MAV_AUTOPILOT_INVALID, 0, 0, 0, 3))
 
-    def command(self, command: int, *params: float, target: int = 1) -> None:
+    def command(self, command: int, *params: float, target: int | None = None) -> None:
         p = [*params, *([0.0] * (7 - len(params)))]
-        self.send(d.MAVLink_command_long_message(target, 1, command, 0, *p))
+        to = self.target_system if target is None else target
+        self.send(d.MAVLink_command_long_message(to, 1, command, 0, *p))
 
     def set_mode(self, custom_mode: int) -> None:
         main, sub = (custom_mode >> 16) & 0xFF, (custom_mode >> 24) & 0xFF

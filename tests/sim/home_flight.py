@@ -1,0 +1,163 @@
+"""One flight that shows where PX4 keeps home, flown over MAVLink only: against the sim
+(tests/sim/test_home.py) and against real PX4 SIH (tests/px4/test_px4_home.py).
+
+Climb to 3 m over the local origin, fly `away_m` north, AUTO.LAND there and wait for the
+auto-disarm; arm there again, take off, fly back over the origin and AUTO.RTL. HOME_POSITION
+is asked for (MAV_CMD_REQUEST_MESSAGE) at each step. What comes back is a `HomeFlight`; the
+checks on it are shared, so the sim is held to what PX4 does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from offboardd.mavlink.codec import Message
+from tests.sim.client import LAND, OFFBOARD, RTL, Peer, d, position_sp
+
+HOME_POSITION_ID = 242
+CRUISE_DOWN_M = -3.0
+_M_PER_DEG_LAT = 6_371_000.0 * math.pi / 180
+
+
+@dataclass(frozen=True)
+class HomeSeen:
+    """One HOME_POSITION, with the vehicle's local position when it came."""
+
+    lat_deg: float
+    lon_deg: float
+    alt_m: float
+    ned_m: tuple[float, float, float]
+    time_usec: int
+    vehicle_ned_m: tuple[float, float, float]
+
+    def north_of(self, other: HomeSeen) -> float:
+        """How far north of `other` this home is, from the WGS84 fields (m)."""
+        return (self.lat_deg - other.lat_deg) * _M_PER_DEG_LAT
+
+
+@dataclass
+class HomeFlight:
+    boot: HomeSeen | None = None  # before anything
+    landed_away: HomeSeen | None = None  # disarmed after landing `away_m` north
+    rearmed: HomeSeen | None = None  # right after the second arming's ACK
+    flying: HomeSeen | None = None  # in the air after that take-off
+    # (GLOBAL_POSITION_INT.alt - relative_alt, LOCAL_POSITION_NED z) in the hover after
+    # the second take-off: the altitude relative_alt is measured from, and how high
+    relative_base_m: list[tuple[float, float]] = field(default_factory=list)
+    rtl_landed_ned_m: tuple[float, float, float] | None = None
+
+
+def local_ned(peer: Peer) -> tuple[float, float, float]:
+    _, m = peer.of_type("LOCAL_POSITION_NED")[-1]
+    return (float(m.x), float(m.y), float(m.z))
+
+
+async def home_now(peer: Peer) -> HomeSeen:
+    """Ask for HOME_POSITION and return the first one that comes after the request."""
+    since = asyncio.get_running_loop().time()
+    peer.command(d.MAV_CMD_REQUEST_MESSAGE, HOME_POSITION_ID)
+    for _ in range(3):  # a lost request on a busy link: ask again
+        await asyncio.sleep(0.3)
+        got = peer.of_type("HOME_POSITION", since)
+        if got:
+            m = got[0][1]
+            return HomeSeen(m.latitude * 1e-7, m.longitude * 1e-7, m.altitude * 1e-3,
+                            (float(m.x), float(m.y), float(m.z)), int(m.time_usec),
+                            local_ned(peer))  # fmt: skip
+        peer.command(d.MAV_CMD_REQUEST_MESSAGE, HOME_POSITION_ID)
+    raise AssertionError("no HOME_POSITION came back")
+
+
+async def _local_until(peer: Peer, ok: Callable[[Message], bool], timeout_s: float,
+                       what: str) -> None:  # fmt: skip
+    def pred(m: Message) -> bool:
+        return m.get_type() == "LOCAL_POSITION_NED" and ok(m)
+
+    try:
+        await peer.wait_for(pred, timeout_s)
+    except TimeoutError:
+        raise AssertionError(f"not {what} within {timeout_s} s: at {local_ned(peer)}") from None
+
+
+async def _armed(peer: Peer, armed: bool, timeout_s: float) -> None:
+    def pred(m: Message) -> bool:
+        return (m.get_type() == "HEARTBEAT" and m.get_srcSystem() == peer.target_system
+                and bool(m.base_mode & d.MAV_MODE_FLAG_SAFETY_ARMED) == armed)  # fmt: skip
+
+    await peer.wait_for(pred, timeout_s)
+
+
+async def _offboard_to(peer: Peer, north_m: float) -> None:
+    """Stream a position over (north_m, 0) at 3 m, OFFBOARD, arm; until it is up there."""
+    to = (peer.target_system, 1)
+    peer.stream(lambda: position_sp(north=north_m, down=CRUISE_DOWN_M, target=to))
+    await asyncio.sleep(0.5)
+    peer.set_mode(OFFBOARD)
+    await peer.ack(d.MAV_CMD_DO_SET_MODE)
+    peer.arm()
+    ack = await peer.ack(d.MAV_CMD_COMPONENT_ARM_DISARM)
+    assert ack.result == d.MAV_RESULT_ACCEPTED, ack
+
+
+async def _land_and_disarm(peer: Peer, mode: int, timeout_s: float) -> None:
+    peer.set_mode(mode)
+    await peer.ack(d.MAV_CMD_DO_SET_MODE)
+    peer.stop_stream()
+    await _armed(peer, False, timeout_s)
+
+
+async def fly_home_flight(peer: Peer, away_m: float = 6.0) -> HomeFlight:
+    flight = HomeFlight()
+    await peer.wait_for(lambda m: m.get_type() == "LOCAL_POSITION_NED", 5)
+    flight.boot = await home_now(peer)
+
+    await _offboard_to(peer, 0.0)
+    await _local_until(peer, lambda m: bool(m.z < CRUISE_DOWN_M + 0.3), 15, "up at 3 m")
+    to = (peer.target_system, 1)
+    peer.stream(lambda: position_sp(north=away_m, down=CRUISE_DOWN_M, target=to))
+    await _local_until(peer, lambda m: bool(abs(m.x - away_m) < 0.3 and abs(m.vx) < 0.3), 15,
+                       f"{away_m} m north")  # fmt: skip
+    await _land_and_disarm(peer, LAND, 30)
+    await asyncio.sleep(0.5)  # disarmed on the ground: PX4's home check runs each cycle
+    flight.landed_away = await home_now(peer)
+
+    await _offboard_to(peer, away_m)
+    flight.rearmed = await home_now(peer)  # before "Takeoff detected" (1.85 s on PX4)
+    await _local_until(peer, lambda m: bool(m.z < CRUISE_DOWN_M + 0.3), 15, "up at 3 m again")
+    await asyncio.sleep(1.0)
+    flight.flying = await home_now(peer)
+    for _, m in peer.of_type("GLOBAL_POSITION_INT")[-5:]:
+        flight.relative_base_m.append(((m.alt - m.relative_alt) * 1e-3, local_ned(peer)[2]))
+
+    peer.stream(lambda: position_sp(north=0.0, down=CRUISE_DOWN_M, target=to))
+    await _local_until(peer, lambda m: bool(abs(m.x) < 0.5 and abs(m.vx) < 0.3), 15,
+                      "back over 0")
+    await _land_and_disarm(peer, RTL, 60)
+    flight.rtl_landed_ned_m = local_ned(peer)
+    return flight
+
+
+def check_home_flight(f: HomeFlight, away_m: float) -> None:
+    """What PX4 does (HomePosition.cpp, Commander.cpp; measured on SIH main 2026-11-27)."""
+    assert f.boot and f.landed_away and f.rearmed and f.flying and f.rtl_landed_ned_m
+    # Boot: home at the local origin (SIH: within a metre, v1.17.0 0.78 m below)
+    assert math.hypot(*f.boot.ned_m[:2]) < 0.5 and abs(f.boot.ned_m[2]) < 1.0, f.boot
+    # Landed away and disarmed: home moved to the vehicle (more than 1 m off), in both
+    # frames; the local frame kept its origin (the vehicle is still `away_m` north in it)
+    for h in (f.landed_away, f.rearmed, f.flying):
+        assert abs(h.ned_m[0] - away_m) < 0.6 and abs(h.ned_m[1]) < 0.6, h
+        assert abs(h.north_of(f.boot) - away_m) < 0.6, (h, f.boot)
+    assert abs(f.landed_away.vehicle_ned_m[0] - away_m) < 0.6, f.landed_away
+    # Arming sets it again (a new time), take-off once more
+    assert f.rearmed.time_usec > f.landed_away.time_usec > f.boot.time_usec
+    assert f.flying.time_usec > f.rearmed.time_usec
+    # relative_alt is measured from home's altitude
+    assert f.relative_base_m
+    for base_m, _ in f.relative_base_m:
+        assert abs(base_m - f.flying.alt_m) < 0.05, (base_m, f.flying)
+    # AUTO.RTL returned to the new home, not to the origin
+    north, east, _ = f.rtl_landed_ned_m
+    assert math.hypot(north - away_m, east) < 1.0, f.rtl_landed_ned_m
