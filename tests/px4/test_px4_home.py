@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from tests.px4.px4_process import Px4Sitl
 from tests.sim.client import Peer
-from tests.sim.home_flight import HomeSeen, check_home_flight, fly_home_flight
+from tests.sim.home_flight import (
+    HomeSeen,
+    check_home_flight,
+    check_set_home_on_the_ground,
+    fly_home_flight,
+    set_home_on_the_ground,
+)
 
 AWAY_M = 6.0
 
@@ -43,3 +49,20 @@ async def test_home_moves_where_px4_lands_and_arms_and_rtl_returns_there(
         rtl_landed_ned_m=[round(v, 2) for v in flight.rtl_landed_ned_m or ()],
     )  # fmt: skip
     check_home_flight(flight, away_m=AWAY_M)
+
+
+async def test_do_set_home_on_the_ground_on_px4(px4: Px4Sitl, measured: dict[str, object]
+                                                ) -> None:  # fmt: skip
+    peer = await Peer.connect(px4.px4_port, local_port=px4.companion_port)
+    peer.target_system = px4.system_id
+    try:
+        steps = await set_home_on_the_ground(peer)
+    finally:
+        peer.close()
+    measured.update(
+        results=[steps.manual_result, steps.nan_result, steps.here_result],
+        home_boot=_row(steps.boot), home_manual=_row(steps.manual),
+        manual_relative_alt_m=round(steps.manual_relative_alt_m, 3),
+        home_after_arming=_row(steps.after_arming), home_here=_row(steps.here),
+    )  # fmt: skip
+    check_set_home_on_the_ground(steps)

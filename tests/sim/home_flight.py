@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from offboardd.mavlink.codec import Message
-from tests.sim.client import LAND, OFFBOARD, RTL, Peer, d, position_sp
+from tests.sim.client import LAND, LOITER, OFFBOARD, RTL, Peer, d, position_sp
 
 HOME_POSITION_ID = 242
 CRUISE_DOWN_M = -3.0
@@ -161,3 +161,60 @@ def check_home_flight(f: HomeFlight, away_m: float) -> None:
     # AUTO.RTL returned to the new home, not to the origin
     north, east, _ = f.rtl_landed_ned_m
     assert math.hypot(north - away_m, east) < 1.0, f.rtl_landed_ned_m
+
+
+@dataclass
+class SetHomeSteps:
+    """DO_SET_HOME on the ground, disarmed: the results and the homes seen after each."""
+
+    boot: HomeSeen | None = None
+    manual_result: int = -1  # at the boot home's lat/lon, 2 m higher (COMMAND_INT)
+    manual: HomeSeen | None = None
+    manual_relative_alt_m: float = math.nan
+    after_arming: HomeSeen | None = None  # armed in Hold, then disarmed
+    nan_result: int = -1  # param1 0 with a NaN latitude
+    here_result: int = -1  # param1 1
+    here: HomeSeen | None = None
+
+
+async def set_home_on_the_ground(peer: Peer) -> SetHomeSteps:
+    steps = SetHomeSteps()
+    cmd = d.MAV_CMD_DO_SET_HOME
+    await peer.wait_for(lambda m: m.get_type() == "LOCAL_POSITION_NED", 5)
+    boot = steps.boot = await home_now(peer)
+    peer.send(d.MAVLink_command_int_message(
+        peer.target_system, 1, d.MAV_FRAME_GLOBAL, cmd, 0, 0, 0, 0, 0, math.nan,
+        round(boot.lat_deg * 1e7), round(boot.lon_deg * 1e7), boot.alt_m + 2.0))  # fmt: skip
+    steps.manual_result = int((await peer.ack(cmd)).result)
+    steps.manual = await home_now(peer)
+    await asyncio.sleep(0.5)
+    steps.manual_relative_alt_m = peer.of_type("GLOBAL_POSITION_INT")[-1][1].relative_alt * 1e-3
+    peer.set_mode(LOITER)
+    await peer.ack(d.MAV_CMD_DO_SET_MODE)
+    peer.arm()
+    assert (await peer.ack(d.MAV_CMD_COMPONENT_ARM_DISARM)).result == d.MAV_RESULT_ACCEPTED
+    await _armed(peer, True, 3)
+    peer.arm(False)
+    await _armed(peer, False, 3)
+    steps.after_arming = await home_now(peer)
+    peer.command(cmd, 0, 0, 0, math.nan, math.nan, boot.lon_deg, boot.alt_m)
+    steps.nan_result = int((await peer.ack(cmd)).result)
+    peer.command(cmd, 1)
+    steps.here_result = int((await peer.ack(cmd)).result)
+    steps.here = await home_now(peer)
+    return steps
+
+
+def check_set_home_on_the_ground(s: SetHomeSteps) -> None:
+    """Commander.cpp VEHICLE_CMD_DO_SET_HOME, HomePosition::setManually/setHomePosition."""
+    assert s.boot and s.manual and s.after_arming and s.here
+    ok, denied = d.MAV_RESULT_ACCEPTED, d.MAV_RESULT_DENIED
+    assert (s.manual_result, s.nan_result, s.here_result) == (ok, denied, ok), s
+    # the point given, in both frames (z from the local origin's altitude)
+    assert abs(s.manual.north_of(s.boot)) < 0.05 and abs(s.manual.alt_m - s.boot.alt_m - 2) < 0.01
+    assert abs(s.manual.ned_m[2] - s.boot.ned_m[2] + 2.0) < 0.05, (s.manual, s.boot)
+    assert abs(s.manual_relative_alt_m + 2.0) < 0.2, s.manual_relative_alt_m  # 2 m below home
+    # a manual home: arming does not move it
+    assert s.after_arming.time_usec == s.manual.time_usec, (s.after_arming, s.manual)
+    # "here" again: at the vehicle, a new time
+    assert abs(s.here.alt_m - s.boot.alt_m) < 0.3 and s.here.time_usec > s.manual.time_usec

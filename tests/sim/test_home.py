@@ -22,7 +22,14 @@ from tests.sim.client import (
     position_sp,
     running_sim,
 )
-from tests.sim.home_flight import check_home_flight, fly_home_flight, home_now, local_ned
+from tests.sim.home_flight import (
+    check_home_flight,
+    check_set_home_on_the_ground,
+    fly_home_flight,
+    home_now,
+    local_ned,
+    set_home_on_the_ground,
+)
 
 SET_HOME = d.MAV_CMD_DO_SET_HOME
 ARM = d.MAV_CMD_COMPONENT_ARM_DISARM
@@ -90,3 +97,10 @@ async def test_do_set_home_is_denied_and_arming_keeps_home_with_com_home_en_0() 
         assert (await peer.ack(SET_HOME)).result == d.MAV_RESULT_DENIED
         await climb(sim, peer, down=-2.0)
         assert (await home_now(peer)).time_usec == 0  # the boot home, never set again
+
+
+async def test_do_set_home_on_the_ground_as_px4_answers_it() -> None:
+    # the steps tests/px4/test_px4_home.py flies on PX4 SIH main, with the same checks
+    async with running_sim() as (_sim, peer):
+        steps = await set_home_on_the_ground(peer)
+    check_set_home_on_the_ground(steps)
