@@ -1,10 +1,11 @@
-"""Simple multicopter dynamics and PX4-like controllers, in local NED about home.
+"""Simple multicopter dynamics and PX4-like controllers, in local NED about the origin.
 
 Kinematic targets (position / velocity / acceleration per axis) go through a cascaded
 P position -> P velocity controller with PX4's speed limits, as mc_pos_control does;
 attitude and body-rate targets drive the attitude and a thrust model whose hover thrust
 is about 0.5 (the SIH quad's is 0.48-0.50, px4-offboard.md §4). The ground is flat at
-home altitude (down = 0). Pure: time comes in as `dt_s`; no commander rules here.
+the local origin's altitude (down = 0); home moves about it (home.py). Pure: time comes
+in as `dt_s`; no commander rules here.
 """
 
 from __future__ import annotations
