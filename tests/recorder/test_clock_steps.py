@@ -223,29 +223,23 @@ def test_a_kernel_at_its_maximum_error_is_not_synchronised(
     assert old.exists()
 
 
-def test_under_the_unit_timesyncds_mark_says_whether_the_clock_is_synced(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where adjtimex is denied, systemd-timesyncd (Raspberry Pi OS's and Ubuntu's NTP
-    client) answers while it runs: the mark it touches once it has synchronised."""
+# Where adjtimex is denied (under the unit): systemd-timesyncd (Raspberry Pi OS's and
+# Ubuntu's NTP client) answers while it runs, by the mark it touches once it has
+# synchronised; with chrony or ntpd (no timesyncd) the daemon, asking only the kernel and
+# that mark, never pruned by age: systemd-timedated reads the kernel in its own process
+# and answers anyone over D-Bus.
+@pytest.mark.parametrize(("source", "unsynced", "synced"), [
+    ("timesyncd", "running", "synchronized"),
+    ("timedated", "no", "yes"),
+])
+def test_under_the_unit_the_clock_is_synced_by_timesyncds_mark_or_timedated(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, unsynced: str,
+        synced: str) -> None:
     old, writer = _old_and_new_flight(tmp_path)
-    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timesyncd="running")
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, **{source: unsynced})
     first = _flight(writer, "2026-11-27T10-00-00Z")
     assert not (first / folders.CLOCK_SYNCED_NAME).exists() and old.exists()
-    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timesyncd="synchronized")
-    second = _flight(writer, "2026-11-27T11-00-00Z")
-    assert (second / folders.CLOCK_SYNCED_NAME).exists() and not old.exists()
-
-
-def test_under_the_unit_on_a_chrony_or_ntpd_host_timedated_says_the_clock_is_synced(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """adjtimex denied and no timesyncd (chrony or ntpd keep the clock): asked only the
-    kernel and timesyncd's mark, the daemon never pruned by age there. systemd-timedated
-    reads the kernel in its own process and answers anyone over D-Bus."""
-    old, writer = _old_and_new_flight(tmp_path)
-    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timedated="no")
-    first = _flight(writer, "2026-11-27T10-00-00Z")
-    assert not (first / folders.CLOCK_SYNCED_NAME).exists() and old.exists()
-    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, timedated="yes")
+    _host(monkeypatch, tmp_path, kernel_maxerror_us=None, **{source: synced})
     second = _flight(writer, "2026-11-27T11-00-00Z")
     assert (second / folders.CLOCK_SYNCED_NAME).exists() and not old.exists()
 
