@@ -45,7 +45,7 @@ async def _flown(s: Stack, handle: MotionHandle, timeout_s: float) -> dict[str, 
     finally:
         sampler.cancel()
     planned = re.search(r"in ([0-9.]+) s", handle.reply.message)
-    return {"planned_s": float(planned.group(1)) if planned else math.nan,
+    return {"planned_s": float(planned.group(1)) if planned else None,
             "took_s": round(asyncio.get_running_loop().time() - t0, 2),
             "max_lead_m": round(max(leads, default=math.nan), 2),
             "min_clock_rate": round(min(rates, default=math.nan), 3),
