@@ -290,7 +290,7 @@ class OffboardClient:
 
     async def _motion(self, command: MotionCommand) -> MotionHandle:
         engaging = getattr(command, "engage", False)
-        end = self.inbox.motions.expect(command.command_id)
+        end, warnings = self.inbox.motions.expect(command.command_id)
         sent = self.send(command, timeout_s=self.engage_timeout_s if engaging else None)
         try:
             if engaging or command.resume is not None:
@@ -300,7 +300,7 @@ class OffboardClient:
         except BaseException:
             self.inbox.motions.forget(command.command_id)
             raise
-        return MotionHandle(command.command_id, reply, end)
+        return MotionHandle(command.command_id, reply, end, warnings)
 
     async def _taking_control(self, sent: Awaitable[Reply], *, engage: bool = False) -> Reply:
         """Send what takes control (an engage, a resume): the lease is renewed from the

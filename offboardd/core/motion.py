@@ -37,7 +37,6 @@ from offboardd.core.motion_commands import (
 from offboardd.core.motion_path import (
     PathGeometry,
     Vec3,
-    add,
     dot,
     norm,
     orbit_around,
@@ -122,9 +121,7 @@ class Motion:
     def follow(self, now: float, vehicle: tuple[Vec3, Vec3] | None) -> None:
         """At each send: the clock moves on at the rate the vehicle's lead allows
         (`vehicle`: its position and velocity, NED, or None when not known)."""
-        t = self._t(now)
-        self.clock.follow(now, self.profile.state_at(t), vehicle,
-                          at_end=t >= self.profile.duration_s)
+        self.clock.follow(now, self.profile.state_at(self._t(now)), vehicle)
 
     def path_stop(self, now: float, lim: Limits) -> PathStop:
         """A stop from now on this motion's own path, which was checked against the fence:
@@ -139,14 +136,16 @@ class Motion:
 
     def state_at(self, now: float) -> MotionState:
         """What is streamed at `now`: the profile's state at the clock's time, its speed
-        scaled by the clock's rate (and its acceleration by the warp's)."""
+        scaled by the clock's rate and its acceleration by rate². The rate's own change is
+        left out of the acceleration: it is feedback on the vehicle, and fed forward it
+        pushed a vehicle at its speed limit to slow further, the lead grew and the clock
+        slowed more (a limit cycle in the sim under a 1.5 m/s MPC_XY_VEL_MAX)."""
         st = self.profile.state_at(self._t(now))
-        rate, rate_change = self.clock.rate, self.clock.rate_change_per_s
-        if rate == 1.0 and rate_change == 0.0:
+        rate = self.clock.rate
+        if rate == 1.0:
             return st
         return MotionState(st.position, scale(st.velocity, rate),
-                           add(scale(st.acceleration, rate * rate),
-                               scale(st.velocity, rate_change)), st.leg, st.s_m)
+                           scale(st.acceleration, rate * rate), st.leg, st.s_m)
 
     def done(self, now: float) -> bool:
         """The profile has run out and the vehicle is near its end (or not known)."""

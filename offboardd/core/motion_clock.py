@@ -20,8 +20,9 @@ along the path times that is not trailing), and where it would end if the planne
 began to slow now at the acceleration limit (plus closing speed² / 2a), so a point
 pulling away fast slows in time instead of overshooting by its braking distance.
 The streamed velocity is the profile's times the rate and the acceleration the
-profile's times rate² plus velocity times the rate's change (the time warp a stop on a
-path uses too), so nothing is asked to jump. A bounded lead also bounds how hard PX4 is
+profile's times rate²; the rate follows its target over _RATE_TAU_S and changes no faster
+than keeps the streamed speed's change within the acceleration limit, so nothing is asked
+to jump. A bounded lead also bounds how hard PX4 is
 asked to catch up: its position loop turns a lead of d metres into about MPC_XY_P x d
 m/s (0.95 x 2 m by default).
 
@@ -40,6 +41,11 @@ from offboardd.core.motion_path import Vec3, dot, norm, scale, sub
 from offboardd.core.motion_profile import MotionState
 
 _MAX_RATE_CHANGE_PER_S = 2.0  # whatever the speed: 1 -> 0 in half a second at the most
+# The rate follows its target over this time constant: the target depends on the rate
+# itself (through the closing speed), and met in one tick the two chattered, the streamed
+# acceleration flipping +-3 m/s^2 from tick to tick (seen in the sim under a 1.5 m/s limit).
+_RATE_TAU_S = 0.5
+_WAITING_RATE = 0.9  # a clock slower than this is waiting for the vehicle
 PX4_FOLLOWS_S = 0.5  # PX4's position loop follows a moving plan ~0.45 s behind (SIH, 3 m/s)
 
 
@@ -74,7 +80,6 @@ class MotionClock:
         self._t_s = 0.0  # profile time at _at_s
         self._at_s: float | None = None  # None: not begun (the motion waits at its start)
         self.rate = 1.0
-        self.rate_change_per_s = 0.0  # applied since _at_s: the warp's acceleration term
         self.lead_m: float | None = None  # the last lead measured (None: off or blind)
         self.trail_m = 0.0  # that lead as judged: less PX4's own lag, plus the closing
         self._waiting_since_s: float | None = None
@@ -96,8 +101,8 @@ class MotionClock:
             return 0.0
         return self._t_s + max(0.0, now - self._at_s) * self.rate
 
-    def follow(self, now: float, planned_at: MotionState, vehicle: tuple[Vec3, Vec3] | None,
-               at_end: bool) -> None:
+    def follow(self, now: float, planned_at: MotionState,
+               vehicle: tuple[Vec3, Vec3] | None) -> None:
         """At a send: move the clock to `now`, then set its rate for the lead of the
         planned point there (`planned_at`, the profile's state) over the vehicle
         (position and velocity, NED; None: not known)."""
@@ -116,34 +121,34 @@ class MotionClock:
             over = (self.trail_m - self.free_lead_m) / self.free_lead_m
             target = min(1.0, max(0.0, 1.0 - over))
         self._set_rate(target, dt, planned_at)
-        waiting = self.lead_m is not None and self.trail_m > self.free_lead_m
+        # by the rate, not the lead: a lead held at the threshold flickers across it
+        waiting = self.lead_m is not None and self.rate < _WAITING_RATE
         if not waiting:
             self._waiting_since_s = None
         elif self._waiting_since_s is None:
             self._waiting_since_s = now
-        if at_end:
-            self.rate_change_per_s = 0.0
 
     def _set_rate(self, target: float, dt: float, planned: MotionState) -> None:
-        """Toward `target`, with the streamed tangential acceleration (the profile's
-        times rate², plus speed times the rate's change) kept within the limit."""
+        """Toward `target`, the streamed speed changing (the profile's tangential
+        acceleration times rate², plus its speed times the rate's change) within the
+        acceleration limit."""
         if dt <= 0.0:
             return
         speed = norm(planned.velocity)
-        if speed < 1e-3:
-            change = target - self.rate  # at rest nothing streamed moves: no warp to limit
+        if speed < 1e-3:  # at rest nothing streamed moves: no warp to limit or smooth
+            change = target - self.rate
         else:
             along = dot(planned.acceleration, planned.velocity) / speed * self.rate**2
             fall = max(-_MAX_RATE_CHANGE_PER_S, (-self._max_accel - along) / speed)
             rise = min(_MAX_RATE_CHANGE_PER_S, (self._max_accel - along) / speed)
-            change = min(max(target - self.rate, fall * dt), max(rise, 0.0) * dt)
+            wanted = (target - self.rate) * min(1.0, dt / _RATE_TAU_S)
+            change = min(max(wanted, fall * dt), max(rise, 0.0) * dt)
         self.rate += change
-        self.rate_change_per_s = change / dt
 
     def arrived(self) -> bool:
         """At the profile's end, may the motion be done: off, blind, or the vehicle near."""
         return self.lead_m is None or self.lead_m <= self.free_lead_m
 
     def waiting_s(self, now: float) -> float:
-        """How long the vehicle has trailed beyond the free lead without a break."""
+        """How long the clock has run slowed (waiting for the vehicle) without a break."""
         return 0.0 if self._waiting_since_s is None else now - self._waiting_since_s

@@ -12,12 +12,12 @@ control ends every motion still awaited with the reason.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from offboardd.mqtt.client_types import ClientError, Reply
 
-MOTION_DONE, MOTION_ABORTED = "motion_done", "motion_aborted"
+MOTION_DONE, MOTION_ABORTED, WARNING = "motion_done", "motion_aborted", "warning"
 
 
 class MotionAborted(ClientError):
@@ -35,6 +35,9 @@ class MotionHandle:
     command_id: str
     reply: Reply
     _end: asyncio.Future[dict[str, Any]]
+    # the `warning` events about it, as they came (e.g. vehicle_trailing: its clock waits
+    # for a vehicle that trails it; docs/motion.md)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -52,19 +55,31 @@ class MotionHandle:
 class MotionTracker:
     def __init__(self) -> None:
         self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._warnings: dict[str, list[dict[str, Any]]] = {}
 
-    def expect(self, command_id: str) -> asyncio.Future[dict[str, Any]]:
+    def expect(self, command_id: str) -> tuple[asyncio.Future[dict[str, Any]],
+                                               list[dict[str, Any]]]:
+        """The motion's end, and the list its warning events will be added to."""
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[command_id] = future
-        return future
+        warnings: list[dict[str, Any]] = []
+        self._warnings[command_id] = warnings
+        return future, warnings
 
     def forget(self, command_id: str) -> None:
         self._waiting.pop(command_id, None)
+        self._warnings.pop(command_id, None)
 
     def on_event(self, doc: dict[str, Any]) -> None:
         kind, command_id = doc.get("kind"), doc.get("command_id")
-        if kind not in (MOTION_DONE, MOTION_ABORTED) or not isinstance(command_id, str):
+        if not isinstance(command_id, str):
             return
+        if kind == WARNING and command_id in self._warnings:
+            self._warnings[command_id].append(doc)
+            return
+        if kind not in (MOTION_DONE, MOTION_ABORTED):
+            return
+        self._warnings.pop(command_id, None)
         future = self._waiting.pop(command_id, None)
         if future is None or future.done():
             return
@@ -82,3 +97,4 @@ class MotionTracker:
                 future.set_exception(error)
                 future.exception()  # retrieved here: nobody may be awaiting it
         self._waiting.clear()
+        self._warnings.clear()

@@ -7,7 +7,8 @@
 
 Places are local NED metres (north east down), or a setpoint JSON object where one is
 taken (`--target`, the path's list items) for a global_position. `--wait` keeps the lease
-and prints the motion_done event (exit 1 if the motion was aborted, with why).
+and prints the motion's warnings as they come (a vehicle it waits for: docs/motion.md), then
+its motion_done event (exit 1 if the motion was aborted, with why).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from offboardd.mqtt.schema_setpoints import SETPOINT_TABLE, setpoint_from_wire
 
 MOTIONS = ("goto", "path", "orbit", "stop")
 EXIT_OK, EXIT_ABORTED = 0, 1
+_WARNINGS_POLL_S = 0.5  # how soon a warning about the awaited motion is printed
 
 
 def add_motion_parsers(actions: Any) -> None:
@@ -106,12 +108,28 @@ async def run_motion(c: OffboardClient, args: argparse.Namespace) -> int:
 
 
 async def _wait(c: OffboardClient, handle: MotionHandle) -> int:
+    """Keep the lease until the motion ends; its warnings (a vehicle it waits for) are
+    printed as they come, so a wait that takes long says why."""
     c.keep_lease()
+    told = 0
     try:
-        done = await handle.done()
+        while True:
+            try:
+                done = await handle.done(timeout_s=_WARNINGS_POLL_S)
+                break
+            except TimeoutError:
+                told = _tell(handle, told)
     except MotionAborted as exc:
+        _tell(handle, told)
         print(json.dumps({"id": exc.command_id, "aborted": True, "reason": exc.reason,
                           "message": exc.message}), flush=True)
         return EXIT_ABORTED
+    _tell(handle, told)
     print(json.dumps(done), flush=True)
     return EXIT_OK
+
+
+def _tell(handle: MotionHandle, told: int) -> int:
+    for warning in handle.warnings[told:]:
+        print(json.dumps(warning), flush=True)
+    return len(handle.warnings)

@@ -21,6 +21,7 @@ from offboardd.client import (
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.setpoints import PositionNed
 from tests.conftest import Broker
+from tests.mavlink.conftest import wait_until
 from tests.mqtt.helpers import dumps, observer
 from tests.mqtt.test_e2e_sim import REPO_ROOT, VEHICLE, Stack, T, fc_ready, stack
 
@@ -225,3 +226,36 @@ async def test_docs_motion_ctl_example_flies_the_sim(mosquitto: Broker) -> None:
         assert [d["kind"] for d in lines if "kind" in d] == ["motion_done"] * 4
         assert lines[-1]["ok"] is True  # the land
         assert s.sim.record.changes_to("OFFBOARD") and s.sim.vehicle.mode_name == "AUTO.LAND"
+
+
+async def test_a_goto_faster_than_px4_flies_is_paced_by_the_vehicle_and_says_so(
+    mosquitto: Broker,
+) -> None:
+    """PX4's own MPC_XY_VEL_MAX (1.5 m/s) under a goto planned at 4 m/s: the planned point
+    waits for the vehicle instead of running on (before: motion_done ~4 s in, the vehicle
+    ~6 m short), the client's handle collects the daemon's vehicle_trailing warning, and
+    the motion is done with the vehicle near its end (core/motion_clock.py)."""
+    async with stack(mosquitto, sim_params={"MPC_XY_VEL_MAX": 1.5}) as s, s.client() as c:
+        await fc_ready(c)
+        assert (await c.engage(PositionNed(0, 0, ALT), arm=True)).ok
+        # up there first: only the horizontal leg trails
+        await wait_until(lambda: _at(s, 0, 0, ALT) <= 0.3, "at altitude", timeout_s=20)
+        handle = await c.goto(PositionNed(12, 0, ALT), speed_m_s=4.0)
+        leads: list[float] = []
+
+        async def sample() -> None:
+            while True:
+                shown = (c.state or {}).get("motion") or {}
+                if shown.get("lead_m") is not None:
+                    leads.append(float(shown["lead_m"]))
+                await asyncio.sleep(0.1)
+
+        sampler = asyncio.create_task(sample())
+        try:
+            await handle.done(timeout_s=30)
+        finally:
+            sampler.cancel()
+        assert _at(s, 12, 0, ALT) < 1.0 + 0.2  # half of max_lead_m, and the estimate's age
+        assert leads and max(leads) <= 2.0 + 0.5 * 1.5 + 0.3, leads  # max_lead + PX4's lag
+        assert [w["reason"] for w in handle.warnings] == ["vehicle_trailing"], handle.warnings
+        await c.land()
