@@ -1,8 +1,11 @@
 """Simple multicopter dynamics and PX4-like controllers, in local NED about the origin.
 
 Kinematic targets (position / velocity / acceleration per axis) go through a cascaded
-P position -> P velocity controller with PX4's speed limits, as mc_pos_control does;
-attitude and body-rate targets drive the attitude and a thrust model whose hover thrust
+position -> velocity controller with PX4's speed limits, as mc_pos_control does: the
+horizontal one, for offboard setpoints, with PX4's gains, tilt response and SIH's drag
+(horizontal.py: it follows a moving plan as late as PX4 SIH does), the vertical one a
+P -> P pair. Attitude and body-rate targets drive the attitude and a thrust model whose
+hover thrust
 is about 0.5 (the SIH quad's is 0.48-0.50, px4-offboard.md §4). The ground is flat at
 the local origin's altitude (down = 0); home moves about it (home.py). Pure: time comes
 in as `dt_s`; no commander rules here.
@@ -13,13 +16,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from offboardd.sim import horizontal
+from offboardd.sim.horizontal import HorizontalState
 from offboardd.sim.setpoints import AttitudeTarget, KinematicTarget
 
 GRAVITY_M_S2 = 9.80665
 HOVER_THRUST = 0.49  # a level 0.5 thrust then climbs slowly, as on SITL
-_POS_GAIN = 1.0  # MPC_XY_P / MPC_Z_P are ~1
-_VEL_GAIN = 4.0  # velocity P, critically damped with the position loop
-_ACC_HOR_MAX = 5.0  # MPC_ACC_HOR_MAX
+_POS_GAIN = 1.0  # MPC_Z_P
+_VEL_GAIN = 4.0  # vertical velocity P, critically damped with the position loop
 _ACC_UP_MAX = 4.0  # MPC_ACC_UP_MAX
 _ACC_DOWN_MAX = 3.0  # MPC_ACC_DOWN_MAX
 _YAW_GAIN = 2.8  # MC_YAW_P
@@ -37,6 +41,10 @@ class Limits:
     # MPC_Z_VEL_I_ACC while PX4's vertical velocity integral matters (the takeoff ramp,
     # takeoff.py); 0 clears it: with no disturbance to learn, the sim needs it nowhere else.
     z_vel_i_acc: float = 0.0
+    # A target of PX4's own modes (Hold, Takeoff, Land, RTL...): PX4 flies those along its
+    # own jerk-limited trajectory with feed-forward, which the sim does not plan; it flies
+    # them on a tight P -> P loop instead (their timelines as measured), not horizontal.py.
+    own_trajectory: bool = False
 
 
 @dataclass
@@ -50,6 +58,7 @@ class BodyState:
     rates_rad_s: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
     thrust: float = 0.0  # collective 0..1
     z_integral_m_s2: float = 0.0  # the vertical velocity integral (down positive)
+    xy: HorizontalState = field(default_factory=HorizontalState)
 
     @property
     def on_ground(self) -> bool:
@@ -103,6 +112,7 @@ class Dynamics:
         else:  # disarmed: no thrust, the body falls to the ground and rests there
             s.thrust = 0.0
             s.z_integral_m_s2 = 0.0
+            s.xy.settle()
             s.rates_rad_s = [0.0, 0.0, 0.0]
             acc = [-_DRAG_PER_S * s.vel_m_s[0], -_DRAG_PER_S * s.vel_m_s[1], GRAVITY_M_S2]
         s.acc_m_s2 = acc
@@ -117,48 +127,49 @@ class Dynamics:
 
     def _kinematic(self, dt_s: float, t: KinematicTarget, lim: Limits) -> list[float]:
         s = self.state
-        vel_sp: list[float | None] = []
-        for i in range(3):
-            p, v = t.pos_m[i], t.vel_m_s[i]
-            if p is not None:
-                vel_sp.append(_POS_GAIN * (p - s.pos_m[i]) + (v or 0.0))
-            else:
-                vel_sp.append(v)
-        vn, ve = vel_sp[0], vel_sp[1]
-        if vn is not None and ve is not None:
-            speed = math.hypot(vn, ve)
-            if speed > lim.xy_m_s:
-                vel_sp[0], vel_sp[1] = vn * lim.xy_m_s / speed, ve * lim.xy_m_s / speed
-        vd = vel_sp[2]
+        pos_sp, vel_ff = (t.pos_m[0], t.pos_m[1]), (t.vel_m_s[0], t.vel_m_s[1])
+        acc_ff = (t.acc_m_s2[0] or 0.0, t.acc_m_s2[1] or 0.0)
+        pos, vel = (s.pos_m[0], s.pos_m[1]), (s.vel_m_s[0], s.vel_m_s[1])
+        if lim.own_trajectory:
+            acc_n, acc_e = horizontal.tight(s.xy, pos_sp=pos_sp, vel_ff=vel_ff, acc_ff=acc_ff,
+                                            pos=pos, vel=vel, limit_m_s=lim.xy_m_s)
+        else:
+            acc_n, acc_e = horizontal.step(s.xy, dt_s, pos_sp=pos_sp, vel_ff=vel_ff,
+                                           acc_ff=acc_ff, pos=pos, vel=vel,
+                                           body_acc=(s.acc_m_s2[0], s.acc_m_s2[1]),
+                                           limit_m_s=lim.xy_m_s)
+        p, v = t.pos_m[2], t.vel_m_s[2]
+        vd = v if p is None else _POS_GAIN * (p - s.pos_m[2]) + (v or 0.0)
         if vd is not None:  # the upward limit wins (PX4's constrain): a negative one, the
             # takeoff ramp's start, forces a descent even below the downward limit
-            vel_sp[2] = -lim.up_m_s if vd < -lim.up_m_s else min(lim.down_m_s, vd)
-        acc = []
-        for i in range(3):
-            a_ff = t.acc_m_s2[i] or 0.0
-            sp = vel_sp[i]
-            acc.append(a_ff if sp is None else _VEL_GAIN * (sp - s.vel_m_s[i]) + a_ff)
-        if lim.z_vel_i_acc > 0.0 and vel_sp[2] is not None:
-            s.z_integral_m_s2 += lim.z_vel_i_acc * (vel_sp[2] - s.vel_m_s[2]) * dt_s
-            acc[2] += s.z_integral_m_s2
+            vd = -lim.up_m_s if vd < -lim.up_m_s else min(lim.down_m_s, vd)
+        acc_d = t.acc_m_s2[2] or 0.0
+        if vd is not None:
+            acc_d += _VEL_GAIN * (vd - s.vel_m_s[2])
+        if lim.z_vel_i_acc > 0.0 and vd is not None:
+            s.z_integral_m_s2 += lim.z_vel_i_acc * (vd - s.vel_m_s[2]) * dt_s
+            acc_d += s.z_integral_m_s2
         else:
             s.z_integral_m_s2 = 0.0
-        hor = math.hypot(acc[0], acc[1])
-        if hor > _ACC_HOR_MAX:
-            acc[0], acc[1] = acc[0] * _ACC_HOR_MAX / hor, acc[1] * _ACC_HOR_MAX / hor
         # Resting on the ground a downward demand only lowers the thrust (to zero at g).
-        acc[2] = max(-_ACC_UP_MAX, min(GRAVITY_M_S2 if s.on_ground else _ACC_DOWN_MAX, acc[2]))
+        acc_d = max(-_ACC_UP_MAX, min(GRAVITY_M_S2 if s.on_ground else _ACC_DOWN_MAX, acc_d))
+        if s.on_ground and acc_d >= -0.0:  # not lifting: no horizontal force either
+            s.xy.settle()
+            acc_n = acc_e = 0.0
+        acc = [acc_n, acc_e, acc_d]
         if t.yaw_rad is not None:
             err = _wrap(t.yaw_rad - s.yaw_rad)
             rate = max(-_YAW_RATE_MAX, min(_YAW_RATE_MAX, _YAW_GAIN * err))
         else:
             rate = t.yaw_rate_rad_s or 0.0
         s.yaw_rad = _wrap(s.yaw_rad + rate * dt_s)
-        # Attitude and thrust that produce this acceleration (reported in telemetry).
+        # Attitude and thrust that produce this acceleration (reported in telemetry): the
+        # tilt gives the thrust's horizontal part, drag comes on top.
         lift = GRAVITY_M_S2 - acc[2]
+        thrust_n, thrust_e = s.xy.thrust_acc_m_s2
         c, sn = math.cos(s.yaw_rad), math.sin(s.yaw_rad)
-        forward = c * acc[0] + sn * acc[1]
-        right = -sn * acc[0] + c * acc[1]
+        forward = c * thrust_n + sn * thrust_e
+        right = -sn * thrust_n + c * thrust_e
         s.pitch_rad = math.atan2(-forward, max(lift, 0.1))
         s.roll_rad = math.atan2(right * math.cos(s.pitch_rad), max(lift, 0.1))
         s.rates_rad_s = [0.0, 0.0, rate]
@@ -186,8 +197,11 @@ class Dynamics:
         cp, sp = math.cos(s.pitch_rad), math.sin(s.pitch_rad)
         cy, sy = math.cos(s.yaw_rad), math.sin(s.yaw_rad)
         # Third column of the body->NED rotation, times -f.
+        thrust_n = -f * (cy * sp * cr + sy * sr)
+        thrust_e = -f * (sy * sp * cr - cy * sr)
+        s.xy.settle((thrust_n, thrust_e))  # a kinematic target next starts from this tilt
         return [
-            -f * (cy * sp * cr + sy * sr) - _DRAG_PER_S * s.vel_m_s[0],
-            -f * (sy * sp * cr - cy * sr) - _DRAG_PER_S * s.vel_m_s[1],
+            thrust_n - _DRAG_PER_S * s.vel_m_s[0],
+            thrust_e - _DRAG_PER_S * s.vel_m_s[1],
             -f * cp * cr + GRAVITY_M_S2 - _DRAG_PER_S * s.vel_m_s[2],
         ]

@@ -93,7 +93,11 @@ class FlightTasks:
         lim = plan.limits
         up_m_s = self.ramp.up_limit_m_s(lim.up_m_s, params.get_float("MPC_Z_VEL_P_ACC"))
         i_acc = params.get_float("MPC_Z_VEL_I_ACC") if self.ramp.integrating(state) else 0.0
-        limits = Limits(lim.xy_m_s, up_m_s, lim.down_m_s, i_acc)
+        # Only offboard setpoints meet PX4's horizontal loops as streamed (horizontal.py);
+        # PX4's own modes feed them a smoothed trajectory the sim leaves out.
+        flown_as_streamed = mode is modes.OFFBOARD and target is offboard
+        limits = Limits(lim.xy_m_s, up_m_s, lim.down_m_s, i_acc,
+                        own_trajectory=not flown_as_streamed)
         if mode is modes.TAKEOFF:  # the trajectory's gentle climb (takeoff.py)
             ramp_s = params.get_float("MPC_TKO_RAMP_T")
             tko_m_s = params.get_float("MPC_TKO_SPEED")

@@ -120,14 +120,18 @@ def _sp(mask: int, frame: int = 1, **kw: Any) -> Callable[[], Message]:
 @pytest.mark.parametrize(
     ("name", "make", "check"),
     [
+        # PX4 SIH's horizontal loops (sim/horizontal.py) overshoot an 11 m step by ~0.4 m
+        # and reach a velocity setpoint slowly, through the velocity integral against
+        # SIH's drag: 2 m/s asked, 1.5 m/s after 3 s on PX4 (docs/px4.md); and drag caps
+        # an acceleration setpoint's speed (1 m/s² -> 1 m/s). The old sim met each exactly.
         ("position", _sp(2552, north=10.0, east=-5.0, down=-3.0),
-         lambda p, v: abs(p[0] - 10) < 0.3 and abs(p[1] + 5) < 0.3 and abs(p[2] + 3) < 0.3),
+         lambda p, v: abs(p[0] - 10) < 0.5 and abs(p[1] + 5) < 0.3 and abs(p[2] + 3) < 0.3),
         ("velocity NED", _sp(2503, vx=2.0, vy=1.0, vz=-0.5),
-         lambda p, v: abs(v[0] - 2) < 0.1 and abs(v[1] - 1) < 0.1 and abs(v[2] + 0.5) < 0.1),
+         lambda p, v: 1.4 < v[0] < 2.0 and 0.7 < v[1] < 1.0 and abs(v[2] + 0.5) < 0.1),
         ("velocity BODY_NED", _sp(1479, frame=8, vx=3.0, vy=0.0, vz=-1.0),
-         lambda p, v: abs(v[0] - 3) < 0.1 and abs(v[1]) < 0.1 and abs(v[2] + 1) < 0.1),
+         lambda p, v: 2.2 < v[0] < 3.0 and abs(v[1]) < 0.1 and abs(v[2] + 1) < 0.1),
         ("acceleration NED", _sp(3135, afx=1.0, afy=0.0, afz=-0.5),
-         lambda p, v: v[0] > 3 and abs(v[1]) < 0.1 and v[2] < -1),
+         lambda p, v: 0.8 < v[0] < 1.05 and abs(v[1]) < 0.1 and v[2] < -1),
     ],
 )  # fmt: skip
 def test_every_local_setpoint_kind_moves_the_vehicle_as_expected(
@@ -158,7 +162,8 @@ def test_global_int_setpoints_fly_to_the_point(frame: int) -> None:
         0, 0, 0, 0, 0, 0, NAN, 0))  # fmt: skip
     h.run(8.0)
     n, e, down = h.v.position_ned_m
-    assert abs(n - 10) < 0.4 and abs(e) < 0.3 and abs(down + 4) < 0.2
+    # a 10 m position step: PX4's loops overshoot, then the integral settles (~0.45 m at 8 s)
+    assert abs(n - 10) < 0.6 and abs(e) < 0.3 and abs(down + 4) < 0.2
 
 
 def test_attitude_and_body_rate_setpoints() -> None:

@@ -150,9 +150,11 @@ async def test_s1_body_ned_position_ignored_velocity_needs_all_three_rotated_by_
         assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] < -1.5, 5)
         peer.stream(lambda: position_sp(frame=8, mask=1479 & ~1024 | 1024, vx=2.0, vy=0.0,
                                         vz=0.0))  # fmt: skip
-        await asyncio.sleep(1.5)
+        # PX4 gets there slowly (its velocity integral against SIH's drag): 1.5 m/s after
+        # 3 s on main, v1.17.0 and v1.16.2 (docs/px4.md)
+        await asyncio.sleep(3.0)
         vn, ve, _ = sim.vehicle.velocity_ned_m_s
-        assert ve > 1.5 and abs(vn) < 0.3
+        assert ve > 1.3 and abs(vn) < 0.3
 
 
 async def test_s1_at_least_one_of_position_velocity_acceleration_yaw_only_dropped() -> None:
