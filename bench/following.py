@@ -14,6 +14,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bench.tracking import polyline_distance_m
+
 Vec3 = tuple[float, float, float]
 
 
@@ -105,12 +107,17 @@ def straight_figures(f: Following, speed_m_s: float) -> dict[str, float]:
             "cruise_samples": len(cruise)}
 
 
-def overshoot_m(f: Following, corner: Vec3, out_dir: Vec3, window_m: float = 6.0) -> float:
-    """How far past a corner the vehicle went, along the first leg's direction `out_dir`
-    (a unit vector), within `window_m` of it: 0 when it cut the corner inside."""
-    beyond = [_dot(_sub(p, corner), out_dir) for _, p in f.flown
-              if math.dist(p, corner) < window_m]
-    return round(max(0.0, max(beyond, default=0.0)), 3)
+def corner_errors_m(f: Following, vertex: Vec3, within_m: float = 8.0) -> list[float]:
+    """Sorted distances to the streamed path of the samples flown within `within_m` of a
+    corner's waypoint: its overshoot, apart from how the vehicle entered the path."""
+    window_s = 3.0
+    out = []
+    for t, p in f.flown:
+        if math.dist(p, vertex) < within_m:
+            line = [x.pos_ned_m for x in f.plan if t - window_s <= x.t_s <= t]
+            if len(line) >= 2:
+                out.append(polyline_distance_m(p, line))
+    return sorted(out)
 
 
 def radial_errors_m(f: Following, centre: Vec3, radius_m: float, speed_m_s: float

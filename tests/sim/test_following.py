@@ -11,8 +11,7 @@ without lag; each figure here must be within ~30 % of PX4's.
 
 from __future__ import annotations
 
-from bench.following import radial_errors_m, straight_figures
-from bench.tracking import tracking_errors_m
+from bench.following import corner_errors_m, radial_errors_m, straight_figures
 from tests.sim import following
 
 
@@ -36,7 +35,7 @@ def test_a_10_m_s_goto_trails_by_metres_as_on_px4() -> None:
 
 def test_a_rounded_corner_is_overshot_as_on_px4() -> None:
     f = following.corner(speed_m_s=3.0, side_m=16.0, radius_m=3.0)
-    errors = tracking_errors_m(f.flown, [(p.t_s, p.pos_ned_m) for p in f.plan])
+    errors = corner_errors_m(f, (16.0, 0.0, -following.ALT_M))
     assert _within(errors[-1], 0.88), errors[-1]  # the old sim: 0.11 m
 
 
