@@ -5,10 +5,9 @@ position -> velocity controller with PX4's speed limits, as mc_pos_control does:
 horizontal one, for offboard setpoints, with PX4's gains, tilt response and SIH's drag
 (horizontal.py: it follows a moving plan as late as PX4 SIH does), the vertical one a
 P -> P pair. Attitude and body-rate targets drive the attitude and a thrust model whose
-hover thrust
-is about 0.5 (the SIH quad's is 0.48-0.50, px4-offboard.md §4). The ground is flat at
-the local origin's altitude (down = 0); home moves about it (home.py). Pure: time comes
-in as `dt_s`; no commander rules here.
+hover thrust is about 0.5 (the SIH quad's is 0.48-0.50, px4-offboard.md §4). The ground
+is flat at the local origin's altitude (down = 0); home moves about it (home.py). Pure:
+time comes in as `dt_s`; no commander rules here.
 """
 
 from __future__ import annotations
@@ -153,7 +152,7 @@ class Dynamics:
             s.z_integral_m_s2 = 0.0
         # Resting on the ground a downward demand only lowers the thrust (to zero at g).
         acc_d = max(-_ACC_UP_MAX, min(GRAVITY_M_S2 if s.on_ground else _ACC_DOWN_MAX, acc_d))
-        if s.on_ground and acc_d >= -0.0:  # not lifting: no horizontal force either
+        if s.on_ground and acc_d >= 0.0:  # not lifting: no horizontal force either
             s.xy.settle()
             acc_n = acc_e = 0.0
         acc = [acc_n, acc_e, acc_d]

@@ -17,7 +17,10 @@ sim models each of them (its own code, from how PX4 describes them):
 - The thrust tilts through the attitude loop (MC_ROLL_P / MC_PITCH_P 4: ~1/4 s), so the
   horizontal force follows its setpoint late.
 
-Vertical flight stays in dynamics.py (its timelines are measured separately, takeoff.py).
+Left out: PX4 prefers the position part of the velocity setpoint when MPC_XY_VEL_MAX cuts
+it (here both are scaled together), the rate loop and the motors' own lag. Vertical flight
+stays in dynamics.py (its timelines are measured separately, takeoff.py), and so do the
+targets of PX4's own modes (`tight` below).
 """
 
 from __future__ import annotations
