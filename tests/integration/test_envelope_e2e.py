@@ -35,7 +35,9 @@ async def test_fence_stops_a_velocity_leg_at_the_boundary() -> None:
         await fl.wait_for(lambda: speed(fl) < 0.1, 10.0, "stopped at the fence")
         await asyncio.sleep(1.0)  # still there a second later: the fence holds it
         north = fl.sim.vehicle.position_ned_m[0]
-        assert 10.0 <= north <= 12.0 and speed(fl) < 0.1, (north, speed(fl))
+        # PX4's velocity integral (sim/horizontal.py) leaves a slow creep after a stop:
+        # ~0.2 m/s here (the sim used to stand still at once)
+        assert 10.0 <= north <= 12.0 and speed(fl) < 0.3, (north, speed(fl))
         snap = fl.snapshot()
         assert snap["phase"] == "active" and snap["envelope_limiting"]
         assert 0.0 <= snap["fence_distance_m"] <= 2.0
@@ -111,4 +113,8 @@ async def test_a_goto_to_a_point_inside_the_stop_margin_gets_there() -> None:
         assert 11.45 <= north <= 11.75, north
         assert not fl.snapshot()["envelope_limiting"]
         await asyncio.sleep(0.5)
-        assert abs(fl.sim.vehicle.position_ned_m[0] - 11.6) < 0.1 and speed(fl) < 0.2
+        # PX4 overshoots a goto's end and its velocity integral brings it back slowly (PX4
+        # SIH main: 0.84 m past a 20 m goto at 3 m/s, tests/px4/test_px4_following.py);
+        # the sim does too now (~0.3 m here), so: not held short, and inside the fence
+        north = fl.sim.vehicle.position_ned_m[0]
+        assert 11.45 <= north <= 12.0 and speed(fl) < 0.5, (north, speed(fl))
