@@ -17,7 +17,8 @@ setpoint for that instant. It ends with MOTION_DONE (the stream then rests on it
 setpoint) or MOTION_ABORTED with the reason, when a setpoint, another motion or the end
 of streaming replaces it; both name the motion's command.
 
-Owns: the setpoint, the running motion, the StreamClock. Must not: judge commands, move
+Owns: the setpoint, the running motion (and the finished one it rests on: the next motion
+starts from its end), the StreamClock. Must not: judge commands, move
 phases, or send without a target (no FC heard: nothing goes out).
 """
 
