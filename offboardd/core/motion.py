@@ -97,6 +97,7 @@ class Motion:
         self.unleased_until_s: float | None = None  # on_lease_lapse = finish: the extension
         self.internal = False  # the engine's own (a lease-lapse stop): no events of its own
         self.waiting_told = False  # the warning that it waits for the vehicle, given once
+        self._last: tuple[float, MotionState] | None = None  # (profile time, its state)
 
     @property
     def kind(self) -> str:
@@ -118,10 +119,17 @@ class Motion:
     def _t(self, now: float) -> float:
         return self.clock.profile_t_s(now)
 
+    def _profile_state(self, t_s: float) -> MotionState:
+        """The profile at `t_s`, kept for the next ask: a send asks twice for the same
+        instant (the clock's `follow`, then the setpoint)."""
+        if self._last is None or self._last[0] != t_s:
+            self._last = (t_s, self.profile.state_at(t_s))
+        return self._last[1]
+
     def follow(self, now: float, vehicle: tuple[Vec3, Vec3] | None) -> None:
         """At each send: the clock moves on at the rate the vehicle's lead allows
         (`vehicle`: its position and velocity, NED, or None when not known)."""
-        self.clock.follow(now, self.profile.state_at(self._t(now)), vehicle)
+        self.clock.follow(now, self._profile_state(self._t(now)), vehicle)
 
     def path_stop(self, now: float, lim: Limits) -> PathStop:
         """A stop from now on this motion's own path, which was checked against the fence:
@@ -131,8 +139,7 @@ class Motion:
 
     def stop_on_path(self, cmd: Stop, now: float, lim: Limits) -> Motion:
         """A stop that keeps to this motion's path (PathStop), facing as streamed now."""
-        stop = Motion(cmd, self.path_stop(now, lim), Yaw(), self.setpoint_at(now).yaw_rad)
-        return stop.lead_vehicle(self.clock.max_lead_m, lim)
+        return Motion(cmd, self.path_stop(now, lim), Yaw(), self.setpoint_at(now).yaw_rad)
 
     def state_at(self, now: float) -> MotionState:
         """What is streamed at `now`: the profile's state at the clock's time, its speed
@@ -140,7 +147,7 @@ class Motion:
         left out of the acceleration: it is feedback on the vehicle, and fed forward it
         pushed a vehicle at its speed limit to slow further, the lead grew and the clock
         slowed more (a limit cycle in the sim under a 1.5 m/s MPC_XY_VEL_MAX)."""
-        st = self.profile.state_at(self._t(now))
+        st = self._profile_state(self._t(now))
         rate = self.clock.rate
         if rate == 1.0:
             return st

@@ -16,15 +16,15 @@ The lead counts what the vehicle lags behind along the path and how far it is be
 it, never how far it is ahead (waiting for a vehicle ahead would only let it run on);
 it is judged less what PX4 lags by its nature (it follows a moving plan up to
 PX4_FOLLOWS_S behind: measured on PX4 SIH, bench/motion-results.md; so the vehicle's own
-speed along the path times that is not trailing), and where it would end if the planned point
-began to slow now at the acceleration limit (plus closing speed² / 2a), so a point
+speed along the path times that is not trailing), and where it would end if the planned
+point began to slow now at the acceleration limit (plus closing speed² / 2a), so a point
 pulling away fast slows in time instead of overshooting by its braking distance.
 The streamed velocity is the profile's times the rate and the acceleration the
-profile's times rate²; the rate follows its target over _RATE_TAU_S and changes no faster
-than keeps the streamed speed's change within the acceleration limit, so nothing is asked
-to jump. A bounded lead also bounds how hard PX4 is
-asked to catch up: its position loop turns a lead of d metres into about MPC_XY_P x d
-m/s (0.95 x 2 m by default).
+profile's times rate²; the rate follows its target over _RATE_TAU_S and changes no
+faster than keeps the streamed speed's change within the acceleration limit, so nothing
+is asked to jump. A bounded lead also bounds how hard PX4 is asked to catch up: its
+position loop turns a lead of d metres into about MPC_XY_P x d m/s (0.95 x 2 m by
+default).
 
 The motion is done when its profile has run out *and* the vehicle is within half of
 `max_lead_m` of its end. Without a position estimate (blind) the clock runs on time, as
@@ -84,7 +84,6 @@ class MotionClock:
         self._at_s: float | None = None  # None: not begun (the motion waits at its start)
         self.rate = 1.0
         self.lead_m: float | None = None  # the last lead measured (None: off or blind)
-        self.trail_m = 0.0  # that lead as judged: less PX4's own lag, plus the closing
         self._waiting_since_s: float | None = None
 
     @property
@@ -119,9 +118,10 @@ class MotionClock:
             self.lead_m = lead_m(planned_at, vehicle[0])
             coming = along_m_s(planned_at, vehicle[1])
             closing = max(0.0, norm(planned_at.velocity) * self.rate - coming)
-            self.trail_m = (self.lead_m - PX4_FOLLOWS_S * coming
-                            + closing * closing / (2.0 * self._max_accel))
-            over = (self.trail_m - self.free_lead_m) / self.free_lead_m
+            # the lead as judged: less PX4's own lag, plus what it pulls away while slowing
+            trail_m = (self.lead_m - PX4_FOLLOWS_S * coming
+                       + closing * closing / (2.0 * self._max_accel))
+            over = (trail_m - self.free_lead_m) / self.free_lead_m
             target = min(1.0, max(0.0, 1.0 - over))
         self._set_rate(target, dt, planned_at)
         # by the rate, not the lead: a lead held at the threshold flickers across it

@@ -26,6 +26,7 @@ from offboardd.core.events import (
     LandedState,
 )
 from offboardd.core.modes import Px4Mode, mode_from_custom
+from offboardd.core.motion_path import Vec3
 from offboardd.core.setpoints import (
     Attitude,
     BodyRates,
@@ -34,8 +35,6 @@ from offboardd.core.setpoints import (
     Setpoint,
 )
 from offboardd.errors import SetpointError
-
-Vec3 = tuple[float, float, float]
 
 # ESTIMATOR_STATUS_FLAGS (common.xml) that must be set for each estimate to count.
 _VEL_HORIZ, _VEL_VERT = 2, 4
