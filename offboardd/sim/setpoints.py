@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 
 from offboardd.mavlink.codec import Message
+from offboardd.sim.home import Origin
 
 Vec3 = tuple[float | None, float | None, float | None]
 
@@ -34,7 +35,6 @@ _ATTITUDE = 128
 FRAME_LOCAL_NED = 1
 FRAME_BODY_NED = 8
 GLOBAL_FRAMES = (5, 6, 11)  # GLOBAL_INT (AMSL), GLOBAL_RELATIVE_ALT_INT, TERRAIN_ALT_INT
-_EARTH_RADIUS_M = 6_371_000.0
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,7 @@ class JudgeContext:
     roll_rad: float
     pitch_rad: float
     global_valid: bool  # a global position estimate (needed by #86)
-    origin_lat_deg: float  # the local NED origin (EKF2's reference), not home
-    origin_lon_deg: float
-    origin_alt_m: float  # AMSL
+    origin: Origin  # the local NED origin (EKF2's reference), not home
     home_alt_m: float  # AMSL: frame 6 is read against it
     # SET_ATTITUDE_TARGET with THROTTLE_IGNORE (64) is no proof of life (Px4Version).
     throttle_ignore_refused: bool = False
@@ -176,20 +174,15 @@ def judge_global_int(msg: Message, ctx: JudgeContext) -> Verdict:
     pos: Vec3 = (None, None, None)
     if not mask & (_X | _Y | _Z):
         lat, lon = msg.lat_int * 1e-7, msg.lon_int * 1e-7
-        north = math.radians(lat - ctx.origin_lat_deg) * _EARTH_RADIUS_M
-        east = (
-            math.radians(lon - ctx.origin_lon_deg)
-            * _EARTH_RADIUS_M
-            * math.cos(math.radians(ctx.origin_lat_deg))
-        )
+        north, east, _ = ctx.origin.to_local(lat, lon, 0.0)
         # Frame 5 is AMSL; 11 above terrain, flat at the origin's altitude here; 6 above
         # home, converted as PX4 does it (mavlink_receiver.cpp: (home - alt) - ref_alt,
         # off by twice home's height above the origin, docs/px4.md): -alt with home there.
         alt = float(msg.alt)
         if frame == 5:
-            down = ctx.origin_alt_m - alt
+            down = ctx.origin.alt_m - alt
         elif frame == 6:
-            down = (ctx.home_alt_m - ctx.origin_alt_m) - alt
+            down = (ctx.home_alt_m - ctx.origin.alt_m) - alt
         else:
             down = -alt
         if math.isfinite(down):

@@ -149,8 +149,7 @@ class Vehicle:
         return JudgeContext(
             self.system_id, self.component_id, self.params.get_int("MAV_FWDEXTSP") == 1,
             s.yaw_rad, s.roll_rad, s.pitch_rad, self.commander.estimator_valid,
-            self.origin.lat_deg, self.origin.lon_deg, self.origin.alt_m,
-            self.home.point.alt_m, self.px4.throttle_ignore_refused,
+            self.origin, self.home.point.alt_m, self.px4.throttle_ignore_refused,
         )  # fmt: skip
 
     def _setpoint(self, kind: str, v: Verdict, msg: Message, now_s: float) -> list[Outgoing]:

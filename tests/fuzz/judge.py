@@ -23,6 +23,7 @@ from offboardd.core.envelope_settings import EnvelopeSettings, PolygonFrame
 from offboardd.core.setpoints import Setpoint
 from offboardd.mavlink import translate
 from offboardd.mavlink.codec import MavlinkCodec, Message
+from offboardd.sim.home import Origin
 from offboardd.sim.setpoints import (
     JudgeContext,
     Verdict,
@@ -35,8 +36,8 @@ FC = Target(1, 1)
 HOME_LAT_DEG, HOME_LON_DEG, HOME_ALT_M = 47.397742, 8.545594, 488.0
 CONTEXT = JudgeContext(
     system_id=1, component_id=1, forward_external_setpoints=True, yaw_rad=0.7,
-    roll_rad=0.05, pitch_rad=-0.1, global_valid=True, origin_lat_deg=HOME_LAT_DEG,
-    origin_lon_deg=HOME_LON_DEG, origin_alt_m=HOME_ALT_M, home_alt_m=HOME_ALT_M,
+    roll_rad=0.05, pitch_rad=-0.1, global_valid=True,
+    origin=Origin(HOME_LAT_DEG, HOME_LON_DEG, HOME_ALT_M), home_alt_m=HOME_ALT_M,
 )  # fmt: skip
 _JUDGES = {
     "SET_POSITION_TARGET_LOCAL_NED": judge_local_ned,
