@@ -14,9 +14,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.tracking import polyline_distance_m
-
-Vec3 = tuple[float, float, float]
+from bench.tracking import Vec3, nearest_on_segment, polyline_distance_m
+from offboardd.core.motion_path import dot, norm, sub
 
 
 @dataclass(frozen=True)
@@ -24,14 +23,6 @@ class Planned:
     t_s: float
     pos_ned_m: Vec3
     vel_ned_m_s: Vec3
-
-
-def _sub(a: Vec3, b: Vec3) -> Vec3:
-    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
-
-
-def _dot(a: Vec3, b: Vec3) -> float:
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 class Following:
@@ -57,10 +48,10 @@ class Following:
         sp = self.planned_at(t_s)
         if sp is None:
             return None
-        speed = math.sqrt(_dot(sp.vel_ned_m_s, sp.vel_ned_m_s))
+        speed = norm(sp.vel_ned_m_s)
         if speed < 0.1:
             return None
-        return _dot(_sub(sp.pos_ned_m, pos), sp.vel_ned_m_s) / speed
+        return dot(sub(sp.pos_ned_m, pos), sp.vel_ned_m_s) / speed
 
     def time_lag_s(self, t_s: float, pos: Vec3, window_s: float = 3.0) -> float | None:
         """How long ago the plan passed nearest the vehicle's position now."""
@@ -68,12 +59,7 @@ class Following:
         lo = bisect.bisect_left(self._times, t_s - window_s)
         best, best_t = math.inf, None
         for a, b in zip(self.plan[lo:hi - 1], self.plan[lo + 1:hi], strict=True):
-            ab = _sub(b.pos_ned_m, a.pos_ned_m)
-            denom = _dot(ab, ab)
-            f = 0.0 if denom == 0 else max(0.0, min(1.0, _dot(_sub(pos, a.pos_ned_m), ab) / denom))
-            near = (a.pos_ned_m[0] + f * ab[0], a.pos_ned_m[1] + f * ab[1],
-                    a.pos_ned_m[2] + f * ab[2])
-            d = math.dist(near, pos)
+            f, d = nearest_on_segment(pos, a.pos_ned_m, b.pos_ned_m)
             if d < best:
                 best, best_t = d, a.t_s + f * (b.t_s - a.t_s)
         return None if best_t is None else t_s - best_t
@@ -85,7 +71,7 @@ class Following:
         for t, p in self.flown:
             steady = all(
                 (sp := self.planned_at(t - back)) is not None
-                and math.sqrt(_dot(sp.vel_ned_m_s, sp.vel_ned_m_s)) >= share * speed_m_s
+                and norm(sp.vel_ned_m_s) >= share * speed_m_s
                 for back in (0.0, 0.5, 1.0, 1.5))
             if steady:
                 out.append((t, p))

@@ -16,15 +16,18 @@ from collections.abc import Sequence
 Vec3 = tuple[float, float, float]
 
 
+def nearest_on_segment(p: Vec3, a: Vec3, b: Vec3) -> tuple[float, float]:
+    """(how far along a -> b, 0..1, the point nearest `p` lies; its distance from `p`)."""
+    ab = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
+    denom = ab[0] ** 2 + ab[1] ** 2 + ab[2] ** 2
+    t = 0.0 if denom == 0 else max(0.0, min(1.0, (
+        (p[0] - a[0]) * ab[0] + (p[1] - a[1]) * ab[1] + (p[2] - a[2]) * ab[2]) / denom))
+    return t, math.dist(p, (a[0] + t * ab[0], a[1] + t * ab[1], a[2] + t * ab[2]))
+
+
 def polyline_distance_m(p: Vec3, line: Sequence[Vec3]) -> float:
-    best = math.inf
-    for a, b in itertools.pairwise(line):
-        ab = (b[0] - a[0], b[1] - a[1], b[2] - a[2])
-        denom = ab[0] ** 2 + ab[1] ** 2 + ab[2] ** 2
-        t = 0.0 if denom == 0 else max(0.0, min(1.0, (
-            (p[0] - a[0]) * ab[0] + (p[1] - a[1]) * ab[1] + (p[2] - a[2]) * ab[2]) / denom))
-        best = min(best, math.dist(p, (a[0] + t * ab[0], a[1] + t * ab[1], a[2] + t * ab[2])))
-    return best
+    return min((nearest_on_segment(p, a, b)[1] for a, b in itertools.pairwise(line)),
+               default=math.inf)
 
 
 def tracking_errors_m(flown: Sequence[tuple[float, Vec3]], sent: Sequence[tuple[float, Vec3]],
