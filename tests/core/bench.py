@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -233,6 +234,15 @@ class Bench:
     def actions(self, kind: type[A], since: float = -1e18) -> list[tuple[float, A]]:
         return [(t, a) for t, a in self.log if isinstance(a, kind) and t >= since]
 
+    def streamed_motion(self, since: float = -1e18) -> list[tuple[float, PositionVelocityNed]]:
+        """The setpoints sent since `since`, each position + velocity (+ acceleration): a
+        planned motion streams nothing else."""
+        out = []
+        for t, a in self.actions(SendSetpoint, since):
+            assert isinstance(a.setpoint, PositionVelocityNed), a.setpoint
+            out.append((t, a.setpoint))
+        return out
+
     def setpoint_times(self, since: float = -1e18) -> list[float]:
         return [t for t, _ in self.actions(SendSetpoint, since)]
 
@@ -252,3 +262,7 @@ class Bench:
 
     def param_requests(self) -> list[RequestParams]:
         return [a for _, a in self.log if isinstance(a, RequestParams)]
+
+
+def speed_m_s(sp: PositionVelocityNed) -> float:
+    return math.sqrt(sp.north_m_s**2 + sp.east_m_s**2 + sp.down_m_s**2)

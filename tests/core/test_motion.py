@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from offboardd.core.actions import NoticeKind, SendSetpoint
+from offboardd.core.actions import NoticeKind
 from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAttitude, FcHomePosition, FcLocalPosition
@@ -33,28 +33,16 @@ from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import PositionNed, PositionVelocityNed
 from offboardd.core.settings import EngineSettings
 
-from .bench import FC, Bench
+from .bench import FC, Bench, speed_m_s
 
 UP = PositionNed(0, 0, -5)
 LIMITS = Limits(3.0, 12.0, 3.0, 1.5, 3.0, 4.0)
-
-
-def _streamed(b: Bench, since: float) -> list[tuple[float, PositionVelocityNed]]:
-    out = []
-    for t, a in b.actions(SendSetpoint, since):
-        assert isinstance(a.setpoint, PositionVelocityNed)
-        out.append((t, a.setpoint))
-    return out
 
 
 def _flying(settings: EngineSettings | None = None) -> Bench:
     b = Bench(settings, follow=True)
     b.engage(UP)
     return b
-
-
-def _speed(sp: PositionVelocityNed) -> float:
-    return math.sqrt(sp.north_m_s**2 + sp.east_m_s**2 + sp.down_m_s**2)
 
 
 def _accel(sp: PositionVelocityNed) -> float:
@@ -67,7 +55,7 @@ def _max_step_m(stream: list[tuple[float, PositionVelocityNed]]) -> float:
     worst = 0.0
     for (t0, a), (t1, c) in itertools.pairwise(stream):
         moved = math.dist((a.north_m, a.east_m, a.down_m), (c.north_m, c.east_m, c.down_m))
-        worst = max(worst, moved - max(_speed(a), _speed(c)) * (t1 - t0))
+        worst = max(worst, moved - max(speed_m_s(a), speed_m_s(c)) * (t1 - t0))
     return worst
 
 
@@ -129,8 +117,8 @@ def test_a_goto_streams_position_velocity_and_acceleration_and_ends_with_motion_
     b.step(8.0)
     done = b.notices(NoticeKind.MOTION_DONE)
     assert [n.command_id for n in done] == ["g"]
-    stream = _streamed(b, t0)
-    assert max(_speed(sp) for _, sp in stream) <= 3.0 + 1e-6
+    stream = b.streamed_motion(t0)
+    assert max(speed_m_s(sp) for _, sp in stream) <= 3.0 + 1e-6
     assert max(_accel(sp) for _, sp in stream) <= 3.0 + 1e-6
     last = stream[-1][1]
     assert (last.north_m, last.east_m, last.down_m) == pytest.approx((20, 0, -5), abs=1e-6)
@@ -147,7 +135,7 @@ def test_a_new_motion_replaces_the_running_one_without_a_step() -> None:
     aborted = b.notices(NoticeKind.MOTION_ABORTED)
     assert [(n.command_id, n.reason) for n in aborted] == [("g1", Reason.REPLACED)]
     assert [n.command_id for n in b.notices(NoticeKind.MOTION_DONE)] == ["g2"]
-    stream = _streamed(b, t0)
+    stream = b.streamed_motion(t0)
     assert _max_step_m(stream) < 0.05
     assert max(_accel(sp) for _, sp in stream) <= 3.0 + 1e-6
 
@@ -161,8 +149,8 @@ def test_a_stop_brakes_jerk_limited_and_holds() -> None:
     assert b.reply("s").ok
     b.step(5.0)
     assert [n.command_id for n in b.notices(NoticeKind.MOTION_DONE)] == ["s"]
-    stream = _streamed(b, t_stop)
-    assert _speed(stream[-1][1]) < 1e-6 and _max_step_m(stream) < 0.05
+    stream = b.streamed_motion(t_stop)
+    assert speed_m_s(stream[-1][1]) < 1e-6 and _max_step_m(stream) < 0.05
     stopped_at = stream[-1][1].north_m
     assert stopped_at < 50 - 1.0  # it did not carry on to the goal
 
@@ -197,9 +185,9 @@ def test_a_lease_lapse_stops_the_motion_smoothly_then_holds() -> None:
     assert b.phase() is Phase.HOLDING
     aborted = b.notices(NoticeKind.MOTION_ABORTED)
     assert [(n.command_id, n.reason) for n in aborted] == [("g", Reason.LEASE_LAPSED)]
-    stream = _streamed(b, t_lapse)
+    stream = b.streamed_motion(t_lapse)
     assert _max_step_m(stream) < 0.05 and max(_accel(sp) for _, sp in stream) <= 3.0 + 1e-6
-    assert _speed(stream[-1][1]) < 1e-6
+    assert speed_m_s(stream[-1][1]) < 1e-6
 
 
 def test_with_on_lease_lapse_finish_an_accepted_motion_ends_then_holds() -> None:
@@ -237,8 +225,8 @@ def test_a_goto_with_engage_waits_at_its_start_until_offboard_and_armed() -> Non
     b.feed(Goto("g", PositionNed(0, 0, -10), speed_m_s=2.0, engage=True, arm=True))
     assert b.no_reply("g") and b.phase() is Phase.WARMUP
     b.step(1.0)
-    warmup = _streamed(b, t0)
-    assert all(sp.down_m == pytest.approx(-5.0) and _speed(sp) == 0 for _, sp in warmup)
+    warmup = b.streamed_motion(t0)
+    assert all(sp.down_m == pytest.approx(-5.0) and speed_m_s(sp) == 0 for _, sp in warmup)
     b.step(10.0)
     assert b.reply("g").ok and b.reply("g").reason is Reason.ENGAGED
     assert [n.command_id for n in b.notices(NoticeKind.MOTION_DONE)] == ["g"]
@@ -260,13 +248,13 @@ def test_an_engaging_goto_starts_from_rest_where_the_vehicle_is() -> None:
     b.feed(Goto("g", PositionNed(0, 10, -5), speed_m_s=2.0, engage=True))
     assert b.phase() is Phase.WARMUP
     b.step(0.9)
-    warmup = _streamed(b, t0)
-    assert warmup and all(_speed(sp) == 0 for _, sp in warmup)
+    warmup = b.streamed_motion(t0)
+    assert warmup and all(speed_m_s(sp) == 0 for _, sp in warmup)
     assert all((sp.north_m_s2, sp.east_m_s2, sp.down_m_s2) == (0.0, 0.0, 0.0)
                for _, sp in warmup)
     b.step(15.0)
     assert b.reply("g").ok
-    flown = _streamed(b, t0)
+    flown = b.streamed_motion(t0)
     assert max(sp.north_m for _, sp in flown) == pytest.approx(0.0, abs=1e-9)  # no drift on
 
 
@@ -286,9 +274,9 @@ def test_an_orbit_keeps_its_radius_and_faces_the_centre() -> None:
     assert b.reply("o").ok
     b.step(40.0)
     assert [n.command_id for n in b.notices(NoticeKind.MOTION_DONE)] == ["o"]
-    for _, sp in _streamed(b, t0):
+    for _, sp in b.streamed_motion(t0):
         assert math.hypot(sp.north_m - 0, sp.east_m - 5) == pytest.approx(5.0, abs=1e-6)
-        if sp.yaw_rad is not None and _speed(sp) > 0.5:
+        if sp.yaw_rad is not None and speed_m_s(sp) > 0.5:
             to_centre = math.atan2(5 - sp.east_m, 0 - sp.north_m)
             assert math.cos(sp.yaw_rad - to_centre) > 0.99
 

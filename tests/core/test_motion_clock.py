@@ -21,7 +21,7 @@ from offboardd.core.setpoints import PositionNed, PositionVelocityNed
 from offboardd.core.settings import EngineSettings
 from offboardd.errors import ConfigError
 
-from .bench import Bench
+from .bench import Bench, speed_m_s
 
 TICK_S = 0.05
 
@@ -48,17 +48,8 @@ def _fly_capped(b: Bench, seconds: float, speed_m_s: float) -> None:
         b.step(TICK_S)
 
 
-def _streamed(b: Bench, since: float) -> list[tuple[float, PositionVelocityNed]]:
-    return [(t, a.setpoint) for t, a in b.actions(SendSetpoint, since)
-            if isinstance(a.setpoint, PositionVelocityNed)]
-
-
-def _speed(sp: PositionVelocityNed) -> float:
-    return math.sqrt(sp.north_m_s**2 + sp.east_m_s**2 + sp.down_m_s**2)
-
-
 def _worst_speed_change_m_s2(stream: list[tuple[float, PositionVelocityNed]]) -> float:
-    return max(abs(_speed(c) - _speed(a)) / max(t1 - t0, 1e-3)
+    return max(abs(speed_m_s(c) - speed_m_s(a)) / max(t1 - t0, 1e-3)
                for (t0, a), (t1, c) in itertools.pairwise(stream))
 
 
@@ -75,11 +66,11 @@ def test_a_vehicle_that_does_not_move_holds_the_planned_point_near_it_and_no_don
     b.feed(Goto("g", PositionNed(20, 0, -5), speed_m_s=5.0))
     assert b.reply("g").ok
     _fly_capped(b, 20.0, 0.0)
-    stream = _streamed(b, t0)
+    stream = b.streamed_motion(t0)
     farthest = max(math.dist((sp.north_m, sp.east_m, sp.down_m), (0, 0, -5)) for _, sp in stream)
     assert 1.5 <= farthest <= 2.5, farthest  # max_lead_m 2: slowed in time (about)
     assert b.notices(NoticeKind.MOTION_DONE) == []
-    assert _speed(stream[-1][1]) < 0.05  # waiting, not pushing on
+    assert speed_m_s(stream[-1][1]) < 0.05  # waiting, not pushing on
     assert _worst_speed_change_m_s2(stream) <= 3.0 + 0.3  # the acceleration limit, no step
     waiting = [n for n in b.notices(NoticeKind.WARNING) if n.reason is Reason.VEHICLE_TRAILING]
     assert len(waiting) == 1 and waiting[0].command_id == "g", waiting
@@ -101,7 +92,7 @@ def test_once_the_vehicle_moves_the_motion_goes_on_and_ends_with_it_near_the_end
     assert done_at, "never done"
     assert math.dist(_at(b), (20, 0, -5)) <= 1.0 + 1e-6  # within half of max_lead_m
     assert done_at[0] - t_moving >= 20.0 / 5.0  # not before the vehicle could get there
-    assert _worst_speed_change_m_s2(_streamed(b, t_moving)) <= 3.0 + 0.3
+    assert _worst_speed_change_m_s2(b.streamed_motion(t_moving)) <= 3.0 + 0.3
 
 
 def test_a_vehicle_slower_than_the_plan_is_led_by_at_most_max_lead() -> None:
@@ -114,7 +105,7 @@ def test_a_vehicle_slower_than_the_plan_is_led_by_at_most_max_lead() -> None:
     leads = []
     for _ in range(round(25.0 / TICK_S)):
         _fly_capped(b, TICK_S, 2.0)
-        sp = _streamed(b, t0)[-1][1]
+        sp = b.streamed_motion(t0)[-1][1]
         leads.append(math.dist((sp.north_m, sp.east_m, sp.down_m), _at(b)))
         if b.notices(NoticeKind.MOTION_DONE):
             break
@@ -139,7 +130,7 @@ def test_an_engaging_goto_from_the_ground_waits_for_the_take_off() -> None:
     assert b.phase() is Phase.ACTIVE
     _fly_capped(b, 3.0, 0.0)  # spool-up and PX4's ramp: still on the ground
     assert b.notices(NoticeKind.MOTION_DONE) == []
-    above_m = -min(sp.down_m for _, sp in _streamed(b, 0.0))
+    above_m = -min(sp.down_m for _, sp in b.streamed_motion(0.0))
     assert above_m <= 3.0, above_m  # the planned point waited ~2 m above the vehicle
     _fly_capped(b, 8.0, 2.0)
     assert [n.command_id for n in b.notices(NoticeKind.MOTION_DONE)] == ["g"]
@@ -159,7 +150,7 @@ def test_a_stop_while_the_clock_waits_starts_from_the_speed_streamed() -> None:
     b.feed(Stop("s"))
     assert b.reply("s").ok
     _fly_capped(b, 6.0, 1.0)
-    stream = _streamed(b, t0)
+    stream = b.streamed_motion(t0)
     assert _worst_speed_change_m_s2(stream) <= 3.0 + 0.3
     assert [n.command_id for n in b.notices(NoticeKind.MOTION_DONE)] == ["s"]
 
@@ -211,5 +202,5 @@ def test_the_next_motion_starts_from_the_end_still_streamed_not_from_the_vehicle
     t_next = b.now
     b.feed(Goto("g2", PositionNed(10, 6, -5), speed_m_s=3.0))
     assert "6.0 m" in b.reply("g2").message
-    first = _streamed(b, t_next)[0][1]
+    first = b.streamed_motion(t_next)[0][1]
     assert (first.north_m, first.east_m, first.down_m) == pytest.approx((10, 0, -5), abs=1e-6)
