@@ -3,9 +3,10 @@
 Turns (reported mode, armed, RC present, the last offboard target) into a target for
 `dynamics`: Hold keeps the point where it was entered, Takeoff climbs to MIS_TAKEOFF_ALT
 at MPC_TKO_SPEED then hands over to Hold at that altitude, Land descends at MPC_LAND_SPEED
-(faster above MPC_LAND_ALT2, crawling below MPC_LAND_ALT3), RTL flies to home (where PX4
-last set it, home.py; not the local origin) at the current altitude then lands there, and
-the manual modes with no RC descend at ~0.6 m/s ([SITL] px4-offboard.md §3). Every
+(faster above MPC_LAND_ALT2, crawling below MPC_LAND_ALT3), RTL climbs to its return
+altitude, flies to home (where PX4 last set it, home.py; not the local origin) and lands
+there (rtl.py), and the manual modes with no RC descend at ~0.6 m/s ([SITL]
+px4-offboard.md §3). Every
 altitude-controlled target goes through PX4's takeoff handling (`takeoff.py`) first. It
 must not decide modes: it only reports "takeoff done".
 """
@@ -19,36 +20,18 @@ from offboardd.sim import modes
 from offboardd.sim.dynamics import BodyState, Limits
 from offboardd.sim.modes import FlightMode
 from offboardd.sim.params import ParamTable
+from offboardd.sim.rtl import Leg, Return
 from offboardd.sim.setpoints import AttitudeTarget, KinematicTarget
+from offboardd.sim.smoothing import JerkLimited
 from offboardd.sim.takeoff import Stage, TakeoffRamp, wants_takeoff
 
 NO_RC_DESCENT_M_S = 0.6  # [SITL] Position fallback without RC sinks at ~0.6 m/s
-RTL_SPEED_M_S = 5.0  # MPC_XY_CRUISE
 _AIRBORNE_ALT_M = 0.3
 _MAYBE_LANDED_THRUST = 0.1  # MulticopterLandDetector: "10% of throttle range ... hover"
 _ACC_UP_M_S2 = 4.0  # MPC_ACC_UP_MAX
 _ACC_DOWN_M_S2 = 3.0  # MPC_ACC_DOWN_MAX
 
 Target = KinematicTarget | AttitudeTarget | None
-
-
-class JerkLimited:
-    """One velocity setpoint reaching its target under a jerk and an acceleration limit,
-    without overshoot (PX4's trajectories, VelocitySmoothing; kept simple)."""
-
-    def __init__(self) -> None:
-        self._vel_m_s: float | None = None
-        self._acc_m_s2 = 0.0
-
-    def toward(self, target_m_s: float, start_m_s: float, dt_s: float, jerk_m_s3: float,
-               acc_max_m_s2: float) -> float:  # fmt: skip
-        vel = start_m_s if self._vel_m_s is None else self._vel_m_s
-        gap = target_m_s - vel
-        self._acc_m_s2 = min(self._acc_m_s2 + jerk_m_s3 * dt_s, acc_max_m_s2,
-                             math.sqrt(2 * jerk_m_s3 * abs(gap)))  # fmt: skip
-        step = min(abs(gap), self._acc_m_s2 * dt_s)
-        self._vel_m_s = vel + math.copysign(step, gap)
-        return self._vel_m_s
 
 
 @dataclass(frozen=True)
@@ -65,6 +48,7 @@ class FlightTasks:
         self._ground_since_s: float | None = None
         self.ramp = TakeoffRamp()
         self._descent = JerkLimited()
+        self._return: Return | None = None  # Return's legs, from its activation
 
     def plan(self, mode: FlightMode, *, armed: bool, rc_present: bool, estimator_valid: bool,
              offboard: Target, offboard_failsafe: bool, state: BodyState, params: ParamTable,
@@ -74,7 +58,7 @@ class FlightTasks:
         plan = self._mode_plan(mode, armed=armed, rc_present=rc_present,
                                estimator_valid=estimator_valid, offboard=offboard,
                                offboard_failsafe=offboard_failsafe, state=state, params=params,
-                               takeoff_alt_m=takeoff_alt_m, dt_s=dt_s,
+                               takeoff_alt_m=takeoff_alt_m, dt_s=dt_s, landed=landed,
                                home_ned_m=home_ned_m)  # fmt: skip
         target = plan.target
         if not isinstance(target, KinematicTarget):  # attitude, or disarmed
@@ -114,7 +98,8 @@ class FlightTasks:
     def _mode_plan(self, mode: FlightMode, *, armed: bool, rc_present: bool,
                    estimator_valid: bool, offboard: Target, offboard_failsafe: bool,
                    state: BodyState, params: ParamTable, takeoff_alt_m: float,
-                   dt_s: float, home_ned_m: tuple[float, float, float]) -> Plan:
+                   dt_s: float, landed: bool, home_ned_m: tuple[float, float, float]
+                   ) -> Plan:  # fmt: skip
         limits = Limits(
             params.get_float("MPC_XY_VEL_MAX"),
             params.get_float("MPC_Z_VEL_MAX_UP"),
@@ -128,6 +113,7 @@ class FlightTasks:
             after_takeoff = self._anchor_key is not None and self._anchor_key[0] == "AUTO.TAKEOFF"
             self._anchor_key = key
             self._descent = JerkLimited()
+            self._return = None
             p = state.pos_m
             if after_takeoff and mode is modes.LOITER:
                 # PX4 loiters at the takeoff setpoint (setLoiterItemFromCurrentPositionSetpoint)
@@ -157,16 +143,18 @@ class FlightTasks:
                 radius_m = takeoff_alt_m / 2
             done = state.altitude_m > takeoff_alt_m - radius_m
             return Plan(climb, limits, done)
-        if mode is modes.RTL:  # to home's lat/lon (RTL::findRtlDestination), in local NED
-            home_n, home_e = home_ned_m[0], home_ned_m[1]
-            dist = math.hypot(state.pos_m[0] - home_n, state.pos_m[1] - home_e)
-            if dist > 0.5:
-                home = KinematicTarget((home_n, home_e, down), (None, None, None),
-                                       (None, None, None), yaw)  # fmt: skip
-                return Plan(home, Limits(RTL_SPEED_M_S, limits.up_m_s, limits.down_m_s))
-            land = self._land(home_n, home_e, yaw, state, params=params,
-                              estimator_valid=estimator_valid, dt_s=dt_s)
-            return Plan(land, limits)
+        if mode is modes.RTL:  # rtl.py: climb, home, land (home where PX4 last set it)
+            if self._return is None:
+                self._return = Return(state, home_ned_m, params, landed=landed)
+            leg = self._return.step(state, home_ned_m, params, dt_s, yaw)
+            cruise = Limits(params.get_float("MPC_XY_CRUISE"), limits.up_m_s, limits.down_m_s)
+            if self._return.leg is Leg.LAND:  # descending at the land speeds meanwhile
+                land = self._land(north, east, yaw, state, params=params,
+                                  estimator_valid=estimator_valid, dt_s=dt_s)
+                leg = KinematicTarget((leg.pos_m[0], leg.pos_m[1], None),
+                                      (leg.vel_m_s[0], leg.vel_m_s[1], land.vel_m_s[2]),
+                                      leg.acc_m_s2, yaw)  # fmt: skip
+            return Plan(leg, cruise)
         if mode in (modes.LAND, modes.PRECLAND):
             return Plan(self._land(north, east, yaw, state, params=params,
                                    estimator_valid=estimator_valid, dt_s=dt_s), limits)

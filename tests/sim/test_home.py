@@ -36,7 +36,8 @@ ARM = d.MAV_CMD_COMPONENT_ARM_DISARM
 
 
 async def test_home_moves_where_the_vehicle_lands_and_arms_and_rtl_returns_there() -> None:
-    async with running_sim(params=QUICK_TAKEOFF) as (_sim, peer):
+    short_return = {"RTL_RETURN_ALT": 3.0, "RTL_DESCEND_ALT": 3.0}  # as on PX4's test
+    async with running_sim(params={**QUICK_TAKEOFF, **short_return}) as (_sim, peer):
         flight = await fly_home_flight(peer, away_m=6.0)
     check_home_flight(flight, away_m=6.0)
 

@@ -197,16 +197,24 @@ def test_takeoff_then_hold_then_land_and_auto_disarm() -> None:
     assert h.v.mode_name == "AUTO.LOITER"  # LAND does not allow arming: back to Hold
 
 
-def test_rtl_flies_home_at_altitude_then_lands() -> None:
+def test_rtl_from_far_out_climbs_to_rtl_return_alt_first_then_lands_home() -> None:
+    # RTL::computeReturnAltitude: more than RTL_MIN_DIST (10 m) out, RTL_RETURN_ALT (60 m)
+    # above home; on the spot first (tests/sim/test_rtl.py: the cases measured on PX4)
     h = Harness()
     h.offboard_armed(lambda: position_sp(north=20.0, down=-3.0))
-    h.run(8.0)  # lift-off ~3 s after arming (takeoff ramp)
+    h.run(15.0)  # lift-off ~3 s after arming (takeoff ramp), then 20 m north
+    spot_n = h.v.position_ned_m[0]
     h.command(d.MAV_CMD_NAV_RETURN_TO_LAUNCH)
-    h.run(6.0)
-    n, e, down = h.v.position_ned_m
-    assert math.hypot(n, e) < 1.0 and down > -3.0
-    h.run(8.0)  # 3 m at MPC_LAND_SPEED, crawling the last metre, the land detector
-    assert h.v.landed
+    h.run(10.0)
+    n, _, down = h.v.position_ned_m
+    assert abs(n - spot_n) < 0.6 and -down > 25.0  # climbing where it was
+    peak_m = 0.0
+    while h.v.armed and h.t < 150:
+        h.run(0.5)
+        peak_m = max(peak_m, -h.v.position_ned_m[2])
+    assert 59.0 < peak_m < 60.5
+    n, e, _ = h.v.position_ned_m
+    assert not h.v.armed and math.hypot(n, e) < 1.0
 
 
 def test_preflight_auto_disarm_when_armed_and_never_taking_off() -> None:

@@ -1,0 +1,143 @@
+"""Return (AUTO.RTL) as PX4 flies it, judged the same way on the sim (tests/sim/test_rtl.py)
+and on real PX4 SIH (tests/px4/test_px4_rtl.py): a differential test, the sim held to
+what PX4 does.
+
+Each case climbs over home in OFFBOARD, flies `away_m` north, hovers and switches to
+AUTO.RTL; the track from there to the ground is a `ReturnTrack`. PX4 main (RtlDirect,
+RTL::computeReturnAltitude; measured on SIH main 2026-11-27): it climbs on the spot to
+its return altitude (near home 2 x the distance, else RTL_RETURN_ALT, never below where it
+flies), flies home at it, starts its landing NAV_ACC_RAD (10 m) out and descends while
+it closes, and lands on home.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from dataclasses import dataclass, field
+
+from offboardd.mavlink.codec import Message
+from tests.sim.client import OFFBOARD, RTL, Peer, d, position_sp
+from tests.sim.home_flight import home_now
+
+NAV_ACC_RAD_M = 10.0  # PX4's default: the leg home ends (and the landing starts) this far out
+NAV_MC_ALT_RAD_M = 0.8  # an altitude counts as reached this far short of it
+
+
+@dataclass(frozen=True)
+class ReturnCase:
+    name: str
+    away_m: float  # north of home, where Return starts
+    up_m: float  # above home, where Return starts
+    params: dict[str, float]
+    return_alt_m: float  # above home: what PX4 climbs to (or keeps)
+    touchdown_s: float  # [SITL main] Return -> on the ground, 2026-11-27
+
+
+# [SITL main 2026-11-27] (ReturnTrack.figures): 6.2 m out -> climbed to 11.8 m (of 12.5:
+# it turns home NAV_MC_ALT_RAD short, then descends), left the spot at 8.0 s, 0.5 m below
+# its peak 5.3 m out, down at 21.2 s; 15.2 m out, RTL_RETURN_ALT 15 -> 14.8 m, left at
+# 8.6 s, at up to 3.9 m/s, 0.5 m down 6.0 m out, down at 26.2 s.
+NEAR = ReturnCase("near", 6.0, 3.0, {}, 12.0, 21.2)
+FAR = ReturnCase("far", 15.0, 3.0, {"RTL_RETURN_ALT": 15.0}, 15.0, 26.2)
+# Above RTL_RETURN_ALT: no climb, home at the altitude it flies; from 25 m: left at 1.5 s,
+# 0.5 m down 6.3 m out, down at 26.1 s.
+HIGH = ReturnCase("high", 15.0, 25.0, {"RTL_RETURN_ALT": 15.0}, 25.0, 26.1)
+CASES = (NEAR, FAR, HIGH)
+
+
+@dataclass
+class ReturnTrack:
+    """Local NED positions (s after the RTL command, north, east, down) to the ground."""
+
+    home_ned_m: tuple[float, float, float]
+    samples: list[tuple[float, float, float, float]] = field(default_factory=list)
+
+    def above_home_m(self, sample: tuple[float, float, float, float]) -> float:
+        return self.home_ned_m[2] - sample[3]
+
+    def from_home_m(self, sample: tuple[float, float, float, float]) -> float:
+        return math.hypot(sample[1] - self.home_ned_m[0], sample[2] - self.home_ned_m[1])
+
+    def touchdown_s(self) -> float:
+        for s in self.samples:
+            if self.above_home_m(s) < 0.25 and s[0] > 1.0:
+                return s[0]
+        return math.inf
+
+    def figures(self) -> dict[str, float]:
+        peak = max(self.samples, key=self.above_home_m)
+        start = self.samples[0]
+        moved = next((s for s in self.samples if math.hypot(s[1] - start[1], s[2] - start[2])
+                      > 1.0), start)  # fmt: skip
+        lowering = next((s for s in self.samples if s[0] > peak[0]
+                         and self.above_home_m(s) < self.above_home_m(peak) - 0.5), peak)
+        last = self.samples[-1]
+        return {
+            "peak_m": round(self.above_home_m(peak), 2),
+            "left_spot_s": round(moved[0], 2),
+            "descending_from_m": round(self.from_home_m(lowering), 2),
+            "touchdown_s": round(self.touchdown_s(), 2),
+            "landed_from_home_m": round(self.from_home_m(last), 2),
+        }
+
+
+def check_return(track: ReturnTrack, case: ReturnCase) -> None:
+    """What PX4 does (RtlDirect; measured on SIH main 2026-11-27), with the sim's slack."""
+    f = track.figures()
+    start = track.samples[0]
+    climbs = case.return_alt_m > case.up_m
+    # Climbs to the return altitude (reached NAV_MC_ALT_RAD short), or keeps a higher one
+    lowest = case.return_alt_m - NAV_MC_ALT_RAD_M - 0.5 if climbs else case.up_m - 0.5
+    assert lowest <= f["peak_m"] <= case.return_alt_m + 0.7, (f, case)
+    # ... on the spot: nothing toward home before it is up there
+    if climbs:
+        for s in track.samples:
+            if track.above_home_m(s) > lowest:
+                break
+            assert math.hypot(s[1] - start[1], s[2] - start[2]) < 0.6, (s, f)
+    # Lands while still closing, from no farther than NAV_ACC_RAD out
+    assert 2.0 <= f["descending_from_m"] <= NAV_ACC_RAD_M + 0.5, f
+    # On home, and about when PX4 is
+    assert f["landed_from_home_m"] < 1.0, f
+    assert abs(f["touchdown_s"] - case.touchdown_s) <= 0.2 * case.touchdown_s, (f, case)
+
+
+def _local(m: Message) -> bool:
+    return bool(m.get_type() == "LOCAL_POSITION_NED")
+
+
+async def fly_return(peer: Peer, case: ReturnCase) -> ReturnTrack:
+    """Over home to `up_m`, `away_m` north, then AUTO.RTL until disarmed (PX4: params set
+    by the caller)."""
+    await peer.wait_for(_local, 5)
+    home = await home_now(peer)
+    to = (peer.target_system, 1)
+    north, down = home.ned_m[0], home.ned_m[2] - case.up_m
+    peer.stream(lambda: position_sp(north=north, down=down, target=to))
+    await asyncio.sleep(0.5)
+    peer.set_mode(OFFBOARD)
+    await peer.ack(d.MAV_CMD_DO_SET_MODE)
+    peer.arm()
+    assert (await peer.ack(d.MAV_CMD_COMPONENT_ARM_DISARM)).result == d.MAV_RESULT_ACCEPTED
+    await peer.wait_for(lambda m: _local(m) and abs(m.z - down) < 0.3, 30)
+    home = await home_now(peer)  # where it armed
+    north = home.ned_m[0] + case.away_m
+    peer.stream(lambda: position_sp(north=north, down=down, target=to))
+    await peer.wait_for(lambda m: _local(m) and abs(m.x - north) < 0.3 and abs(m.vx) < 0.2
+                        and abs(m.z - down) < 0.3, 30)  # fmt: skip
+    await asyncio.sleep(1.0)
+    t0 = asyncio.get_running_loop().time()
+    peer.set_mode(RTL)
+    await peer.ack(d.MAV_CMD_DO_SET_MODE)
+    peer.stop_stream()
+
+    def disarmed(m: Message) -> bool:
+        return (m.get_type() == "HEARTBEAT" and m.get_srcSystem() == peer.target_system
+                and not m.base_mode & d.MAV_MODE_FLAG_SAFETY_ARMED)  # fmt: skip
+
+    await peer.wait_for(disarmed, case.touchdown_s * 1.5 + 10)
+    track = ReturnTrack(home.ned_m)
+    track.samples = [(t - t0, float(m.x), float(m.y), float(m.z))
+                     for t, m in peer.of_type("LOCAL_POSITION_NED", t0)]  # fmt: skip
+    return track

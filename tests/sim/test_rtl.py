@@ -1,0 +1,99 @@
+"""Return as PX4 flies it (offboardd/sim/rtl.py): its altitude, its legs, where it lands.
+
+The sim returned at the altitude it flew and descended over home; PX4 main climbs first
+(to 60 m by default once more than 10 m out) and lands while it closes (tests/sim/
+rtl_flight.py has what was measured). The cases are judged by the checks the real-PX4
+tier uses (tests/px4/test_px4_rtl.py): over real UDP for one, on the model with injected
+time for the rest.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from offboardd.sim.params import ParamTable
+from offboardd.sim.px4_versions import DEFAULT_VERSION, version_by_name
+from offboardd.sim.rtl import return_altitude_m
+from tests.sim.client import QUICK_TAKEOFF, d, position_sp, running_sim
+from tests.sim.rtl_flight import CASES, NEAR, ReturnCase, ReturnTrack, check_return, fly_return
+from tests.sim.test_model import Harness
+
+RTL_MODE = (1, 4, 5)  # DO_SET_MODE: custom, AUTO, RTL
+
+
+def _params(**values: float) -> ParamTable:
+    return ParamTable(values, version_by_name(DEFAULT_VERSION))
+
+
+@pytest.mark.parametrize(("distance_m", "above_home_m", "values", "expected_m"), [
+    (6.0, 3.0, {}, 12.0),  # within NAV_ACC_RAD: 2 x the distance
+    (2.0, 8.0, {}, 8.0),  # ... never below where it flies
+    (15.0, 3.0, {}, 60.0),  # beyond RTL_MIN_DIST: RTL_RETURN_ALT
+    (15.0, 70.0, {}, 70.0),  # ... or higher, where it flies
+    (15.0, 3.0, {"RTL_RETURN_ALT": 15.0}, 15.0),  # the lowest beyond NAV_ACC_RAD is
+    (15.0, 25.0, {"RTL_RETURN_ALT": 15.0}, 25.0),  # 2 x 10 m, capped by RTL_RETURN_ALT
+    # within RTL_MIN_DIST, outside NAV_ACC_RAD: the cone, at least 2 x NAV_ACC_RAD
+    (30.0, 3.0, {"RTL_MIN_DIST": 40.0}, 30.0),
+    (30.0, 3.0, {"RTL_MIN_DIST": 40.0, "RTL_CONE_ANG": 65}, 20.0),
+    (6.0, 3.0, {"RTL_CONE_ANG": 0}, 60.0),  # no cone: always RTL_RETURN_ALT
+])  # fmt: skip
+def test_return_altitude_is_px4s(distance_m: float, above_home_m: float,
+                                 values: dict[str, float], expected_m: float) -> None:
+    got = return_altitude_m(_params(**values), distance_m, above_home_m)
+    assert got == pytest.approx(expected_m, abs=1e-6)
+
+
+def _fly_on_the_model(case: ReturnCase, **params: float) -> tuple[Harness, ReturnTrack]:
+    h = Harness(params={**QUICK_TAKEOFF, **case.params, **params})
+    h.offboard_armed(lambda: position_sp(north=0.0, down=-case.up_m))
+    h.run(10.0)
+    h.stream = lambda: position_sp(north=case.away_m, down=-case.up_m)
+    h.run(12.0)
+    h.stream = None
+    h.command(d.MAV_CMD_DO_SET_MODE, *RTL_MODE)
+    assert h.v.mode_name == "AUTO.RTL"
+    track = ReturnTrack(h.v.home.point.ned_m)
+    t0 = h.t
+    while h.v.armed and h.t - t0 < 120:
+        h.run(0.1)
+        n, e, down = h.v.position_ned_m
+        track.samples.append((h.t - t0, n, e, down))
+    return h, track
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_return_on_the_model_flies_like_px4(case: ReturnCase) -> None:
+    h, track = _fly_on_the_model(case)
+    check_return(track, case)
+    assert not h.v.armed
+
+
+def test_land_delay_waits_over_home_at_rtl_descend_alt_then_lands() -> None:
+    # RTL_LAND_DELAY > 0: LOITER_DOWN to RTL_DESCEND_ALT (below the return altitude), wait
+    h, track = _fly_on_the_model(NEAR, RTL_DESCEND_ALT=8.0, RTL_LAND_DELAY=5.0)
+    over_home = [s for s in track.samples if abs(track.above_home_m(s) - 8.0) < 0.3
+                 and track.from_home_m(s) < 0.5]  # fmt: skip
+    assert over_home and over_home[-1][0] - over_home[0][0] >= 5.0
+    assert not h.v.armed and track.from_home_m(track.samples[-1]) < 1.0
+
+
+def test_negative_land_delay_loiters_over_home_for_good() -> None:
+    h = Harness(params={**QUICK_TAKEOFF, "RTL_DESCEND_ALT": 8.0, "RTL_LAND_DELAY": -1.0})
+    h.offboard_armed(lambda: position_sp(north=0.0, down=-3.0))
+    h.run(10.0)
+    h.stream = lambda: position_sp(north=6.0, down=-3.0)
+    h.run(12.0)
+    h.stream = None
+    h.command(d.MAV_CMD_DO_SET_MODE, *RTL_MODE)
+    h.run(60.0)
+    n, e, down = h.v.position_ned_m
+    assert h.v.armed and h.v.mode_name == "AUTO.RTL"
+    assert math.hypot(n, e) < 0.5 and abs(-down - 8.0) < 0.3
+
+
+async def test_return_over_udp_flies_like_px4() -> None:
+    async with running_sim(params={**QUICK_TAKEOFF, **NEAR.params}) as (_sim, peer):
+        track = await fly_return(peer, NEAR)
+    check_return(track, NEAR)
