@@ -30,8 +30,8 @@ def _row(h: HomeSeen | None) -> list[float]:
 async def test_home_moves_where_px4_lands_and_arms_and_rtl_returns_there(
     px4: Px4Sitl, measured: dict[str, object]
 ) -> None:
-    # RTL at the altitude it flies (the sim's RTL returns at the current altitude), not
-    # RTL_RETURN_ALT's 60 m
+    # Return at the altitude it flies (3 m; 6 m out PX4 would climb to 12 m first:
+    # tests/sim/rtl_flight.py), to keep the flight short; the sim's test sets the same
     px4.param_set("RTL_RETURN_ALT", 3.0)
     px4.param_set("RTL_DESCEND_ALT", 3.0)
     peer = await Peer.connect(px4.px4_port, local_port=px4.companion_port)
