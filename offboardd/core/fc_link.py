@@ -48,13 +48,21 @@ OPTIONAL_PARAMS = ("COM_RCL_EXCEPT", "COM_RC_OVERRIDE", "MAN_OVERRIDE_SPD", "NAV
 # PX4's own limits for what it flies to a position or velocity step, and the envelope
 # setting that bounds what offboardd sends: PX4 flies a 30 m position step at up to
 # MPC_XY_VEL_MAX and MPC_TILTMAX_AIR whatever the envelope says (measured on PX4 SIH
-# main, v1.17.0, v1.16.2: 8.7-9.0 m/s, 45 deg; docs/safety-envelope.md). Read for a
-# warning only, after the reads the engine needs; never waited for.
-PX4_LIMIT_PARAMS: dict[str, tuple[str, str]] = {
-    "MPC_XY_VEL_MAX": ("max_horizontal_speed_m_s", "m/s"),
-    "MPC_Z_VEL_MAX_UP": ("max_up_speed_m_s", "m/s"),
-    "MPC_Z_VEL_MAX_DN": ("max_down_speed_m_s", "m/s"),
-    "MPC_TILTMAX_AIR": ("max_tilt_deg", "°"),
+# main, v1.17.0, v1.16.2: 8.7-9.0 m/s, 45 deg; docs/safety-envelope.md). And a Return
+# (`rtl`, or PX4's own loss action: NAV_RCL_ACT's Return without RC) climbs first, more
+# than RTL_MIN_DIST from home to RTL_RETURN_ALT above it (60 m by default; measured on
+# main: tests/px4/test_px4_rtl.py). Read for a warning only, after the reads the engine
+# needs; never waited for. Name -> (envelope setting, unit, what PX4 does with it).
+_STEP = ("PX4 flies a position or velocity step to its own limit, not the envelope's",
+         "or move with goto/path")
+PX4_LIMIT_PARAMS: dict[str, tuple[str, str, tuple[str, str]]] = {
+    "MPC_XY_VEL_MAX": ("max_horizontal_speed_m_s", "m/s", _STEP),
+    "MPC_Z_VEL_MAX_UP": ("max_up_speed_m_s", "m/s", _STEP),
+    "MPC_Z_VEL_MAX_DN": ("max_down_speed_m_s", "m/s", _STEP),
+    "MPC_TILTMAX_AIR": ("max_tilt_deg", "°", _STEP),
+    "RTL_RETURN_ALT": ("max_altitude_m", "m", (
+        "a Return (`rtl`, or PX4's loss action) more than RTL_MIN_DIST from home climbs to "
+        "it above home first", "or set RTL_CONE_ANG to keep it lower near home")),
 }
 _LIMIT_ASKS = 2  # a lost request is asked again once; then the warning is simply not given
 # The stream must beat PX4's loss timeout by this factor, so that a few late or lost
@@ -225,13 +233,12 @@ class FcChecks:
         self.px4_limits[name] = float(value)
         if not self._limits_pending() and not self.missing() and self.version is not None:
             self._next_s = None
-        setting, unit = PX4_LIMIT_PARAMS[name]
-        ours = float(getattr(self.envelope, setting))
-        if value <= ours + 1e-6:
+        setting, unit, (what, instead) = PX4_LIMIT_PARAMS[name]
+        ours = getattr(self.envelope, setting)  # None: that bound is off
+        if ours is None or value <= float(ours) + 1e-6:
             return []
-        return [f"{name}={value:g} {unit} is above [envelope] {setting}={ours:g}: PX4 flies a "
-                "position or velocity step to its own limit, not the envelope's; set "
-                f"{name} to at most {ours:g}, or move with goto/path"]
+        return [f"{name}={value:g} {unit} is above [envelope] {setting}={float(ours):g}: "
+                f"{what}; set {name} to at most {float(ours):g}, {instead}"]
 
     def _after_update(self) -> list[str]:
         if self.missing() or self.version is None:

@@ -29,8 +29,8 @@ def fc_verdicts(probe: FcProbe, setpoint_rate_hz: float) -> list[Check]:
 
 def _limits(probe: FcProbe) -> list[Check]:
     """PX4's own flight limits looser than the envelope's (FcChecks' texts), if read."""
-    return [warn("envelope", text, "PX4 flies position and velocity steps to its own "
-                 "limits (docs/safety-envelope.md)")
+    return [warn("envelope", text, "PX4 flies steps and its Return to its own limits, not "
+                 "the envelope's (docs/safety-envelope.md)")
             for text in probe.param_warnings if text.split("=")[0] in PX4_LIMIT_PARAMS]
 
 

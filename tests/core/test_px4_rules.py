@@ -135,6 +135,7 @@ def test_px4_limits_are_read_after_everything_the_engine_needs() -> None:
     assert checks.on_param("MPC_Z_VEL_MAX_DN", 1.5) == []
     (tilt,) = checks.on_param("MPC_TILTMAX_AIR", 45.0)
     assert "MPC_TILTMAX_AIR=45 ° is above [envelope] max_tilt_deg=25" in tilt
+    assert checks.on_param("RTL_RETURN_ALT", 60.0) == []  # no max_altitude_m: not judged
     assert checks.settled() and checks.deadline() == float("inf")
     assert checks.on_param("MPC_XY_VEL_MAX", 12.0) == []  # PX4's echo: said once
     assert checks.on_param("MPC_XY_VEL_MAX", 4.0) == []  # a GCS set it right
@@ -146,8 +147,23 @@ def test_px4_limits_at_the_envelopes_defaults_say_nothing() -> None:
     _read_all(checks, 0.0)
     checks.poll(0.0, FC)
     for name, value in {"MPC_XY_VEL_MAX": 12.0, "MPC_Z_VEL_MAX_UP": 3.0,
-                        "MPC_Z_VEL_MAX_DN": 1.5, "MPC_TILTMAX_AIR": 45.0}.items():
+                        "MPC_Z_VEL_MAX_DN": 1.5, "MPC_TILTMAX_AIR": 45.0,
+                        "RTL_RETURN_ALT": 60.0}.items():
         assert checks.on_param(name, value) == []
+
+
+def test_a_return_altitude_above_the_envelopes_ceiling_is_named() -> None:
+    """PX4's Return climbs to RTL_RETURN_ALT above home first (60 m by default, more than
+    RTL_MIN_DIST out; tests/px4/test_px4_rtl.py), and it is the loss action PX4 takes
+    without RC: an envelope with a lower ceiling says so."""
+    checks = FcChecks(1.0, 3, 0.05, envelope=EnvelopeSettings(max_altitude_m=30.0))
+    _read_all(checks, 0.0)
+    checks.poll(0.0, FC)
+    (text,) = checks.on_param("RTL_RETURN_ALT", 60.0)
+    assert text.startswith("RTL_RETURN_ALT=60 m is above [envelope] max_altitude_m=30: a "
+                           "Return")
+    assert "set RTL_RETURN_ALT to at most 30" in text
+    assert checks.on_param("RTL_RETURN_ALT", 25.0) == []  # a GCS set it within
 
 
 def test_px4_limits_never_answered_are_asked_twice_and_delay_nothing() -> None:

@@ -83,18 +83,24 @@ async def test_breach_action_fires_when_pushed_out_of_the_polygon() -> None:
 
 
 async def test_px4_limits_looser_than_the_envelope_are_named_in_the_state() -> None:
-    """PX4 flies position and velocity steps to its own MPC_* limits (docs/safety-
-    envelope.md): the running daemon reads them once the FC's other parameters are in
-    and names, in `state.warnings`, each one looser than its envelope."""
-    envelope = EnvelopeSettings(max_tilt_deg=20.0, max_down_speed_m_s=1.0)
+    """PX4 flies position and velocity steps to its own MPC_* limits, and its Return
+    climbs to RTL_RETURN_ALT (docs/safety-envelope.md): the running daemon reads them once
+    the FC's other parameters are in and names, in `state.warnings`, each one looser than
+    its envelope."""
+    envelope = EnvelopeSettings(max_tilt_deg=20.0, max_down_speed_m_s=1.0,
+                                max_altitude_m=30.0)  # fmt: skip
+
+    def px4_limits() -> list[str]:
+        return sorted(w for w in fl.snapshot()["warnings"] if w.startswith(("MPC_", "RTL_")))
+
     async with flight(engine={"envelope": envelope},
                       sim={"params": {"MPC_TILTMAX_AIR": 35.0}}) as fl:
-        await fl.wait_for(lambda: len([w for w in fl.snapshot()["warnings"]
-                                       if w.startswith("MPC_")]) == 2, 5.0, "two warnings")
-        named = sorted(w for w in fl.snapshot()["warnings"] if w.startswith("MPC_"))
+        await fl.wait_for(lambda: len(px4_limits()) == 3, 5.0, "three warnings")
+        named = px4_limits()
         assert named[0].startswith("MPC_TILTMAX_AIR=35 ° is above [envelope] max_tilt_deg=20")
         assert named[1].startswith(
             "MPC_Z_VEL_MAX_DN=1.5 m/s is above [envelope] max_down_speed_m_s=1")
+        assert named[2].startswith("RTL_RETURN_ALT=60 m is above [envelope] max_altitude_m=30")
         await fl.takeoff(-3.0)  # a warning, not a blocker
 
 
