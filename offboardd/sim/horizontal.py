@@ -17,8 +17,8 @@ sim models each of them (its own code, from how PX4 describes them):
 - The thrust tilts through the attitude loop (MC_ROLL_P / MC_PITCH_P 4: ~1/4 s), so the
   horizontal force follows its setpoint late.
 
-Left out: PX4 prefers the position part of the velocity setpoint when MPC_XY_VEL_MAX cuts
-it (here both are scaled together), the rate loop and the motors' own lag. Vertical flight
+MPC_XY_VEL_MAX cuts the velocity setpoint as PX4 does, keeping the position error's part
+whole before the feed-forward's. Left out: the rate loop and the motors' own lag. Vertical flight
 stays in dynamics.py (its timelines are measured separately, takeoff.py), and so do the
 targets of PX4's own modes (`tight` below).
 """
@@ -67,17 +67,37 @@ def _clamp_norm(v: Vec2, limit: float) -> Vec2:
 Axes = tuple[float | None, float | None]
 
 
+def limit_keeping_first(first: Vec2, second: Vec2, limit: float) -> Vec2:
+    """`first + second` cut to `limit` m/s with `first` kept whole (itself cut if it alone
+    is over): what is left goes along `second`'s direction. PX4's PositionControl limits
+    its horizontal velocity setpoint so, the position error's part before the feed-forward
+    (ControlMath::constrainXY)."""
+    total = (first[0] + second[0], first[1] + second[1])
+    if math.hypot(*total) <= limit:
+        return total
+    first_m_s, second_m_s = math.hypot(*first), math.hypot(*second)
+    if first_m_s >= limit or second_m_s < 1e-9:
+        return _clamp_norm(first, limit) if first_m_s > 1e-9 else (0.0, 0.0)
+    # |first + k u| = limit along u, second's unit vector: the root with k >= 0
+    u = (second[0] / second_m_s, second[1] / second_m_s)
+    along = first[0] * u[0] + first[1] * u[1]
+    k = -along + math.sqrt(along * along - (first_m_s * first_m_s - limit * limit))
+    return (first[0] + k * u[0], first[1] + k * u[1])
+
+
 def velocity_setpoint(pos_sp: Axes, vel_ff: Axes, pos: Vec2, limit_m_s: float,
                       pos_gain: float = MPC_XY_P) -> Vec2 | None:
     """The position gain on the position error plus the velocity feed-forward, within
-    MPC_XY_VEL_MAX; None where neither position nor velocity is controlled."""
-    out = []
+    MPC_XY_VEL_MAX, the position part first; None where neither position nor velocity
+    is controlled."""
+    from_pos, ff = [0.0, 0.0], [0.0, 0.0]
     for i in range(2):
         p, v = pos_sp[i], vel_ff[i]
         if p is None and v is None:
             return None
-        out.append((v or 0.0) + (0.0 if p is None else pos_gain * (p - pos[i])))
-    return _clamp_norm((out[0], out[1]), limit_m_s)
+        ff[i] = v or 0.0
+        from_pos[i] = 0.0 if p is None else pos_gain * (p - pos[i])
+    return limit_keeping_first((from_pos[0], from_pos[1]), (ff[0], ff[1]), limit_m_s)
 
 
 def step(s: HorizontalState, dt_s: float, *, pos_sp: Axes, vel_ff: Axes, acc_ff: Vec2,

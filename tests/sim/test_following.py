@@ -12,7 +12,12 @@ each figure here must be within ~30 % of PX4's.
 
 from __future__ import annotations
 
+import math
+
+import pytest
+
 from bench.following import corner_errors_m, radial_errors_m, straight_figures
+from offboardd.sim.horizontal import limit_keeping_first
 from tests.sim import following
 
 
@@ -47,3 +52,25 @@ def test_an_orbit_runs_half_a_second_behind_as_on_px4() -> None:
     assert _within(lags[len(lags) // 2], 0.53), lags[len(lags) // 2]
     radial = radial_errors_m(f, centre, 6.0, 3.0)
     assert 0.05 <= radial["radial_median_m"] <= 0.3, radial  # PX4: 0.10-0.15, 0.22 (bench)
+
+
+@pytest.mark.parametrize(("first", "second", "limit", "expected"), [
+    ((1.0, 0.0), (0.5, 0.0), 5.0, (1.5, 0.0)),  # within the limit: the sum
+    ((6.0, 0.0), (1.0, 1.0), 5.0, (5.0, 0.0)),  # the position part alone over: it, cut
+    ((0.0, 0.0), (6.0, 0.0), 5.0, (5.0, 0.0)),  # no position part: the feed-forward, cut
+    ((3.0, 0.0), (0.0, 6.0), 5.0, (3.0, 4.0)),  # the rest along the feed-forward
+    ((1.0, 0.0), (-6.0, 0.0), 2.0, (-2.0, 0.0)),  # against it: still at most the limit
+])  # fmt: skip
+def test_mpc_xy_vel_max_keeps_the_position_part_first_as_px4_does(
+        first: tuple[float, float], second: tuple[float, float], limit: float,
+        expected: tuple[float, float]) -> None:  # fmt: skip
+    # PositionControl::_positionControl -> ControlMath::constrainXY: a vehicle behind a
+    # plan faster than MPC_XY_VEL_MAX steers back toward the planned point first, rather
+    # than scaling the correction down with the feed-forward
+    got = limit_keeping_first(first, second, limit)
+    assert got == pytest.approx(expected, abs=1e-9)
+    assert math.hypot(*got) <= limit + 1e-9
+
+
+def test_a_position_error_beats_the_feed_forward_at_the_velocity_limit_as_on_px4() -> None:
+    following.check_position_first(*following.position_first_on_the_sim())
