@@ -1,0 +1,51 @@
+"""Real PX4: MPC_XY_VEL_MAX cuts the velocity setpoint keeping the position error's part
+first (PositionControl -> ControlMath::constrainXY). Flown over the onboard link with
+raw setpoints and judged by the check the sim's test uses (tests/sim/following.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from offboardd.mavlink.codec import Message
+from tests.px4.px4_process import Px4Sitl
+from tests.sim import following as f
+from tests.sim.client import OFFBOARD, Peer, d, position_sp
+
+_POS_VEL = 2496  # position and velocity: acceleration and yaw rate ignored
+
+
+def _local(m: Message) -> bool:
+    return bool(m.get_type() == "LOCAL_POSITION_NED")
+
+
+async def test_px4_keeps_the_position_part_at_mpc_xy_vel_max(
+    px4: Px4Sitl, measured: dict[str, object]
+) -> None:
+    px4.param_set("MPC_XY_VEL_MAX", f.PRIORITY_LIMIT_M_S)
+    peer = await Peer.connect(px4.px4_port, local_port=px4.companion_port)
+    peer.target_system = px4.system_id
+    to = (px4.system_id, 1)
+    try:
+        peer.stream(lambda: position_sp(down=-f.ALT_M, target=to))
+        await asyncio.sleep(0.5)
+        peer.set_mode(OFFBOARD)
+        await peer.ack(d.MAV_CMD_DO_SET_MODE)
+        peer.arm()
+        await peer.ack(d.MAV_CMD_COMPONENT_ARM_DISARM)
+        await peer.wait_for(lambda m: _local(m) and abs(m.z + f.ALT_M) < 0.2
+                            and abs(m.vz) < 0.2, 30)  # fmt: skip
+        await asyncio.sleep(2.0)
+        _, m = peer.of_type("LOCAL_POSITION_NED")[-1]
+        start = (float(m.x), float(m.y))
+        t0 = asyncio.get_running_loop().time()
+        peer.stream(lambda: position_sp(east=f.PRIORITY_EAST_M, down=-f.ALT_M, mask=_POS_VEL,
+                                        vx=f.PRIORITY_FF_NORTH_M_S, target=to))
+        await asyncio.sleep(f.PRIORITY_AFTER_S + 0.2)
+        after = [m for t, m in peer.of_type("LOCAL_POSITION_NED", t0)
+                 if t - t0 <= f.PRIORITY_AFTER_S]  # fmt: skip
+        end = (float(after[-1].x), float(after[-1].y))
+    finally:
+        peer.close()
+    measured.update(north_m=round(end[0] - start[0], 2), east_m=round(end[1] - start[1], 2))
+    f.check_position_first(start, end)
