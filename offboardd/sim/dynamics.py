@@ -27,8 +27,13 @@ _ACC_UP_MAX = 4.0  # MPC_ACC_UP_MAX
 _ACC_DOWN_MAX = 3.0  # MPC_ACC_DOWN_MAX
 _YAW_GAIN = 2.8  # MC_YAW_P
 _YAW_RATE_MAX = math.radians(45)  # MPC_YAWRAUTO_MAX
-_ATT_TAU_S = 0.1  # attitude loop time constant
-_DRAG_PER_S = 0.3  # linear drag, only for attitude/rate flight (kinematic loops cancel it)
+# Attitude and rate flight, where nothing feeds drag back: SIH's airframe drag, SIH_KDV
+# 1 N per m/s on SIH_MASS 1 kg, and the attitude loop's lag (MC_ROLL_P / MC_PITCH_P 4).
+# [SITL main 2026-11-27] pitched 10 deg at 0.5 thrust: 1.7 m/s after ~3 s and no faster
+# (g tan 10 deg / 1 per s), 5.4-5.8 m in 5 s (tests/px4/test_px4_attitude_drag.py; the
+# sim 6.6 m: PX4 starts ~0.4 s later).
+_ATT_TAU_S = horizontal.ATTITUDE_TAU_S
+_DRAG_PER_S = horizontal.DRAG_PER_S
 _TILT_MAX = math.radians(45)  # MPC_TILTMAX_AIR
 
 

@@ -74,3 +74,7 @@ def test_mpc_xy_vel_max_keeps_the_position_part_first_as_px4_does(
 
 def test_a_position_error_beats_the_feed_forward_at_the_velocity_limit_as_on_px4() -> None:
     following.check_position_first(*following.position_first_on_the_sim())
+
+
+def test_attitude_flight_meets_sihs_drag_as_on_px4() -> None:
+    following.check_pitched(*following.pitched_on_the_sim())
