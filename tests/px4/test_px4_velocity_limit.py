@@ -7,35 +7,21 @@ from __future__ import annotations
 
 import asyncio
 
-from offboardd.mavlink.codec import Message
 from tests.px4.px4_process import Px4Sitl
+from tests.px4.raw_peer import hovering_peer
 from tests.sim import following as f
-from tests.sim.client import OFFBOARD, Peer, d, position_sp
+from tests.sim.client import position_sp
 
 _POS_VEL = 2496  # position and velocity: acceleration and yaw rate ignored
-
-
-def _local(m: Message) -> bool:
-    return bool(m.get_type() == "LOCAL_POSITION_NED")
 
 
 async def test_px4_keeps_the_position_part_at_mpc_xy_vel_max(
     px4: Px4Sitl, measured: dict[str, object]
 ) -> None:
     px4.param_set("MPC_XY_VEL_MAX", f.PRIORITY_LIMIT_M_S)
-    peer = await Peer.connect(px4.px4_port, local_port=px4.companion_port)
-    peer.target_system = px4.system_id
+    peer = await hovering_peer(px4, f.ALT_M)
     to = (px4.system_id, 1)
     try:
-        peer.stream(lambda: position_sp(down=-f.ALT_M, target=to))
-        await asyncio.sleep(0.5)
-        peer.set_mode(OFFBOARD)
-        await peer.ack(d.MAV_CMD_DO_SET_MODE)
-        peer.arm()
-        await peer.ack(d.MAV_CMD_COMPONENT_ARM_DISARM)
-        await peer.wait_for(lambda m: _local(m) and abs(m.z + f.ALT_M) < 0.2
-                            and abs(m.vz) < 0.2, 30)  # fmt: skip
-        await asyncio.sleep(2.0)
         _, m = peer.of_type("LOCAL_POSITION_NED")[-1]
         start = (float(m.x), float(m.y))
         t0 = asyncio.get_running_loop().time()
