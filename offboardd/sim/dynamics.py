@@ -31,7 +31,7 @@ _YAW_RATE_MAX = math.radians(45)  # MPC_YAWRAUTO_MAX
 # 1 N per m/s on SIH_MASS 1 kg, and the attitude loop's lag (MC_ROLL_P / MC_PITCH_P 4).
 # [SITL main 2026-11-27] pitched 10 deg at 0.5 thrust: 1.7 m/s after ~3 s and no faster
 # (g tan 10 deg / 1 per s), 5.4-5.8 m in 5 s (tests/px4/test_px4_attitude_drag.py; the
-# sim 6.6 m: PX4 starts ~0.4 s later).
+# sim 6.6 m: PX4's pitch answers 0.1 s after the setpoint, the sim's at once).
 _ATT_TAU_S = horizontal.ATTITUDE_TAU_S
 _DRAG_PER_S = horizontal.DRAG_PER_S
 _TILT_MAX = math.radians(45)  # MPC_TILTMAX_AIR

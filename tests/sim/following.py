@@ -111,8 +111,9 @@ def position_first_on_the_sim() -> tuple[tuple[float, float], tuple[float, float
 # Attitude flight, where PX4 feeds nothing back: pitched 10° nose down at 0.5 thrust from
 # a hover, [SITL main 2026-11-27] 1.70-1.73 m/s after 4.5-5 s and no faster (SIH_KDV 1 per
 # s: g tan 10° / 1), 5.4-5.8 m in 5 s (tests/px4/test_px4_attitude_drag.py). The sim goes
-# 6.6 m: PX4 starts to move ~0.4 s after the first attitude setpoint (its switch from
-# position to attitude control; not modelled). Before, with a third of that drag and a
+# 6.6 m: PX4's pitch starts 0.1 s after the first attitude setpoint (then -6.3° of -10
+# within 0.2 s, as the sim's), and the velocity it reports shows it ~0.3 s later than the
+# sim's (neither delay is modelled). Before, with a third of that drag and a
 # faster attitude loop, it made 4.5 m/s and 13.6 m.
 PITCH_DEG = -10.0
 PITCH_THRUST = 0.5
