@@ -78,3 +78,7 @@ def test_a_position_error_beats_the_feed_forward_at_the_velocity_limit_as_on_px4
 
 def test_attitude_flight_meets_sihs_drag_as_on_px4() -> None:
     following.check_pitched(*following.pitched_on_the_sim())
+
+
+def test_an_offboard_yaw_step_turns_as_on_px4() -> None:
+    following.check_yaw_step(following.yaw_step_on_the_sim())
