@@ -141,16 +141,20 @@ async def fly_home_flight(peer: Peer, away_m: float = 6.0) -> HomeFlight:
 
 
 def check_home_flight(f: HomeFlight, away_m: float) -> None:
-    """What PX4 does (HomePosition.cpp, Commander.cpp; measured on SIH main 2026-11-27)."""
+    """What PX4 does (HomePosition.cpp, Commander.cpp; measured on SIH main 2026-11-27 and
+    release/1.18 83c4f4e580)."""
     assert f.boot and f.landed_away and f.rearmed and f.flying and f.rtl_landed_ned_m
     # Boot: home at the local origin (SIH: within a metre, v1.17.0 0.78 m below)
     assert math.hypot(*f.boot.ned_m[:2]) < 0.5 and abs(f.boot.ned_m[2]) < 1.0, f.boot
     # Landed away and disarmed: home moved to the vehicle (more than 1 m off), in both
-    # frames; the local frame kept its origin (the vehicle is still `away_m` north in it)
+    # frames; the local frame kept its origin (the vehicle is still about `away_m` north in
+    # it). Where the vehicle sits is what PX4 estimates: AUTO.LAND on release/1.18's SIH (IMU
+    # noise while thrusting) put it 0.5-0.7 m from the commanded spot, main's within 0.35 m.
+    landed = f.landed_away.vehicle_ned_m
+    assert math.hypot(landed[0] - away_m, landed[1]) < 1.0, f.landed_away
     for h in (f.landed_away, f.rearmed, f.flying):
-        assert abs(h.ned_m[0] - away_m) < 0.6 and abs(h.ned_m[1]) < 0.6, h
-        assert abs(h.north_of(f.boot) - away_m) < 0.6, (h, f.boot)
-    assert abs(f.landed_away.vehicle_ned_m[0] - away_m) < 0.6, f.landed_away
+        assert math.hypot(h.ned_m[0] - landed[0], h.ned_m[1] - landed[1]) < 0.5, (h, landed)
+        assert abs(h.north_of(f.boot) - (h.ned_m[0] - f.boot.ned_m[0])) < 0.2, (h, f.boot)
     # Arming sets it again (a new time), take-off once more
     assert f.rearmed.time_usec > f.landed_away.time_usec > f.boot.time_usec
     assert f.flying.time_usec > f.rearmed.time_usec
@@ -160,7 +164,8 @@ def check_home_flight(f: HomeFlight, away_m: float) -> None:
         assert abs(base_m - f.flying.alt_m) < 0.05, (base_m, f.flying)
     # AUTO.RTL returned to the new home, not to the origin
     north, east, _ = f.rtl_landed_ned_m
-    assert math.hypot(north - away_m, east) < 1.0, f.rtl_landed_ned_m
+    home_n, home_e, _ = f.flying.ned_m
+    assert math.hypot(north - home_n, east - home_e) < 1.0, (f.rtl_landed_ned_m, f.flying)
 
 
 @dataclass
