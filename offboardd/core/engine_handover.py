@@ -107,7 +107,8 @@ class Handovers:
         h = self.current
         if h is None:
             return None
-        if vehicle.mode in h.chain[: h.index + 1]:  # the target, or an earlier ask honoured late
+        reported = vehicle.mode  # the target, or an earlier ask honoured late
+        if reported is not None and any(reported.honours(m) for m in h.chain[: h.index + 1]):
             return Step.REACHED
         # Any other mode is somebody else's choice, a later mode of the chain too (a GCS
         # pressing Land while we ask for Hold): asking on would pull the vehicle out of it.

@@ -15,12 +15,20 @@ class Px4Mode(Enum):
     MANUAL = (1, 0)
     ALTCTL = (2, 0)
     POSCTL = (3, 0)
+    POSCTL_ORBIT = (3, 1)
+    POSCTL_SLOW = (3, 2)
+    AUTO_READY = (4, 1)
     AUTO_TAKEOFF = (4, 2)
     AUTO_LOITER = (4, 3)  # "Hold"
     AUTO_MISSION = (4, 4)
     AUTO_RTL = (4, 5)
     AUTO_LAND = (4, 6)
+    AUTO_FOLLOW_TARGET = (4, 8)
     AUTO_PRECLAND = (4, 9)
+    AUTO_VTOL_TAKEOFF = (4, 10)
+    # A landing without a position estimate (nav state DESCEND): PX4 main (v1.19-dev,
+    # #27918) reports it as its own sub mode; v1.18 and older as AUTO.LAND.
+    AUTO_DESCEND = (4, 20)
     ACRO = (5, 0)
     OFFBOARD = (6, 0)
     STABILIZED = (7, 0)
@@ -39,8 +47,14 @@ class Px4Mode(Enum):
 
     @property
     def label(self) -> str:
-        """PX4's own spelling: "OFFBOARD", "AUTO.LOITER"."""
-        return self.name.replace("_", ".", 1) if self.name.startswith("AUTO_") else self.name
+        """PX4's own spelling: "OFFBOARD", "AUTO.LOITER", "POSCTL.ORBIT"."""
+        return self.name.replace("_", ".", 1) if self.value[1] or self.name.startswith(
+            "AUTO_") else self.name
+
+    def honours(self, asked: Px4Mode) -> bool:
+        """This reported mode is what `asked` was: the same, or Descend for Land (PX4 flies
+        a Land it has no position for as Descend, and main names it so)."""
+        return self is asked or (self is Px4Mode.AUTO_DESCEND and asked is Px4Mode.AUTO_LAND)
 
 
 _BY_CUSTOM_MODE = {m.custom_mode: m for m in Px4Mode}

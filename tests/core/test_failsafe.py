@@ -18,7 +18,7 @@ from offboardd.core.commands import (
 from offboardd.core.engine_handover import MAX_JOINED
 from offboardd.core.envelope_settings import EnvelopeSettings, LimitAction
 from offboardd.core.events import MAV_CMD_DO_SET_MODE, AckResult, FcAttitude, FcLinkDown
-from offboardd.core.modes import Px4Mode
+from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import (
     Attitude,
@@ -222,6 +222,25 @@ def test_land_command_is_a_release_with_a_reason_not_a_preemption() -> None:
     b.set_mode(Px4Mode.AUTO_LAND)
     assert b.phase() is Phase.IDLE and b.reason() is Reason.COMMANDED_LAND
     assert b.reply("l").ok
+
+
+def test_a_land_flown_as_descend_is_the_land_we_asked_for() -> None:
+    """Without a position estimate PX4 flies a Land as Descend, and main (#27918) reports
+    it as AUTO.DESCEND (sub mode 20): the hand-over is done, not taken by someone else."""
+    b = Bench()
+    b.engage(UP)
+    b.feed(Land("l"))
+    b.set_mode(Px4Mode.AUTO_DESCEND)
+    assert b.phase() is Phase.IDLE and b.reason() is Reason.COMMANDED_LAND
+    assert b.reply("l").ok and "AUTO.DESCEND" in (b.reply("l").message or "")
+
+
+def test_every_px4_sub_mode_has_px4s_name() -> None:
+    assert mode_name(Px4Mode.AUTO_DESCEND.custom_mode) == "AUTO.DESCEND"
+    assert mode_name((4 << 16) | (20 << 24)) == "AUTO.DESCEND"
+    assert mode_name((3 << 16) | (1 << 24)) == "POSCTL.ORBIT"
+    assert mode_name((4 << 16) | (19 << 24)) == "main4.sub19"  # unknown: still readable
+    assert not Px4Mode.AUTO_DESCEND.honours(Px4Mode.AUTO_LOITER)
 
 
 def test_preemption_by_a_pilot_stops_streaming_and_stays_stopped() -> None:
