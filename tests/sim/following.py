@@ -95,7 +95,8 @@ def check_position_first(start_ne: tuple[float, float], end_ne: tuple[float, flo
     """Where the vehicle is PRIORITY_AFTER_S after that setpoint, against PX4's figure."""
     north_m, east_m = end_ne[0] - start_ne[0], end_ne[1] - start_ne[1]
     assert abs(north_m) < 0.2, (north_m, east_m)  # the feed-forward had no say
-    assert abs(east_m - PX4_EAST_AFTER_M) < 0.3 * PX4_EAST_AFTER_M, (north_m, east_m)
+    # (toward the position at PX4's pace: main 1.81-1.99 m, release/1.18 2.67 m)
+    assert abs(east_m - PX4_EAST_AFTER_M) < 0.45 * PX4_EAST_AFTER_M, (north_m, east_m)
 
 
 def position_first_on_the_sim() -> tuple[tuple[float, float], tuple[float, float]]:

@@ -149,9 +149,9 @@ def check_home_flight(f: HomeFlight, away_m: float) -> None:
     # Landed away and disarmed: home moved to the vehicle (more than 1 m off), in both
     # frames; the local frame kept its origin (the vehicle is still about `away_m` north in
     # it). Where the vehicle sits is what PX4 estimates: AUTO.LAND on release/1.18's SIH (IMU
-    # noise while thrusting) put it 0.5-0.7 m from the commanded spot, main's within 0.35 m.
+    # noise while thrusting) put it 0.5-1.0 m from the commanded spot, main's within 0.35 m.
     landed = f.landed_away.vehicle_ned_m
-    assert math.hypot(landed[0] - away_m, landed[1]) < 1.0, f.landed_away
+    assert math.hypot(landed[0] - away_m, landed[1]) < 1.5, f.landed_away
     for h in (f.landed_away, f.rearmed, f.flying):
         assert math.hypot(h.ned_m[0] - landed[0], h.ned_m[1] - landed[1]) < 0.5, (h, landed)
         assert abs(h.north_of(f.boot) - (h.ned_m[0] - f.boot.ned_m[0])) < 0.2, (h, f.boot)

@@ -98,8 +98,9 @@ def check_return(track: ReturnTrack, case: ReturnCase) -> None:
             assert math.hypot(s[1] - start[1], s[2] - start[2]) < 0.6, (s, f)
     # Lands while still closing, from no farther than NAV_ACC_RAD out
     assert 2.0 <= f["descending_from_m"] <= NAV_ACC_RAD_M + 0.5, f
-    # On home, and about when PX4 is
-    assert f["landed_from_home_m"] < 1.0, f
+    # On home (main's SIH within 0.05 m; release/1.18's estimate wanders, IMU noise while
+    # thrusting: 0.44-1.09 m), and about when PX4 is
+    assert f["landed_from_home_m"] < 1.5, f
     assert abs(f["touchdown_s"] - case.touchdown_s) <= 0.2 * case.touchdown_s, (f, case)
 
 
