@@ -6,9 +6,8 @@ at MPC_TKO_SPEED then hands over to Hold at that altitude, Land descends at MPC_
 (faster above MPC_LAND_ALT2, crawling below MPC_LAND_ALT3), RTL climbs to its return
 altitude, flies to home (where PX4 last set it, home.py; not the local origin) and lands
 there (rtl.py), and the manual modes with no RC descend at ~0.6 m/s ([SITL]
-px4-offboard.md §3). Every
-altitude-controlled target goes through PX4's takeoff handling (`takeoff.py`) first. It
-must not decide modes: it only reports "takeoff done".
+px4-offboard.md §3). Every altitude-controlled target goes through PX4's takeoff handling
+(`takeoff.py`) first. It must not decide modes: it only reports "takeoff done".
 """
 
 from __future__ import annotations
