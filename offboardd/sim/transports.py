@@ -88,7 +88,9 @@ _RX_CHUNK = 64  # bytes: resume reading once this much fits on the emulated line
 
 class _Allowance:
     """Bytes a line of `bytes_per_s` may carry now (None: unlimited), at most 0.1 s worth
-    saved up: a UART has a small FIFO, not a reservoir."""
+    saved up: a UART has a small FIFO, not a reservoir. A longer gap since the last call is
+    this process late (a loaded host stalls the sim; a flight controller does not stall),
+    not a quiet line: what the line carried meanwhile may go now."""
 
     def __init__(self, bytes_per_s: float | None) -> None:
         self.bytes_per_s = bytes_per_s
@@ -98,9 +100,12 @@ class _Allowance:
     def take(self, now: float, wanted: int) -> int:
         if self.bytes_per_s is None:
             return wanted
-        if self._stamp_s is not None:
-            self._credit = min(self.bytes_per_s * 0.1,
-                               self._credit + (now - self._stamp_s) * self.bytes_per_s)
+        if self._stamp_s is None:  # an idle line: its FIFO empty
+            self._credit = self.bytes_per_s * 0.1
+        else:
+            idle_s = max(0.0, now - self._stamp_s)
+            self._credit = min(self.bytes_per_s * max(0.1, idle_s),
+                               self._credit + idle_s * self.bytes_per_s)
         self._stamp_s = now
         granted = min(wanted, int(self._credit))
         self._credit -= granted
@@ -172,10 +177,27 @@ class PtyEndpoint:
                 asyncio.get_running_loop().add_reader(self.master_fd, self._readable)
 
     def send_frames(self, frames: list[bytes]) -> None:
-        data = b"".join(frames)
+        """Whole frames while the line has room; the rest dropped whole, as PX4 drops a
+        message its TX buffer has no room for (Mavlink::send_bytes), never half of one."""
+        room = self._tx.take(asyncio.get_running_loop().time(), sum(map(len, frames)))
+        fitting = []
+        for frame in frames:
+            if len(frame) <= room:
+                fitting.append(frame)
+                room -= len(frame)
+            else:
+                self.dropped_bytes += len(frame)
+        self._tx.give_back(room)
+        self._write(b"".join(fitting))
+
+    def send_bytes(self, data: bytes) -> None:
+        """Bytes with no frames to respect (a line relaying another's bytes): what the
+        line has room for goes, the rest is dropped."""
         allowed = self._tx.take(asyncio.get_running_loop().time(), len(data))
         self.dropped_bytes += len(data) - allowed
-        data = data[:allowed]
+        self._write(data[:allowed])
+
+    def _write(self, data: bytes) -> None:
         try:
             written = os.write(self.master_fd, data)
         except (BlockingIOError, InterruptedError):

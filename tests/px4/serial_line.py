@@ -49,11 +49,11 @@ class SerialLine(TeeRecorder):
         return self._px4_end.dropped_bytes + self._daemon_end.dropped_bytes
 
     def _px4_bytes(self, data: bytes) -> None:
-        self._daemon_end.send_frames([data])
+        self._daemon_end.send_bytes(data)
         self.from_px4(data, time.monotonic())
 
     def _daemon_bytes(self, data: bytes) -> None:
-        self._px4_end.send_frames([data])
+        self._px4_end.send_bytes(data)
         self.from_daemon(data, time.monotonic())
 
     def close(self) -> None:
