@@ -18,9 +18,9 @@ sim models each of them (its own code, from how PX4 describes them):
   horizontal force follows its setpoint late.
 
 MPC_XY_VEL_MAX cuts the velocity setpoint as PX4 does, keeping the position error's part
-whole before the feed-forward's. Left out: the rate loop and the motors' own lag. Vertical flight
-stays in dynamics.py (its timelines are measured separately, takeoff.py), and so do the
-targets of PX4's own modes (`tight` below).
+whole before the feed-forward's. Left out: the rate loop and the motors' own lag.
+Vertical flight stays in dynamics.py (its timelines are measured separately, takeoff.py),
+and so do the targets of PX4's own modes (`tight` below).
 """
 
 from __future__ import annotations
