@@ -48,8 +48,7 @@ class Px4Mode(Enum):
     @property
     def label(self) -> str:
         """PX4's own spelling: "OFFBOARD", "AUTO.LOITER", "POSCTL.ORBIT"."""
-        return self.name.replace("_", ".", 1) if self.value[1] or self.name.startswith(
-            "AUTO_") else self.name
+        return self.name.replace("_", ".", 1) if self.sub_mode else self.name
 
     def honours(self, asked: Px4Mode) -> bool:
         """This reported mode is what `asked` was: the same, or Descend for Land (PX4 flies

@@ -95,8 +95,8 @@ class Return:
             up_m_s = self._climb.toward(limit, -state.vel_m_s[2], dt_s, jerk, _ACC_UP_M_S2)
             return KinematicTarget((*self._spot, None), (None, None, -up_m_s), _NONE3, yaw_rad)
         if self.leg in (Leg.DESCEND, Leg.WAIT):
-            loiter_m = min(params.get_float("RTL_DESCEND_ALT"), self.altitude_m)
-            return KinematicTarget((home_n, home_e, home_d - loiter_m), _NONE3, _NONE3, yaw_rad)
+            loiter_down = home_d - self._loiter_m(params)
+            return KinematicTarget((home_n, home_e, loiter_down), _NONE3, _NONE3, yaw_rad)
         down = home_d - self.altitude_m if self.leg is Leg.HOME else None
         gap_n, gap_e = home_n - state.pos_m[0], home_e - state.pos_m[1]
         away = math.hypot(gap_n, gap_e)
@@ -122,10 +122,13 @@ class Return:
             away = math.hypot(state.pos_m[0] - home_n, state.pos_m[1] - home_e)
             if away <= params.get_float("NAV_ACC_RAD"):
                 self.leg = Leg.DESCEND if abs(self._delay_s) > 1e-6 else Leg.LAND
-        loiter_m = min(params.get_float("RTL_DESCEND_ALT"), self.altitude_m)
-        if self.leg is Leg.DESCEND and abs(above_home - loiter_m) <= alt_rad:
+        if self.leg is Leg.DESCEND and abs(above_home - self._loiter_m(params)) <= alt_rad:
             self.leg = Leg.WAIT
         if self.leg is Leg.WAIT:
             self._waited_s += dt_s
             if self._delay_s > 0 and self._waited_s >= self._delay_s:
                 self.leg = Leg.LAND
+
+    def _loiter_m(self, params: ParamTable) -> float:
+        """Where RTL_LAND_DELAY waits, above home: RTL_DESCEND_ALT, no higher than it came."""
+        return min(params.get_float("RTL_DESCEND_ALT"), self.altitude_m)
