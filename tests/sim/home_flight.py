@@ -71,10 +71,14 @@ async def home_now(peer: Peer) -> HomeSeen:
     raise AssertionError("no HOME_POSITION came back")
 
 
+def is_local(m: Message) -> bool:
+    return bool(m.get_type() == "LOCAL_POSITION_NED")
+
+
 async def _local_until(peer: Peer, ok: Callable[[Message], bool], timeout_s: float,
                        what: str) -> None:  # fmt: skip
     def pred(m: Message) -> bool:
-        return m.get_type() == "LOCAL_POSITION_NED" and ok(m)
+        return is_local(m) and ok(m)
 
     try:
         await peer.wait_for(pred, timeout_s)
@@ -82,7 +86,7 @@ async def _local_until(peer: Peer, ok: Callable[[Message], bool], timeout_s: flo
         raise AssertionError(f"not {what} within {timeout_s} s: at {local_ned(peer)}") from None
 
 
-async def _armed(peer: Peer, armed: bool, timeout_s: float) -> None:
+async def wait_armed(peer: Peer, armed: bool, timeout_s: float) -> None:
     def pred(m: Message) -> bool:
         return (m.get_type() == "HEARTBEAT" and m.get_srcSystem() == peer.target_system
                 and bool(m.base_mode & d.MAV_MODE_FLAG_SAFETY_ARMED) == armed)  # fmt: skip
@@ -90,10 +94,10 @@ async def _armed(peer: Peer, armed: bool, timeout_s: float) -> None:
     await peer.wait_for(pred, timeout_s)
 
 
-async def _offboard_to(peer: Peer, north_m: float) -> None:
-    """Stream a position over (north_m, 0) at 3 m, OFFBOARD, arm; until it is up there."""
+async def offboard_at(peer: Peer, north_m: float, down_m: float = CRUISE_DOWN_M) -> None:
+    """Stream a position over (north_m, 0) at `down_m` (3 m up), OFFBOARD, arm (accepted)."""
     to = (peer.target_system, 1)
-    peer.stream(lambda: position_sp(north=north_m, down=CRUISE_DOWN_M, target=to))
+    peer.stream(lambda: position_sp(north=north_m, down=down_m, target=to))
     await asyncio.sleep(0.5)
     peer.set_mode(OFFBOARD)
     await peer.ack(d.MAV_CMD_DO_SET_MODE)
@@ -102,11 +106,12 @@ async def _offboard_to(peer: Peer, north_m: float) -> None:
     assert ack.result == d.MAV_RESULT_ACCEPTED, ack
 
 
-async def _land_and_disarm(peer: Peer, mode: int, timeout_s: float) -> None:
+async def land_and_disarm(peer: Peer, mode: int, timeout_s: float) -> None:
+    """Switch to PX4's `mode`, stop streaming, wait until it has disarmed."""
     peer.set_mode(mode)
     await peer.ack(d.MAV_CMD_DO_SET_MODE)
     peer.stop_stream()
-    await _armed(peer, False, timeout_s)
+    await wait_armed(peer, False, timeout_s)
 
 
 async def fly_home_flight(peer: Peer, away_m: float = 6.0) -> HomeFlight:
@@ -114,17 +119,17 @@ async def fly_home_flight(peer: Peer, away_m: float = 6.0) -> HomeFlight:
     await peer.wait_for(lambda m: m.get_type() == "LOCAL_POSITION_NED", 5)
     flight.boot = await home_now(peer)
 
-    await _offboard_to(peer, 0.0)
+    await offboard_at(peer, 0.0)
     await _local_until(peer, lambda m: bool(m.z < CRUISE_DOWN_M + 0.3), 15, "up at 3 m")
     to = (peer.target_system, 1)
     peer.stream(lambda: position_sp(north=away_m, down=CRUISE_DOWN_M, target=to))
     await _local_until(peer, lambda m: bool(abs(m.x - away_m) < 0.3 and abs(m.vx) < 0.3), 15,
                        f"{away_m} m north")  # fmt: skip
-    await _land_and_disarm(peer, LAND, 30)
+    await land_and_disarm(peer, LAND, 30)
     await asyncio.sleep(0.5)  # disarmed on the ground: PX4's home check runs each cycle
     flight.landed_away = await home_now(peer)
 
-    await _offboard_to(peer, away_m)
+    await offboard_at(peer, away_m)
     flight.rearmed = await home_now(peer)  # before "Takeoff detected" (1.85 s on PX4)
     await _local_until(peer, lambda m: bool(m.z < CRUISE_DOWN_M + 0.3), 15, "up at 3 m again")
     await asyncio.sleep(1.0)
@@ -135,7 +140,7 @@ async def fly_home_flight(peer: Peer, away_m: float = 6.0) -> HomeFlight:
     peer.stream(lambda: position_sp(north=0.0, down=CRUISE_DOWN_M, target=to))
     await _local_until(peer, lambda m: bool(abs(m.x) < 0.5 and abs(m.vx) < 0.3), 15,
                       "back over 0")
-    await _land_and_disarm(peer, RTL, 60)
+    await land_and_disarm(peer, RTL, 60)
     flight.rtl_landed_ned_m = local_ned(peer)
     return flight
 
@@ -198,9 +203,9 @@ async def set_home_on_the_ground(peer: Peer) -> SetHomeSteps:
     await peer.ack(d.MAV_CMD_DO_SET_MODE)
     peer.arm()
     assert (await peer.ack(d.MAV_CMD_COMPONENT_ARM_DISARM)).result == d.MAV_RESULT_ACCEPTED
-    await _armed(peer, True, 3)
+    await wait_armed(peer, True, 3)
     peer.arm(False)
-    await _armed(peer, False, 3)
+    await wait_armed(peer, False, 3)
     steps.after_arming = await home_now(peer)
     peer.command(cmd, 0, 0, 0, math.nan, math.nan, boot.lon_deg, boot.alt_m)
     steps.nan_result = int((await peer.ack(cmd)).result)

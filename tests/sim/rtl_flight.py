@@ -16,9 +16,8 @@ import asyncio
 import math
 from dataclasses import dataclass, field
 
-from offboardd.mavlink.codec import Message
-from tests.sim.client import OFFBOARD, RTL, Peer, d, position_sp
-from tests.sim.home_flight import home_now
+from tests.sim.client import RTL, Peer, position_sp
+from tests.sim.home_flight import home_now, is_local, land_and_disarm, offboard_at
 
 NAV_ACC_RAD_M = 10.0  # PX4's default: the leg home ends (and the landing starts) this far out
 NAV_MC_ALT_RAD_M = 0.8  # an altitude counts as reached this far short of it
@@ -104,40 +103,23 @@ def check_return(track: ReturnTrack, case: ReturnCase) -> None:
     assert abs(f["touchdown_s"] - case.touchdown_s) <= 0.2 * case.touchdown_s, (f, case)
 
 
-def _local(m: Message) -> bool:
-    return bool(m.get_type() == "LOCAL_POSITION_NED")
-
-
 async def fly_return(peer: Peer, case: ReturnCase) -> ReturnTrack:
     """Over home to `up_m`, `away_m` north, then AUTO.RTL until disarmed (PX4: params set
     by the caller)."""
-    await peer.wait_for(_local, 5)
+    await peer.wait_for(is_local, 5)
     home = await home_now(peer)
     to = (peer.target_system, 1)
     north, down = home.ned_m[0], home.ned_m[2] - case.up_m
-    peer.stream(lambda: position_sp(north=north, down=down, target=to))
-    await asyncio.sleep(0.5)
-    peer.set_mode(OFFBOARD)
-    await peer.ack(d.MAV_CMD_DO_SET_MODE)
-    peer.arm()
-    assert (await peer.ack(d.MAV_CMD_COMPONENT_ARM_DISARM)).result == d.MAV_RESULT_ACCEPTED
-    await peer.wait_for(lambda m: _local(m) and abs(m.z - down) < 0.3, 30)
+    await offboard_at(peer, north, down)
+    await peer.wait_for(lambda m: is_local(m) and abs(m.z - down) < 0.3, 30)
     home = await home_now(peer)  # where it armed
     north = home.ned_m[0] + case.away_m
     peer.stream(lambda: position_sp(north=north, down=down, target=to))
-    await peer.wait_for(lambda m: _local(m) and abs(m.x - north) < 0.3 and abs(m.vx) < 0.2
+    await peer.wait_for(lambda m: is_local(m) and abs(m.x - north) < 0.3 and abs(m.vx) < 0.2
                         and abs(m.z - down) < 0.3, 30)  # fmt: skip
     await asyncio.sleep(1.0)
     t0 = asyncio.get_running_loop().time()
-    peer.set_mode(RTL)
-    await peer.ack(d.MAV_CMD_DO_SET_MODE)
-    peer.stop_stream()
-
-    def disarmed(m: Message) -> bool:
-        return (m.get_type() == "HEARTBEAT" and m.get_srcSystem() == peer.target_system
-                and not m.base_mode & d.MAV_MODE_FLAG_SAFETY_ARMED)  # fmt: skip
-
-    await peer.wait_for(disarmed, case.touchdown_s * 1.5 + 10)
+    await land_and_disarm(peer, RTL, case.touchdown_s * 1.5 + 10)
     track = ReturnTrack(home.ned_m)
     track.samples = [(t - t0, float(m.x), float(m.y), float(m.z))
                      for t, m in peer.of_type("LOCAL_POSITION_NED", t0)]  # fmt: skip

@@ -45,7 +45,8 @@ def test_return_altitude_is_px4s(distance_m: float, above_home_m: float,
     assert got == pytest.approx(expected_m, abs=1e-6)
 
 
-def _fly_on_the_model(case: ReturnCase, **params: float) -> tuple[Harness, ReturnTrack]:
+def _returning(case: ReturnCase, **params: float) -> Harness:
+    """The model hovering `case.away_m` north at `case.up_m`, just switched to AUTO.RTL."""
     h = Harness(params={**QUICK_TAKEOFF, **case.params, **params})
     h.offboard_armed(lambda: position_sp(north=0.0, down=-case.up_m))
     h.run(10.0)
@@ -54,6 +55,11 @@ def _fly_on_the_model(case: ReturnCase, **params: float) -> tuple[Harness, Retur
     h.stream = None
     h.command(d.MAV_CMD_DO_SET_MODE, *RTL_MODE)
     assert h.v.mode_name == "AUTO.RTL"
+    return h
+
+
+def _fly_on_the_model(case: ReturnCase, **params: float) -> tuple[Harness, ReturnTrack]:
+    h = _returning(case, **params)
     track = ReturnTrack(h.v.home.point.ned_m)
     t0 = h.t
     while h.v.armed and h.t - t0 < 120:
@@ -80,13 +86,7 @@ def test_land_delay_waits_over_home_at_rtl_descend_alt_then_lands() -> None:
 
 
 def test_negative_land_delay_loiters_over_home_for_good() -> None:
-    h = Harness(params={**QUICK_TAKEOFF, "RTL_DESCEND_ALT": 8.0, "RTL_LAND_DELAY": -1.0})
-    h.offboard_armed(lambda: position_sp(north=0.0, down=-3.0))
-    h.run(10.0)
-    h.stream = lambda: position_sp(north=6.0, down=-3.0)
-    h.run(12.0)
-    h.stream = None
-    h.command(d.MAV_CMD_DO_SET_MODE, *RTL_MODE)
+    h = _returning(NEAR, RTL_DESCEND_ALT=8.0, RTL_LAND_DELAY=-1.0)
     h.run(60.0)
     n, e, down = h.v.position_ned_m
     assert h.v.armed and h.v.mode_name == "AUTO.RTL"
