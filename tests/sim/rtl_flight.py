@@ -7,7 +7,8 @@ AUTO.RTL; the track from there to the ground is a `ReturnTrack`. PX4 main (RtlDi
 RTL::computeReturnAltitude; measured on SIH main 2026-11-27): it climbs on the spot to
 its return altitude (near home 2 x the distance, else RTL_RETURN_ALT, never below where it
 flies), flies home at it, starts its landing NAV_ACC_RAD (10 m) out and descends while
-it closes, and lands on home.
+it closes, and lands on home. With RTL_LAND_DELAY it descends (still closing) to
+RTL_DESCEND_ALT, waits there over home and then lands.
 """
 
 from __future__ import annotations
@@ -42,7 +43,13 @@ FAR = ReturnCase("far", 15.0, 3.0, {"RTL_RETURN_ALT": 15.0}, 15.0, 26.2)
 # Above RTL_RETURN_ALT: no climb, home at the altitude it flies; from 25 m: left at 1.5 s,
 # 0.5 m down 6.3 m out, down at 26.1 s.
 HIGH = ReturnCase("high", 15.0, 25.0, {"RTL_RETURN_ALT": 15.0}, 25.0, 26.1)
-CASES = (NEAR, FAR, HIGH)
+# RTL_LAND_DELAY 5 s at RTL_DESCEND_ALT 8 m, from NEAR's spot: the same climb, 0.5 m down
+# 5.4 m out, within NAV_MC_ALT_RAD of 8 m at 10.2 s (1.4 m out), over home at 8.0 m from
+# 13.4 s, the landing begun at 16.1 s (5.9 s after it came within the radius: PX4 counts
+# the delay from there), down at 26.8 s.
+DELAY = ReturnCase("land-delay", 6.0, 3.0, {"RTL_DESCEND_ALT": 8.0, "RTL_LAND_DELAY": 5.0},
+                   12.0, 26.8)  # fmt: skip
+CASES = (NEAR, FAR, HIGH, DELAY)
 
 
 @dataclass
@@ -101,6 +108,22 @@ def check_return(track: ReturnTrack, case: ReturnCase) -> None:
     # thrusting: 0.44-1.09 m), and about when PX4 is
     assert f["landed_from_home_m"] < 1.5, f
     assert abs(f["touchdown_s"] - case.touchdown_s) <= 0.2 * case.touchdown_s, (f, case)
+    if case.params.get("RTL_LAND_DELAY", 0.0) > 0:
+        _check_land_delay(track, case)
+
+
+def _check_land_delay(track: ReturnTrack, case: ReturnCase) -> None:
+    """It waits at RTL_DESCEND_ALT, over home, RTL_LAND_DELAY from coming within
+    NAV_MC_ALT_RAD of it (PX4's loiter item counts from there: [SITL main] 5.9 s for 5)."""
+    hold_m, delay_s = case.params["RTL_DESCEND_ALT"], case.params["RTL_LAND_DELAY"]
+    peak = max(track.samples, key=track.above_home_m)
+    after = [s for s in track.samples if s[0] > peak[0]]
+    reached = next(s for s in after if track.above_home_m(s) <= hold_m + NAV_MC_ALT_RAD_M)
+    landing = next(s for s in after if track.above_home_m(s) < hold_m - 0.3)
+    assert delay_s <= landing[0] - reached[0] <= delay_s + 2.0, (reached, landing)
+    waiting = [s for s in after if reached[0] <= s[0] < landing[0]]
+    assert min(track.above_home_m(s) for s in waiting) > hold_m - 0.3, waiting
+    assert track.from_home_m(landing) < 0.5, landing
 
 
 async def fly_return(peer: Peer, case: ReturnCase) -> ReturnTrack:

@@ -76,15 +76,6 @@ def test_return_on_the_model_flies_like_px4(case: ReturnCase) -> None:
     assert not h.v.armed
 
 
-def test_land_delay_waits_over_home_at_rtl_descend_alt_then_lands() -> None:
-    # RTL_LAND_DELAY > 0: LOITER_DOWN to RTL_DESCEND_ALT (below the return altitude), wait
-    h, track = _fly_on_the_model(NEAR, RTL_DESCEND_ALT=8.0, RTL_LAND_DELAY=5.0)
-    over_home = [s for s in track.samples if abs(track.above_home_m(s) - 8.0) < 0.3
-                 and track.from_home_m(s) < 0.5]  # fmt: skip
-    assert over_home and over_home[-1][0] - over_home[0][0] >= 5.0
-    assert not h.v.armed and track.from_home_m(track.samples[-1]) < 1.0
-
-
 def test_negative_land_delay_loiters_over_home_for_good() -> None:
     h = _returning(NEAR, RTL_DESCEND_ALT=8.0, RTL_LAND_DELAY=-1.0)
     h.run(60.0)
