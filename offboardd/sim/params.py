@@ -61,7 +61,7 @@ PARAM_SPECS: tuple[ParamSpec, ...] = (
     ParamSpec("MPC_Z_VEL_MAX_DN", _FLOAT, 1.5),
     ParamSpec("MPC_Z_VEL_MAX_UP", _FLOAT, 3.0),
     ParamSpec("MPC_Z_VEL_P_ACC", _FLOAT, 4.0),
-    ParamSpec("NAV_ACC_RAD", _FLOAT, 10.0),
+    ParamSpec("NAV_ACC_RAD", _FLOAT, 2.0),  # rc.mc_defaults' until v1.18 (px4_versions.py)
     ParamSpec("NAV_DLL_ACT", _INT, 0),
     ParamSpec("NAV_MC_ALT_RAD", _FLOAT, 0.8),
     ParamSpec("NAV_RCL_ACT", _INT, 2),
@@ -76,7 +76,9 @@ PARAM_SPECS: tuple[ParamSpec, ...] = (
 
 def param_specs(version: Px4Version) -> tuple[ParamSpec, ...]:
     """The parameters `version` has, in PX4's alphabetical index order."""
-    kept = [s for s in PARAM_SPECS if s.name not in version.removed_params]
+    changed = dict(version.changed_defaults)
+    kept = [ParamSpec(s.name, s.param_type, changed.get(s.name, s.default))
+            for s in PARAM_SPECS if s.name not in version.removed_params]  # fmt: skip
     added = [ParamSpec(name, ptype, default) for name, ptype, default in version.added_params]
     return tuple(sorted(kept + added, key=lambda s: s.name))
 

@@ -82,6 +82,9 @@ class Px4Version:
     # vertical speed settling below LNDMC_Z_VEL_MAX). [SITL main] touchdown -> ON_GROUND
     # 1.95-2.02 s (three landings, LNDMC_TRIG_TIME 1 s).
     touchdown_settle_s: float = 1.0
+    # Defaults the release sets apart from the table's (params.py: v1.16's), as its
+    # multicopter airframes boot with them (ROMFS rc.mc_defaults).
+    changed_defaults: tuple[tuple[str, int | float], ...] = ()
 
 
 _SILENT_BEFORE_V1_18 = frozenset({290, 291, 246})  # ESC_INFO, ESC_STATUS, ADSB_VEHICLE
@@ -141,6 +144,11 @@ V1_18 = Px4Version(
     current_mode_on_status=True,
     removed_commands=_REQUEST_COMMANDS_REMOVED_V1_18,
     throttle_ignore_refused=True,  # [SITL main]
+    # #27738: rc.mc_defaults no longer sets NAV_ACC_RAD 2, so multicopters take the
+    # parameter's own 10 m (on release/1.18 and main): Return's altitude near home and where
+    # its landing begins follow it (rtl.py). [SITL v1.17.0] 2 m: "RTL: start return at
+    # ... (7 m above destination)" 6 m out, the landing begun ~2 m out.
+    changed_defaults=(("NAV_ACC_RAD", 10.0),),
 )
 
 VERSIONS: dict[str, Px4Version] = {v.name: v for v in (V1_16, V1_17, V1_18)}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from tests.px4.tee import AUTO_LOITER, AUTO_RTL, POSCTL
+from tests.sim.client import Peer, d
 
 
 def release_of(version: str) -> tuple[int, int]:
@@ -18,6 +19,15 @@ def release_of(version: str) -> tuple[int, int]:
     match = re.search(r"v(\d+)\.(\d+)", version)
     assert match, f"no PX4 version in {version!r}"
     return int(match.group(1)), int(match.group(2))
+
+
+async def release_on_link(peer: Peer) -> tuple[int, int]:
+    """(major, minor) from the AUTOPILOT_VERSION PX4 sends when asked (flight_sw_version:
+    major, minor, patch, type, a byte each)."""
+    peer.command(d.MAV_CMD_REQUEST_MESSAGE, d.MAVLINK_MSG_ID_AUTOPILOT_VERSION)
+    msg = await peer.wait_for(lambda m: m.get_type() == "AUTOPILOT_VERSION", 3.0)
+    version = int(msg.flight_sw_version)
+    return (version >> 24) & 0xFF, (version >> 16) & 0xFF
 
 
 def loss_fallback_without_rc(release: tuple[int, int], com_obl_rc_act: int) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.px4.px4_process import Px4Sitl
+from tests.px4.release import release_on_link
 from tests.sim.client import Peer
 from tests.sim.rtl_flight import CASES, ReturnCase, check_return, fly_return
 
@@ -21,8 +22,9 @@ async def test_px4_returns_climbing_first_and_lands_while_closing(
     peer = await Peer.connect(px4.px4_port, local_port=px4.companion_port)
     peer.target_system = px4.system_id
     try:
+        release = await release_on_link(peer)
         track = await fly_return(peer, case)
     finally:
         peer.close()
     measured.update(case=case.name, **track.figures())
-    check_return(track, case)
+    check_return(track, case, release)

@@ -128,9 +128,11 @@ def pitch_quaternion(pitch_deg: float) -> tuple[float, float, float, float]:
     return (math.cos(half), 0.0, math.sin(half), 0.0)
 
 
-def check_pitched(distance_m: float, speed_m_s: float) -> None:
-    """Where PITCH_FOR_S of that attitude took the vehicle, against PX4's figures."""
-    assert abs(speed_m_s - PX4_PITCHED_M_S) < 0.15 * PX4_PITCHED_M_S, speed_m_s
+def check_pitched(distance_m: float, speed_m_s: float, speed_share: float = 0.15) -> None:
+    """Where PITCH_FOR_S of that attitude took the vehicle, against PX4's figures.
+    `speed_share`: the estimate's spread on the release judged ([SITL v1.17.0] 2.03,
+    2.03 and 1.74 m/s in three flights; v1.16.2 1.86, 1.76; release/1.18 1.65)."""
+    assert abs(speed_m_s - PX4_PITCHED_M_S) < speed_share * PX4_PITCHED_M_S, speed_m_s
     assert abs(distance_m - PX4_PITCHED_M) < 0.25 * PX4_PITCHED_M, distance_m
 
 

@@ -17,7 +17,16 @@ from offboardd.sim.params import ParamTable
 from offboardd.sim.px4_versions import DEFAULT_VERSION, version_by_name
 from offboardd.sim.rtl import return_altitude_m
 from tests.sim.client import QUICK_TAKEOFF, d, position_sp, running_sim
-from tests.sim.rtl_flight import CASES, NEAR, ReturnCase, ReturnTrack, check_return, fly_return
+from tests.sim.rtl_flight import (
+    CASES,
+    MAIN,
+    NEAR,
+    Release,
+    ReturnCase,
+    ReturnTrack,
+    check_return,
+    fly_return,
+)
 from tests.sim.test_model import Harness
 
 RTL_MODE = (1, 4, 5)  # DO_SET_MODE: custom, AUTO, RTL
@@ -38,6 +47,7 @@ def _params(**values: float) -> ParamTable:
     (30.0, 3.0, {"RTL_MIN_DIST": 40.0}, 30.0),
     (30.0, 3.0, {"RTL_MIN_DIST": 40.0, "RTL_CONE_ANG": 65}, 20.0),
     (6.0, 3.0, {"RTL_CONE_ANG": 0}, 60.0),  # no cone: always RTL_RETURN_ALT
+    (6.0, 3.0, {"NAV_ACC_RAD": 2.0}, 6.0),  # v1.16-1.17's 2 m: the cone, 6 / tan 45°
 ])  # fmt: skip
 def test_return_altitude_is_px4s(distance_m: float, above_home_m: float,
                                  values: dict[str, float], expected_m: float) -> None:
@@ -45,9 +55,20 @@ def test_return_altitude_is_px4s(distance_m: float, above_home_m: float,
     assert got == pytest.approx(expected_m, abs=1e-6)
 
 
-def _returning(case: ReturnCase, **params: float) -> Harness:
+# The sim's releases, and the PX4 release each is judged against
+RELEASES: dict[str, Release] = {"1.16": (1, 16), "1.17": (1, 17), DEFAULT_VERSION: MAIN}
+
+
+def test_nav_acc_rad_is_the_releases_multicopter_default() -> None:
+    # rc.mc_defaults set 2 m until #27738 (release/1.18 and main: the parameter's 10 m)
+    got = {v: ParamTable({}, version_by_name(v)).get_float("NAV_ACC_RAD") for v in RELEASES}
+    assert got == {"1.16": 2.0, "1.17": 2.0, "1.18": 10.0}
+
+
+def _returning(case: ReturnCase, px4_version: str = DEFAULT_VERSION, **params: float
+               ) -> Harness:  # fmt: skip
     """The model hovering `case.away_m` north at `case.up_m`, just switched to AUTO.RTL."""
-    h = Harness(params={**QUICK_TAKEOFF, **case.params, **params})
+    h = Harness(params={**QUICK_TAKEOFF, **case.params, **params}, px4_version=px4_version)
     h.offboard_armed(lambda: position_sp(north=0.0, down=-case.up_m))
     h.run(10.0)
     h.stream = lambda: position_sp(north=case.away_m, down=-case.up_m)
@@ -58,8 +79,8 @@ def _returning(case: ReturnCase, **params: float) -> Harness:
     return h
 
 
-def _fly_on_the_model(case: ReturnCase, **params: float) -> tuple[Harness, ReturnTrack]:
-    h = _returning(case, **params)
+def _fly_on_the_model(case: ReturnCase, px4_version: str) -> tuple[Harness, ReturnTrack]:
+    h = _returning(case, px4_version)
     track = ReturnTrack(h.v.home.point.ned_m)
     t0 = h.t
     while h.v.armed and h.t - t0 < 120:
@@ -70,9 +91,10 @@ def _fly_on_the_model(case: ReturnCase, **params: float) -> tuple[Harness, Retur
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_return_on_the_model_flies_like_px4(case: ReturnCase) -> None:
-    h, track = _fly_on_the_model(case)
-    check_return(track, case)
+@pytest.mark.parametrize("px4_version", sorted(RELEASES))
+def test_return_on_the_model_flies_like_px4(case: ReturnCase, px4_version: str) -> None:
+    h, track = _fly_on_the_model(case, px4_version)
+    check_return(track, case, RELEASES[px4_version])
     assert not h.v.armed
 
 
@@ -87,4 +109,4 @@ def test_negative_land_delay_loiters_over_home_for_good() -> None:
 async def test_return_over_udp_flies_like_px4() -> None:
     async with running_sim(params={**QUICK_TAKEOFF, **NEAR.params}) as (_sim, peer):
         track = await fly_return(peer, NEAR)
-    check_return(track, NEAR)
+    check_return(track, NEAR, MAIN)
