@@ -15,7 +15,9 @@ RTL_DESCEND_ALT (no lower than the return altitude allows) and waits there that 
 at 3 m, defaults: climbed on the spot to 11.9 m (2 x 6 m, turned NAV_MC_ALT_RAD short),
 left the spot at 8.0 s, on the ground at 21.2 s; 15 m out at 3 m with RTL_RETURN_ALT 15:
 to 14.9 m, home at up to 3.9 m/s, 0.5 m lower 6.1 m out, down at 26.6 s; from 25 m (above
-it): no climb, down at 26.1 s.
+it): no climb, down at 26.1 s. NAV_ACC_RAD is the release's (px4_versions.py): 10 m on
+release/1.18 and main, 2 m on v1.16-1.17, where near home the cone sets the altitude
+([SITL v1.17.0] 6 m out: "7 m above destination") and the landing begins over home.
 
 Pure: no clock but the `dt_s` it is given. Not modelled: rally points, mission landings,
 the terrain check, the yaw PX4 turns to (MPC_YAW_MODE), VTOL legs.
