@@ -90,6 +90,8 @@ def _command(v: Vehicle, msg: Message, now_s: float, link_id: int) -> list[Outgo
                                           msg.get_srcComponent()), link_id,
         )  # fmt: skip
 
+    if _interval_asked(v, cmd, params) is not None:  # PX4 answers before it acknowledges
+        return [*out, ack(result)]
     if cmd == d.MAV_CMD_DO_SET_MODE and v.double_ack:
         first = ack(ACCEPTED)
         v.later.append((now_s + SECOND_ACK_DELAY_S, ack(result)))
@@ -158,6 +160,13 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
             return (ACCEPTED if p[1] < 0 else FAILED), ""
         v.link_requests.append(LinkRequest(link_id, name, p[1]))
         return ACCEPTED, ""
+    interval_of = _interval_asked(v, cmd, p)
+    if interval_of is not None:
+        # [SITL main] ACCEPTED, MESSAGE_INTERVAL first (the handler sends it): the stream's
+        # configured interval on this link, -1 where there is none (handle()'s order)
+        out.append(Outgoing(d.MAVLink_message_interval_message(
+            interval_of, v.stream_interval_us(link_id, interval_of)), link_id))  # fmt: skip
+        return ACCEPTED, ""
     if cmd in (d.MAV_CMD_REQUEST_MESSAGE, d.MAV_CMD_REQUEST_AUTOPILOT_CAPABILITIES,
                d.MAV_CMD_GET_HOME_POSITION):  # fmt: skip
         msg_id = {d.MAV_CMD_REQUEST_MESSAGE: int(p[0]),
@@ -186,6 +195,18 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
     if cmd == d.MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN and int(p[0]) == 0 and int(p[1]) == 0:
         return ACCEPTED, ""  # "do nothing": [SITL main, v1.16.2] ACCEPTED
     return UNSUPPORTED, ""
+
+
+def _interval_asked(v: Vehicle, cmd: int, p: tuple[float, ...]) -> int | None:
+    """The message id MAV_CMD_GET_MESSAGE_INTERVAL, or REQUEST_MESSAGE of
+    MESSAGE_INTERVAL (param2) where the release takes it, asks about; None for any other
+    command."""
+    if cmd == d.MAV_CMD_GET_MESSAGE_INTERVAL:
+        return int(p[0])
+    if (cmd == d.MAV_CMD_REQUEST_MESSAGE and v.px4.interval_by_request
+            and int(p[0]) == d.MAVLINK_MSG_ID_MESSAGE_INTERVAL):  # fmt: skip
+        return int(p[1])
+    return None
 
 
 def _set_home(v: Vehicle, p: tuple[float, ...], now_s: float) -> tuple[int, str]:

@@ -85,6 +85,12 @@ class Px4Version:
     # Defaults the release sets apart from the table's (params.py: v1.16's), as its
     # multicopter airframes boot with them (ROMFS rc.mc_defaults).
     changed_defaults: tuple[tuple[str, int | float], ...] = ()
+    # GET_MESSAGE_INTERVAL of a stream the link does not have: -1; [SITL v1.16.2] 0
+    # (its get_message_interval started from an unsigned 0; v1.17 from -1)
+    absent_stream_interval_us: int = -1
+    # REQUEST_MESSAGE of MESSAGE_INTERVAL answered as GET_MESSAGE_INTERVAL; [SITL v1.16.2]
+    # DENIED (no stream builds MESSAGE_INTERVAL there)
+    interval_by_request: bool = True
 
 
 _SILENT_BEFORE_V1_18 = frozenset({290, 291, 246})  # ESC_INFO, ESC_STATUS, ADSB_VEHICLE
@@ -113,6 +119,8 @@ V1_16 = Px4Version(
     streamless_ids=frozenset({441, 514}),  # GNSS_INTEGRITY, ESTIMATOR_SENSOR_FUSION_STATUS
     silent_ids=_SILENT_BEFORE_V1_18,
     touchdown_settle_s=2.7,  # [SITL v1.16.2] touchdown -> ON_GROUND 3.59-3.87 s
+    absent_stream_interval_us=0,
+    interval_by_request=False,
 )
 V1_17 = Px4Version(
     name="1.17",

@@ -29,6 +29,7 @@ from offboardd.sim.streams import (
     HEAVY_FILLER_HZ,
     PROFILES,
     PX4_UNSENT_STREAMS,
+    UNLIMITED_STREAMS,
     PrebuiltFrames,
     SimLink,
     StreamScheduler,
@@ -72,6 +73,7 @@ class SimServer:
         now = self.now()
         self._started_s = now
         self.vehicle = Vehicle(cfg, now)
+        self.vehicle.stream_interval_us = self._stream_interval_us
         self.udp_port = await self._open_udp("udp", cfg.profile, cfg.udp_bind, cfg.udp_remote)
         self.gcs_port = await self._open_udp("gcs", "gcs", cfg.gcs_bind, cfg.gcs_remote)
         if cfg.pty:
@@ -129,8 +131,18 @@ class SimServer:
         absent = {STREAM_IDS.get(i) for i in px4.streamless_ids | px4.silent_ids}
         rates = {n: hz for n, hz in PROFILES[profile].items() if n not in absent}
         unsent = [n for n in PX4_UNSENT_STREAMS if n not in absent]
+        onboard = profile in ("px4", "heavy")  # PX4's onboard mode, as measured
         return StreamScheduler(rates, now, self._datarate_b_s(link_name),
-                               unsent=unsent if profile in ("px4", "heavy") else ())
+                               unsent=unsent if onboard else (),
+                               unlimited=UNLIMITED_STREAMS if onboard else ())  # fmt: skip
+
+    def _stream_interval_us(self, link_id: int, msg_id: int) -> int:
+        """MAV_CMD_GET_MESSAGE_INTERVAL's answer on one link (commands.py asks)."""
+        link, name = self.links[link_id], STREAM_IDS.get(msg_id)
+        if name == "CURRENT_MODE" and link.current_mode is not None:
+            return int(link.current_mode.interval_s * 1e6)
+        interval = None if name is None else link.streams.interval_us(name)
+        return self.vehicle.px4.absent_stream_interval_us if interval is None else interval
 
     def _datarate_b_s(self, link_name: str) -> float | None:
         """An emulated UART's stream budget: PX4's default, half the line (baud/20)."""

@@ -54,6 +54,9 @@ PROFILES: dict[str, dict[str, float]] = {
     },
 }  # fmt: skip
 PROFILES["heavy"] = dict(PROFILES["px4"])
+# What PX4's onboard mode configures at "unlimited" rate among the streams it sends (the
+# profile's rate is what SIH produces): GET_MESSAGE_INTERVAL answers -1 for it.
+UNLIMITED_STREAMS = frozenset({"GPS_RAW_INT"})
 # Filler for "heavy": (message, rate_hz); sent pre-encoded, content static.
 HEAVY_FILLER_HZ: dict[str, float] = {
     "SCALED_IMU": 400.0, "SCALED_IMU2": 400.0, "RAW_IMU": 400.0, "SCALED_PRESSURE": 400.0,
@@ -137,10 +140,15 @@ class StreamScheduler:
     """Which stream messages are due on one link; rates changeable per message."""
 
     def __init__(self, rates_hz: Mapping[str, float], now_s: float,
-                 datarate_b_s: float | None = None, *, unsent: Collection[str] = ()) -> None:
+                 datarate_b_s: float | None = None, *, unsent: Collection[str] = (),
+                 unlimited: Collection[str] = ()) -> None:  # fmt: skip
         """`unsent`: which of PX4_UNSENT_STREAMS to count in the fitting, as PX4's onboard
-        mode does (all of them on main; before v1.18 not ADSB_VEHICLE)."""
+        mode does (all of them on main; before v1.18 not ADSB_VEHICLE). `unlimited`: the
+        streams PX4 configures at "unlimited" rate (every update), whose interval it
+        reports as -1 until one is set."""
         self._defaults = dict(rates_hz)
+        self._default_unlimited = frozenset(unlimited)
+        self._unlimited = set(unlimited)
         self._period_s: dict[str, float] = {n: 1.0 / r for n, r in rates_hz.items() if r > 0}
         self._unsent_hz = {n: hz for n, (_, hz, _) in PX4_UNSENT_STREAMS.items() if n in unsent}
         self._next_s: dict[str, float] = {}
@@ -187,6 +195,10 @@ class StreamScheduler:
             self._fit_to_datarate()
             return
         if interval_us > 0:
+            self._unlimited.discard(name)
+        elif name in self._default_unlimited:  # 0: back to PX4's default, unlimited
+            self._unlimited.add(name)
+        if interval_us > 0:
             period_s = interval_us / 1e6
         elif name == "CURRENT_MODE":  # 0: PX4's own rate for it, ~1.5-2 Hz at rest [SITL]
             period_s = CURRENT_MODE_MIN_PERIOD_S
@@ -197,6 +209,18 @@ class StreamScheduler:
         self._period_s[name] = period_s
         self._next_s[name] = now_s
         self._fit_to_datarate()
+
+    def interval_us(self, name: str) -> int | None:
+        """What PX4 answers MAV_CMD_GET_MESSAGE_INTERVAL with: the configured interval in
+        µs (not slowed by a serial link's multiplier), -1 for a stream sent at
+        "unlimited" rate, None for one the link does not have or has stopped
+        (mavlink_receiver.cpp, get_message_interval: [SITL main] LOCAL_POSITION_NED
+        33333, GPS_RAW_INT -1)."""
+        if name in self._period_s:
+            return -1 if name in self._unlimited else int(self._period_s[name] * 1e6)
+        if name in self._unsent_hz:
+            return int(1e6 / self._unsent_hz[name])
+        return None
 
     def _set_unsent(self, name: str, interval_us: float) -> None:
         if interval_us < 0:

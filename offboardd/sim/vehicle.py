@@ -9,6 +9,8 @@ read a clock or encode bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from offboardd.mavlink.codec import Message, dialect
 from offboardd.sim import commands, modes
 from offboardd.sim.commander import Commander
@@ -64,6 +66,9 @@ class Vehicle:
         self.dynamics = Dynamics()
         self.tasks = FlightTasks()
         self.link_requests: list[LinkRequest] = []
+        # (link id, message id) -> the stream's interval on that link, µs: the server's
+        # (the vehicle knows no links); -1 where it has none
+        self.stream_interval_us: Callable[[int, int], int] = lambda _link, _msg: -1
         self.later: list[tuple[float, Outgoing]] = []  # (due_s, message): the second ACK
         self._text_id = 0
         self.reboot_requested = False  # MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN, run by the server
