@@ -195,15 +195,14 @@ class StreamScheduler:
             self._fit_to_datarate()
             return
         if interval_us > 0:
-            self._unlimited.discard(name)
-        elif name in self._default_unlimited:  # 0: back to PX4's default, unlimited
-            self._unlimited.add(name)
-        if interval_us > 0:
             period_s = interval_us / 1e6
+            self._unlimited.discard(name)
         elif name == "CURRENT_MODE":  # 0: PX4's own rate for it, ~1.5-2 Hz at rest [SITL]
             period_s = CURRENT_MODE_MIN_PERIOD_S
-        else:  # 0: the default rate
+        else:  # 0: the default rate (PX4's "unlimited" again where that is its default)
             period_s = 1.0 / self._defaults[name]
+            if name in self._default_unlimited:
+                self._unlimited.add(name)
         if name == "CURRENT_MODE":
             period_s = max(period_s, CURRENT_MODE_MIN_PERIOD_S)
         self._period_s[name] = period_s
