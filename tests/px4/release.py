@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from offboardd.core.px4_rules import px4_version
 from tests.px4.tee import AUTO_LOITER, AUTO_RTL, POSCTL
 from tests.sim.client import Peer, d
 
@@ -22,12 +23,11 @@ def release_of(version: str) -> tuple[int, int]:
 
 
 async def release_on_link(peer: Peer) -> tuple[int, int]:
-    """(major, minor) from the AUTOPILOT_VERSION PX4 sends when asked (flight_sw_version:
-    major, minor, patch, type, a byte each)."""
+    """(major, minor) from the AUTOPILOT_VERSION PX4 sends when asked."""
     peer.command(d.MAV_CMD_REQUEST_MESSAGE, d.MAVLINK_MSG_ID_AUTOPILOT_VERSION)
     msg = await peer.wait_for(lambda m: m.get_type() == "AUTOPILOT_VERSION", 3.0)
-    version = int(msg.flight_sw_version)
-    return (version >> 24) & 0xFF, (version >> 16) & 0xFF
+    major, minor, _, _ = px4_version(int(msg.flight_sw_version))
+    return major, minor
 
 
 def loss_fallback_without_rc(release: tuple[int, int], com_obl_rc_act: int) -> int:

@@ -13,11 +13,18 @@ import math
 from collections.abc import Callable
 from typing import Any, cast
 
+from offboardd.core.px4_rules import px4_version
 from offboardd.mavlink.codec import MavlinkCodec, Message, dialect
 from offboardd.sim import SimConfig, SimServer
+from offboardd.sim.px4_versions import VERSIONS
 
 d = dialect
 NAN = math.nan
+# The PX4 release (major, minor) each of the sim's --px4-version plays, as its
+# AUTOPILOT_VERSION reports it: what a differential check judges that sim by
+SIM_RELEASES: dict[str, tuple[int, int]] = {
+    name: px4_version(v.flight_sw_version)[:2] for name, v in VERSIONS.items()
+}
 # custom_mode values (px4-offboard.md §4)
 OFFBOARD = 393216
 POSCTL = 196608

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sim.client import running_sim
+from tests.sim.client import SIM_RELEASES, running_sim
 from tests.sim.message_interval import check_message_intervals
 
 
-@pytest.mark.parametrize(("px4_version", "release"), [("1.16", (1, 16)), ("1.17", (1, 17)),
-                                                      ("1.18", (1, 18))])  # fmt: skip
-async def test_the_sim_answers_get_message_interval_as_px4(
-    px4_version: str, release: tuple[int, int]
-) -> None:
+@pytest.mark.parametrize("px4_version", sorted(SIM_RELEASES))
+async def test_the_sim_answers_get_message_interval_as_px4(px4_version: str) -> None:
     async with running_sim(px4_version=px4_version) as (_sim, peer):
-        await check_message_intervals(peer, release)
+        await check_message_intervals(peer, SIM_RELEASES[px4_version])

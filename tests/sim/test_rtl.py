@@ -16,12 +16,10 @@ import pytest
 from offboardd.sim.params import ParamTable
 from offboardd.sim.px4_versions import DEFAULT_VERSION, version_by_name
 from offboardd.sim.rtl import return_altitude_m
-from tests.sim.client import QUICK_TAKEOFF, d, position_sp, running_sim
+from tests.sim.client import QUICK_TAKEOFF, SIM_RELEASES, d, position_sp, running_sim
 from tests.sim.rtl_flight import (
     CASES,
-    MAIN,
     NEAR,
-    Release,
     ReturnCase,
     ReturnTrack,
     check_return,
@@ -55,13 +53,9 @@ def test_return_altitude_is_px4s(distance_m: float, above_home_m: float,
     assert got == pytest.approx(expected_m, abs=1e-6)
 
 
-# The sim's releases, and the PX4 release each is judged against
-RELEASES: dict[str, Release] = {"1.16": (1, 16), "1.17": (1, 17), DEFAULT_VERSION: MAIN}
-
-
 def test_nav_acc_rad_is_the_releases_multicopter_default() -> None:
     # rc.mc_defaults set 2 m until #27738 (release/1.18 and main: the parameter's 10 m)
-    got = {v: ParamTable({}, version_by_name(v)).get_float("NAV_ACC_RAD") for v in RELEASES}
+    got = {v: ParamTable({}, version_by_name(v)).get_float("NAV_ACC_RAD") for v in SIM_RELEASES}
     assert got == {"1.16": 2.0, "1.17": 2.0, "1.18": 10.0}
 
 
@@ -91,10 +85,10 @@ def _fly_on_the_model(case: ReturnCase, px4_version: str) -> tuple[Harness, Retu
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-@pytest.mark.parametrize("px4_version", sorted(RELEASES))
+@pytest.mark.parametrize("px4_version", sorted(SIM_RELEASES))
 def test_return_on_the_model_flies_like_px4(case: ReturnCase, px4_version: str) -> None:
     h, track = _fly_on_the_model(case, px4_version)
-    check_return(track, case, RELEASES[px4_version])
+    check_return(track, case, SIM_RELEASES[px4_version])
     assert not h.v.armed
 
 
@@ -109,4 +103,4 @@ def test_negative_land_delay_loiters_over_home_for_good() -> None:
 async def test_return_over_udp_flies_like_px4() -> None:
     async with running_sim(params={**QUICK_TAKEOFF, **NEAR.params}) as (_sim, peer):
         track = await fly_return(peer, NEAR)
-    check_return(track, NEAR, MAIN)
+    check_return(track, NEAR, SIM_RELEASES[DEFAULT_VERSION])
