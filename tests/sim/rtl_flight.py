@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import statistics
 from dataclasses import dataclass, field
 
 from tests.sim.client import RTL, Peer, position_sp
@@ -175,7 +176,7 @@ def _check_land_delay(track: ReturnTrack, case: ReturnCase) -> None:
                    and track.above_home_m(s) <= hold_m + NAV_MC_ALT_RAD_M)  # fmt: skip
     waiting = [track.above_home_m(s) for s in after
                if reached[0] + 1.0 <= s[0] <= reached[0] + delay_s - 0.5]  # fmt: skip
-    waited_m = sorted(waiting)[len(waiting) // 2]
+    waited_m = statistics.median(waiting)
     assert abs(waited_m - hold_m) <= 0.3, (waited_m, hold_m)
     landing = next(s for s in after if s[0] > reached[0] + 1.0
                    and track.above_home_m(s) < waited_m - 0.3)  # fmt: skip
