@@ -26,6 +26,15 @@ if TYPE_CHECKING:
 # A gap in the warm-up stream longer than this fraction of COM_OF_LOSS_T restarts the
 # warm-up: PX4 would have been close to judging the stream lost.
 WARMUP_GAP_FRACTION = 0.5
+# After PX4 ACCEPTED our arm, a HEARTBEAT received this long after the ACK that says
+# disarmed means someone disarmed it ([SITL] the armed flag lags the ACK by ~0.55 s, §4;
+# the rest is the link's latency). PX4 accepts an arm only when it armed
+# (Commander::handle_command).
+ARM_REPORT_SETTLE_S = 1.0
+# After PX4 ACCEPTED OFFBOARD for an armed vehicle (it switches at once; v1.16.2's second
+# ACK, which could refuse, follows within ms), a report of the engage's starting mode
+# received this long after the ACK is someone switching back.
+MODE_REPORT_SETTLE_S = 0.5
 
 
 class EngageSequence:
@@ -55,6 +64,19 @@ class EngageSequence:
         self.command_id, self.arm, self.note = command_id, arm, note
         self.harmless_mode = mode_at_engage
         self._warmup_end_s = now + self._settings.warmup_s
+
+    def harmless(self, now: float) -> int | None:
+        """The mode whose report is no takeover now: the engage's starting mode, until the
+        FC reported OFFBOARD or accepted it for an armed vehicle a while ago."""
+        accepted_s = self.mode_try.accepted_s
+        if accepted_s is not None and now >= accepted_s + MODE_REPORT_SETTLE_S:
+            return None
+        return self.harmless_mode
+
+    def arm_taken_back(self, now: float) -> bool:
+        """Would a report of "disarmed" now mean someone disarmed what PX4 armed for us?"""
+        accepted_s = self.arm_try.accepted_s
+        return accepted_s is not None and now >= accepted_s + ARM_REPORT_SETTLE_S
 
     def offboard_seen(self) -> None:
         """The FC reported OFFBOARD during the engage: from now on the mode it had before
@@ -90,6 +112,16 @@ class EngageSequence:
 
     def arm_refused(self, now: float) -> None:
         self.arm_try.refused(now)
+
+    def offboard_accepted(self, now: float) -> None:
+        """An ACK accepted OFFBOARD for an armed vehicle: PX4 switched, so it is not asked
+        again (a report of another mode after it is a takeover). Disarmed, PX4 accepts a
+        mode it then never takes (§4, §7): asking again is kept there."""
+        self.mode_try.accepted(now)
+
+    def arm_accepted(self, now: float) -> None:
+        """An ACK accepted the arm: PX4 armed, so it is never sent again."""
+        self.arm_try.accepted(now)
 
     def offboard_deadline(self) -> float:
         return self.mode_try.deadline()
@@ -192,8 +224,9 @@ def _step_request(
     if step is RetryStep.SEND and request is not None:
         eng.out.emit(request)
     elif step is RetryStep.EXHAUSTED:
+        how = ("accepted but never reported" if retrier.accepted_s is not None
+               else f"not confirmed after {retrier.attempts} attempts")  # fmt: skip
         fail_engage(
-            eng, exhausted, now,
-            f"{what} not confirmed after {retrier.attempts} attempts: " + eng.diagnosis(now),
+            eng, exhausted, now, f"{what} {how}: " + eng.diagnosis(now),
             reasons[0] if retrier.last_refused else reasons[1],
         )

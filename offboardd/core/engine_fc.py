@@ -146,11 +146,12 @@ def fc_rebooted(eng: OffboardEngine, now: float) -> None:
     abandon(eng, Trigger.FC_REBOOTED, now, "FC rebooted; stopped streaming")
 
 
-def _report(eng: OffboardEngine, armed_before: bool, disarm_expected: bool) -> Trigger | None:
+def _report(eng: OffboardEngine, armed_before: bool, disarm_expected: bool,
+            now: float) -> Trigger | None:  # fmt: skip
     """What a HEARTBEAT / CURRENT_MODE means for the session in this phase, if anything."""
     v, phase = eng.vehicle, eng.phase
     if phase in ENGAGE_STEPS:
-        if v.custom_mode not in (eng.engage.harmless_mode, Px4Mode.OFFBOARD.custom_mode):
+        if v.custom_mode not in (eng.engage.harmless(now), Px4Mode.OFFBOARD.custom_mode):
             return Trigger.FC_MODE_TAKEN
         return Trigger.FC_OFFBOARD if v.in_offboard else None
     if phase in IN_OFFBOARD:
@@ -158,7 +159,7 @@ def _report(eng: OffboardEngine, armed_before: bool, disarm_expected: bool) -> T
             return Trigger.FC_MODE_TAKEN
         if v.armed:
             return Trigger.FC_ARMED
-        if armed_before:
+        if armed_before or (phase is Phase.ARMING and eng.engage.arm_taken_back(now)):
             return Trigger.FC_DISARMED_ON_COMMAND if disarm_expected else Trigger.FC_DISARMED
     return None
 
@@ -180,7 +181,7 @@ def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: f
         eng.engage.offboard_seen()
     if eng.phase is Phase.PREEMPTED:  # the takeover came by HEARTBEAT: its intent now
         _name_px4_failsafe(eng, event)
-    trigger = _report(eng, armed_before, disarm_expected)
+    trigger = _report(eng, armed_before, disarm_expected, now)
     if trigger is None:
         return
     rule = eng.rule(trigger, now)
@@ -246,13 +247,25 @@ def _ours(eng: OffboardEngine, ack: FcCommandAck) -> bool:
             and ack.target_component in (0, eng.settings.companion_component_id))
 
 
+def _on_accepted(eng: OffboardEngine, command: int, now: float) -> None:
+    """An engage request the FC accepted is not sent again: what the FC reports after it
+    is what the vehicle does, whoever made it so (review: a GCS's disarm in the second
+    before HEARTBEAT showed the arm was answered by a second arm)."""
+    if eng.phase is Phase.ARMING and command == MAV_CMD_COMPONENT_ARM_DISARM:
+        eng.engage.arm_accepted(now)
+    elif eng.phase is Phase.ENGAGING and command == MAV_CMD_DO_SET_MODE and eng.vehicle.armed:
+        eng.engage.offboard_accepted(now)
+
+
 def _on_ack(eng: OffboardEngine, ack: FcCommandAck, now: float) -> None:
     if not _ours(eng, ack):
         return
     if ack.command == MAV_CMD_SET_MESSAGE_INTERVAL and eng.streams.on_ack(ack.result, now):
         return  # the stream plan's (one in flight at a time: stream_plan.py)
+    if ack.result == AckResult.ACCEPTED:
+        _on_accepted(eng, ack.command, now)
     if ack.result in (AckResult.ACCEPTED, AckResult.IN_PROGRESS):
-        return  # never trust an ACK alone: PX4 v1.16 sends ACCEPTED first (§4)
+        return  # never confirmed by an ACK alone: PX4 v1.16 sends ACCEPTED first (§4)
     eng.last_ack = ack.result
     if ack.command == MAV_CMD_DO_SET_MODE:
         if Do.RETRY_LATER in eng.rule(Trigger.FC_MODE_REFUSED, now).does:

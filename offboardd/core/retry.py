@@ -1,7 +1,10 @@
 """Bounded attempts with a confirm timeout and a back-off after a refusal.
 
 Used for every request whose success the FC reports later (a mode, arming): the engine
-says when the FC refused, this says when to try again and when to give up. Pure.
+says when the FC refused or accepted, this says when to try again and when to give up.
+An attempt the FC accepted is never sent again: PX4 acts on what it accepts at once, so
+a report to the contrary after it is someone else's choice (a disarm, a mode), which a
+second request would undo. Pure.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ class Retrier:
         self.attempts = 0
         self.refusals = 0
         self.last_refused = False  # did the last failed attempt fail by refusal (or timeout)?
+        self.accepted_s: float | None = None  # when the FC accepted the attempt in flight
         self._send_at: float | None = None
         self._confirm_by: float | None = None
 
@@ -31,6 +35,7 @@ class Retrier:
         self.attempts = 0
         self.refusals = 0
         self.last_refused = False
+        self.accepted_s = None
         self._send_at, self._confirm_by = now, None
 
     def refused(self, now: float) -> None:
@@ -40,14 +45,25 @@ class Retrier:
             return
         self.refusals += 1
         self.last_refused = True
+        self.accepted_s = None  # (v1.16.2's second ACK: the last one counts, §4)
         self._confirm_by = None
         last = self.attempts >= self.max_attempts
         self._send_at = now if last else now + self.backoff_s
+
+    def accepted(self, now: float) -> None:
+        """The FC accepted the attempt in flight: it is not sent again. Its report is
+        awaited for a confirm timeout from now; without one, the attempts are spent."""
+        if self._confirm_by is None:
+            return
+        self.accepted_s = now
+        self._confirm_by = now + self.confirm_timeout_s
 
     def poll(self, now: float) -> RetryStep | None:
         if self._confirm_by is not None and now >= self._confirm_by:
             self._confirm_by = None
             self.last_refused = False
+            if self.accepted_s is not None:  # accepted, never reported: not asked again
+                return RetryStep.EXHAUSTED
             self._send_at = now  # timed out: the next attempt goes at once
         if self._send_at is not None and now >= self._send_at:
             if self.attempts >= self.max_attempts:

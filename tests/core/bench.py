@@ -94,6 +94,7 @@ class Bench:
         self.engine = OffboardEngine(self.settings, now)
         self.fc = FakeFc()
         self.fc_alive = True
+        self.heartbeat_alive = True  # (False: HEARTBEATs lost, the rest flows)
         self.position_alive = True
         self.commander_alive = False
         self.commander_period_s = 0.25
@@ -140,7 +141,7 @@ class Bench:
                 continue
             if self._next_hb <= self.now:
                 self._next_hb = self.now + 1.0
-                if self.fc_alive:
+                if self.fc_alive and self.heartbeat_alive:
                     self.feed(self.fc.heartbeat())
                 continue
             if self._next_pos <= self.now:

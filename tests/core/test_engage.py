@@ -6,6 +6,7 @@ import pytest
 
 from offboardd.core.actions import (
     ArmDisarm,
+    Notice,
     NoticeKind,
     Reply,
     RequestMode,
@@ -162,6 +163,80 @@ def test_arming_refused_fails_the_engage() -> None:
     assert reply.reason is Reason.ARM_REFUSED and reply.code is ErrorCode.FC_REFUSED
     assert "vehicle disarmed" in reply.message
     assert not b.engine.stream.running
+
+
+def test_an_accepted_arm_is_never_sent_again_and_a_later_disarm_is_a_takeover() -> None:
+    """PX4 answers ACCEPTED only when it armed (Commander::handle_command). A person who
+    disarms from a GCS in the second before HEARTBEAT showed the arm (its flag lags the ACK
+    by ~0.55 s, §4) is answered by no second arm: the next HEARTBEAT saying disarmed,
+    ARM_REPORT_SETTLE_S after the ACK, is a takeover (review: it re-armed and took off)."""
+    b = Bench()
+    start(b, arm=True)
+    b.fc.down_m = 0.0
+    b.step(1.0)
+    b.set_mode(OFFBOARD)
+    assert b.phase() is Phase.ARMING
+    t_ack = b.now
+    b.ack(MAV_CMD_COMPONENT_ARM_DISARM, AckResult.ACCEPTED)  # armed, for 0.4 s only:
+    b.step(5.0)  # the HEARTBEATs after it all say disarmed
+    assert len(b.actions(ArmDisarm)) == 1
+    assert b.phase() is Phase.PREEMPTED and not b.engine.feed.running
+    assert b.reply("e").reason is Reason.PREEMPTED_DISARMED
+    (t_stop,) = [t for t, a in b.log if isinstance(a, Notice) and "disarmed" in a.message]
+    assert t_ack + 1.0 <= t_stop <= t_ack + 2.0
+
+
+def test_an_accepted_arm_never_reported_ends_the_engage_without_a_second_arm() -> None:
+    b = Bench()
+    start(b, arm=True)
+    b.step(1.0)
+    b.set_mode(OFFBOARD)
+    b.ack(MAV_CMD_COMPONENT_ARM_DISARM, AckResult.ACCEPTED)
+    b.heartbeat_alive = False  # no HEARTBEAT says either way (the rest flows)
+    b.step(b.settings.arm_confirm_timeout_s + 0.05)
+    reply = b.reply("e")
+    assert reply.reason is Reason.ARM_TIMEOUT and "accepted but never reported" in reply.message
+    assert len(b.actions(ArmDisarm)) == 1
+
+
+def test_offboard_accepted_for_an_armed_vehicle_is_not_asked_again_over_a_pilot() -> None:
+    """Armed, PX4 accepts OFFBOARD only when it switches (§4). A pilot who flips back to
+    the engage's starting mode before any report showed OFFBOARD (no CURRENT_MODE, 1 Hz
+    HEARTBEAT) is a takeover, not a request still pending (review: asked again at 2.5 s)."""
+    b = Bench()
+    b.fc.armed = True
+    start(b)
+    b.step(1.0)
+    assert len(b.mode_requests()) == 1
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.ACCEPTED)
+    b.fc.custom_mode = OFFBOARD.custom_mode  # switched; no report of it reaches us
+    b.step(0.4)
+    b.fc.custom_mode = Px4Mode.POSCTL.custom_mode  # the pilot takes it back
+    b.step(3.0)
+    assert len(b.mode_requests()) == 1
+    assert b.phase() is Phase.PREEMPTED and not b.engine.feed.running
+
+
+def test_offboard_accepted_then_refused_armed_is_asked_again() -> None:
+    # v1.16.2's first ACK is always ACCEPTED: the second, a refusal, is what counts (§4)
+    b = Bench()
+    b.fc.armed = True
+    start(b)
+    b.step(1.0)
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.ACCEPTED)
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.TEMPORARILY_REJECTED)
+    b.step(b.settings.retry_backoff_s + 0.01)
+    assert len(b.mode_requests()) == 2 and b.phase() is Phase.ENGAGING
+
+
+def test_offboard_accepted_while_disarmed_is_asked_again() -> None:
+    # disarmed, PX4 accepts every mode, even one it then never takes (§4, §7)
+    b = Bench(EngineSettings(mode_confirm_timeout_s=0.5))
+    start(b)
+    b.step(1.0)
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.ACCEPTED)
+    b.step(0.6)
+    assert len(b.mode_requests()) == 2 and b.phase() is Phase.ENGAGING
 
 
 def test_a_refusal_addressed_to_another_client_is_not_ours() -> None:
