@@ -150,6 +150,11 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"offboardd sim: {exc}", file=sys.stderr)
         return 2
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(config))
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve(config))
+    except OSError as exc:
+        print(f"offboardd sim: {exc.strerror or exc} (--bind and --gcs-bind choose the ports; "
+              "--gcs-bind none leaves the GCS link out)", file=sys.stderr)  # fmt: skip
+        return 1
     return 0

@@ -95,7 +95,11 @@ class SimServer:
         if bind is None:
             return None
         link = self._add_link(name, profile)
-        ep = await UdpEndpoint.open(bind, remote, self._receiver(link))
+        try:
+            ep = await UdpEndpoint.open(bind, remote, self._receiver(link))
+        except OSError as exc:  # (a second sim on the default ports: EADDRINUSE)
+            raise OSError(exc.errno, f"the {name} link cannot bind UDP {bind[0]}:{bind[1]}: "
+                          f"{exc.strerror or exc}") from exc  # fmt: skip
         link.sender = ep
         self._udp.append(ep)
         return ep.bound[1]

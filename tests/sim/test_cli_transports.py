@@ -60,6 +60,19 @@ def test_cli_rejects_a_bad_fault_spec() -> None:
     assert out.returncode == 2 and "unknown fault" in out.stderr
 
 
+def test_cli_names_the_port_it_cannot_bind_and_exits_1() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+        out = subprocess.run(
+            [*CLI, "--bind", f"127.0.0.1:{port}", "--gcs-bind", "none", "--remote", "none"],
+            check=False, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert f"the udp link cannot bind UDP 127.0.0.1:{port}: Address already in use" in out.stderr
+    assert "--bind" in out.stderr
+
+
 async def test_pty_serves_mavlink_on_the_slave_path_and_symlink(tmp_path: Path) -> None:
     link = tmp_path / "ttyPX4"
     cfg = sim_config(udp_bind=None, pty=True, pty_symlink=str(link), profile="light")
