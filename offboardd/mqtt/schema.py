@@ -61,6 +61,7 @@ from offboardd.mqtt.wire import (
     SCHEMA_VERSION,
     MqttErrorCode,
     Rejection,
+    echo,
     load_document,
     peek_id,
     stream_id,
@@ -215,7 +216,7 @@ class CommandDecoder:
         spec = _COMMAND_SPECS.get(name) if type(name) is str else None
         if spec is None:
             return Rejection(MqttErrorCode.UNKNOWN_COMMAND,
-                             f"unknown command {name!r}; one of {sorted(_COMMAND_SPECS)}",
+                             f"unknown command {echo(name)}; one of {sorted(_COMMAND_SPECS)}",
                              peek_id(doc))
         fields = spec.read(doc)
         if type(fields) is Problem:
@@ -301,7 +302,7 @@ def _kind_rejection(kind: object, command_id: str | None, where: str) -> Rejecti
         return Rejection(MqttErrorCode.MISSING_FIELD, f'field "{where}kind" is required',
                          command_id)
     return Rejection(MqttErrorCode.UNKNOWN_SETPOINT_KIND,
-                     f"unknown setpoint kind {kind!r}; one of {_KIND_NAMES}", command_id)
+                     f"unknown setpoint kind {echo(kind)}; one of {_KIND_NAMES}", command_id)
 
 
 def _setpoint(doc: dict[str, Any], command_id: str, where: str) -> Setpoint | Rejection:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from offboardd.mqtt.wire import MqttErrorCode
+from offboardd.mqtt.wire import ECHO_CHARS, MqttErrorCode, describe
 
 REQUIRED: Any = object()  # `FieldSpec.default` of a field that must be present
 _MISSING = object()
@@ -175,7 +175,7 @@ class ObjectSpec:
         if len(doc) != present and not ignore_unknown:
             for key in doc:
                 if key not in self.names:
-                    label = f"{where}{key}" or "payload"  # a "" key at the top
+                    label = f"{where}{key[:ECHO_CHARS]}" or "payload"  # a "" key at the top
                     return Problem(MqttErrorCode.UNKNOWN_FIELD,
                                    f"{label}: unknown field; {self.name} takes "
                                    f"{', '.join(self.field_names())}")
@@ -201,29 +201,6 @@ def flag(name: str, default: Any = REQUIRED) -> FieldSpec:
 def choice(name: str, *choices: str | int, default: Any = REQUIRED,
            wrong: MqttErrorCode = MqttErrorCode.WRONG_TYPE) -> FieldSpec:
     return FieldSpec(name, JsonType.CHOICE, default=default, choices=choices, wrong_choice=wrong)
-
-
-def describe(value: Any) -> str:
-    """A short JSON-flavoured description of a value for a message (never huge)."""
-    if value is None:
-        return "null"
-    if type(value) is bool:
-        return "true" if value else "false"
-    if type(value) is int:
-        if abs(value) < 10**20:
-            return str(value)
-        # not str(value): it refuses ints of over 4300 digits (CPython's int_max_str_digits)
-        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
-    if type(value) is float:
-        return repr(value)
-    if type(value) is str:
-        shown = repr(value[:40]) + ("…" if len(value) > 40 else "")
-        return f"the string {shown}"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list | tuple):
-        return "an array"
-    return f"a {type(value).__name__}"
 
 
 def _encodes(value: str) -> bool:

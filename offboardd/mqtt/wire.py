@@ -122,7 +122,7 @@ def load_document(payload: bytes, *, max_bytes: int) -> dict[str, Any] | Rejecti
     if type(version) is not int or version != SCHEMA_VERSION:
         return Rejection(
             MqttErrorCode.UNSUPPORTED_VERSION,
-            f"schema version {version!r} is not supported; use {SCHEMA_VERSION}",
+            f"schema version {echo(version)} is not supported; use {SCHEMA_VERSION}",
             command_id,
         )
     return doc
@@ -207,3 +207,36 @@ def _versioned(doc: Mapping[str, Any]) -> dict[str, Any]:
     body.update(doc)
     body["v"] = SCHEMA_VERSION
     return body
+
+
+ECHO_CHARS = 40  # of a client's string quoted back in a refusal (and so in the log)
+
+
+def echo(value: Any) -> str:
+    """A client's value quoted back in a refusal, never longer than ECHO_CHARS: a 30 KB
+    unknown name must not come back as a 30 KB reply and journal line."""
+    if type(value) is str:
+        return repr(value[:ECHO_CHARS]) + ("…" if len(value) > ECHO_CHARS else "")
+    return describe(value)
+
+
+def describe(value: Any) -> str:
+    """A short JSON-flavoured description of a value for a message (never huge)."""
+    if value is None:
+        return "null"
+    if type(value) is bool:
+        return "true" if value else "false"
+    if type(value) is int:
+        if abs(value) < 10**20:
+            return str(value)
+        # not str(value): it refuses ints of over 4300 digits (CPython's int_max_str_digits)
+        return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    if type(value) is float:
+        return repr(value)
+    if type(value) is str:
+        return f"the string {echo(value)}"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return f"a {type(value).__name__}"

@@ -218,6 +218,24 @@ def test_malformed_stream_setpoints_get_stable_codes(doc: dict[str, Any], code: 
     assert code_of(decode(doc, "setpoint")) == code
 
 
+@pytest.mark.parametrize("doc", [
+    {"v": 1, "cmd": "k" * 30_000},
+    {"v": "9" * 30_000},
+    {"v": 1, "id": "a", "cmd": "hold", "k" * 30_000: 1},
+    {"v": 1, "id": "a", "cmd": "engage", "setpoint": {"kind": "k" * 30_000}},
+    {"v": 1, "id": "a", "cmd": "engage",
+     "setpoint": {"kind": "position_ned", "north_m": "n" * 30_000}},
+])  # fmt: skip
+def test_a_refusal_quotes_a_long_value_cut_short(doc: dict[str, Any]) -> None:
+    """A 30 KB unknown name must not come back as a 30 KB reply and journal line (found by
+    a new-user walk-through: only wrong-type strings were cut)."""
+    payload = json.dumps(doc).encode()  # (the daemon's own limit is 32 KB: under it)
+    result = CommandDecoder().decode_bytes("cmd", payload, max_bytes=len(payload))
+    assert isinstance(result, Rejection)
+    assert len(result.message) < 500, result.message[:120]
+    assert "kkkkkkkk" in result.message or "99999999" in result.message or "nnnn" in result.message
+
+
 def test_rejection_quotes_the_command_id_when_it_has_one() -> None:
     result = decode({"v": 1, "id": "abc", "cmd": "fly"})
     assert isinstance(result, Rejection) and result.command_id == "abc"
