@@ -47,6 +47,8 @@ def test_run_without_a_config_file_flies_what_an_empty_file_gives(tmp_path: Path
     [
         ("[engine]\nwarmup_s = 0.5\n", "engine.warmup_s must be in [1.0, 30.0], got 0.5"),
         ("[engine]\nsetpoint_rate_hz = 0\n", "engine.setpoint_rate_hz"),
+        # PX4 needs more than 2 Hz: check-config said ok to 1 and 2 (a new-user walk-through)
+        ("[engine]\nsetpoint_rate_hz = 2\n", "engine.setpoint_rate_hz must be above 2 Hz"),
         ("[engine]\ncommand_loss_action = \"panic\"\n",
          "engine.command_loss_action must be one of hold, land, rtl, px4, got 'panic'"),
         ("[engine]\nwarmup = 2.0\n", "unknown key engine.warmup; allowed keys:"),
@@ -123,6 +125,14 @@ def test_check_config_command_reports_ok_and_errors(tmp_path: Path) -> None:
         capture_output=True, text=True, check=False,
     )
     assert bad.returncode == 1 and "engine.warmup_s" in bad.stderr
+    slow_path = tmp_path / "slow.toml"
+    slow_path.write_text("[engine]\nsetpoint_rate_hz = 3\n")
+    slow = subprocess.run(
+        [sys.executable, "-m", "offboardd", "check-config", str(slow_path)],
+        capture_output=True, text=True, check=False,
+    )
+    assert slow.returncode == 0 and "COM_OF_LOSS_T is at least 1.33 s" in slow.stdout
+    assert "note" not in good.stdout
 
 
 @pytest.mark.parametrize(

@@ -82,6 +82,12 @@ class EngineSettings:
             if number and not math.isfinite(value):
                 raise ConfigError(f"{f.name} must be finite, got {value!r}")
         _range("setpoint_rate_hz", self.setpoint_rate_hz, 1.0, 250.0)
+        if self.setpoint_rate_hz <= PX4_MIN_RATE_HZ:
+            raise ConfigError(
+                f"setpoint_rate_hz must be above {PX4_MIN_RATE_HZ:g} Hz (PX4 needs more), got "
+                f"{self.setpoint_rate_hz!r}; with PX4's default COM_OF_LOSS_T of 1 s an engage "
+                f"needs {4 / DEFAULT_COM_OF_LOSS_T_S:g} Hz at least (a period <= COM_OF_LOSS_T / 4)"
+            )
         _range("warmup_s", self.warmup_s, MIN_WARMUP_S, 30.0)
         _range("command_timeout_s", self.command_timeout_s, 0.1, 60.0)
         _range("hold_s", self.hold_s, 0.0, 600.0)
@@ -111,6 +117,10 @@ class EngineSettings:
     @property
     def stream_period_s(self) -> float:
         return 1.0 / self.setpoint_rate_hz
+
+
+PX4_MIN_RATE_HZ = 2.0  # PX4's docs: offboard setpoints "faster than 2 Hz"
+DEFAULT_COM_OF_LOSS_T_S = 1.0  # PX4's default (px4-offboard.md §3)
 
 
 def _range(name: str, value: float, low: float, high: float) -> None:
