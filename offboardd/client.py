@@ -417,6 +417,12 @@ class OffboardClient:
         """Wait until the published state satisfies `predicate`; return that state."""
         return await self.inbox.wait_for_state(predicate, timeout_s)
 
+    async def availability(self, timeout_s: float = 0.5) -> str | None:
+        """The daemon's retained `online` / `offline` (None: nothing retained, so it has
+        never run against this broker, or not within `timeout_s`). A `state` read while it
+        is `offline` is the last the daemon published, not the vehicle now."""
+        return await self.inbox.wait_for_availability(timeout_s)
+
     # -- internals -------------------------------------------------------------------------
     async def _stop(self, command: Command) -> Reply:
         watching = self.control.watching

@@ -36,7 +36,8 @@ class ClientInbox:
         self._command_ids = f"{client_id}-"
         self.state: dict[str, Any] | None = None  # latest retained state document
         self.state_received_s: float | None = None  # (the loop's clock) when it came
-        self.state_changed = asyncio.Condition()
+        self.state_changed = asyncio.Condition()  # (also notified on `availability`)
+        self.availability: str | None = None  # the retained `online` / `offline`, once read
         self.pending: dict[str, asyncio.Future[Reply]] = {}
         self.control = ControlWatch()
         self.last_stream_error: Reply | None = None  # a refused setpoint-topic message
@@ -82,6 +83,9 @@ class ClientInbox:
                     self.watch_dropped += 1
             if message.topic.matches(self.topics.availability):
                 if isinstance(message.payload, bytes):
+                    async with self.state_changed:
+                        self.availability = message.payload.decode("utf-8", "replace").strip()
+                        self.state_changed.notify_all()
                     self.control.on_availability(message.payload)
                 continue
             try:
@@ -121,6 +125,13 @@ class ClientInbox:
             self.heartbeat_failures += 1  # a heartbeat refused (e.g. the lease had lapsed)
             self.last_heartbeat_error = reply
 
+    async def wait_for_availability(self, timeout_s: float) -> str | None:
+        """The daemon's retained `online` / `offline` (None: none came within `timeout_s`)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s), self.state_changed:
+                await self.state_changed.wait_for(lambda: self.availability is not None)
+        return self.availability
+
     async def wait_for_state(self, predicate: StatePredicate, timeout_s: float) -> dict[str, Any]:
         """Wait until the published state satisfies `predicate`; return that state."""
         async def satisfied() -> dict[str, Any]:
@@ -133,5 +144,9 @@ class ClientInbox:
             async with asyncio.timeout(timeout_s):
                 return await satisfied()
         except TimeoutError:
+            if self.state is None:
+                raise ReplyTimeout(f"no state retained on {self.topics.state} within "
+                                   f"{timeout_s} s: is the vehicle id right, and has the "
+                                   "daemon run?") from None
             raise ReplyTimeout(f"state did not match within {timeout_s} s; "
                                f"last state: {self.state}") from None

@@ -3,7 +3,7 @@
     offboardd ctl --vehicle v1 hold
     offboardd ctl engage --arm --keep-lease \\
         --setpoint '{"kind":"position_ned","north_m":0,"east_m":0,"down_m":-5}'
-    offboardd ctl setpoint '{"kind":"velocity_ned","north_m_s":1,"east_m_s":0,"down_m_s":0}'
+    offboardd ctl goto 5 0 -5 --resume --wait  # from a holding vehicle; leased till done
     offboardd ctl disarm --force
     offboardd ctl emergency-stop --confirm
     offboardd ctl send '{"v":1,"id":"x","cmd":"heartbeat"}'
@@ -15,8 +15,9 @@ Replies are printed as one JSON line on stdout. Exit status: 0 ok, 1 refused,
 2 bad usage, 3 no reply in time, 4 broker unreachable, 5 broker refused us (credentials,
 TLS), 6 control lost while `engage --keep-lease` or a motion's `--wait` held it (a pilot, a
 GCS, a failsafe, another commander, a daemon restart: the reason goes to stderr and --then
-is not sent). Every subcommand prints a refusal's reply and exits 1. Built on
-`offboardd.client`; it keeps no state of its own.
+is not sent), 7 `state` printed the last state of a daemon that is offline. Every
+subcommand prints a refusal's reply and exits 1. Built on `offboardd.client`; it keeps no
+state of its own.
 """
 
 from __future__ import annotations
@@ -58,11 +59,13 @@ from offboardd.errors import OffboarddError
 from offboardd.mqtt.connection import FailureKind
 from offboardd.mqtt.ctl_motion import MOTIONS, add_motion_parsers, run_motion
 from offboardd.mqtt.schema import CommandDecoder
+from offboardd.mqtt.topics import AVAILABILITY_OFFLINE
 from offboardd.mqtt.wire import Rejection
 
 EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_TIMEOUT, EXIT_UNREACHABLE = 0, 1, 2, 3, 4
 EXIT_BROKER_REFUSED = 5
 EXIT_CONTROL_LOST = 6  # --keep-lease: a pilot, a GCS, a failsafe or a restart took control
+EXIT_OFFLINE = 7  # `state`: the daemon is offline, the state printed is its last
 _SIMPLE: dict[str, type[Release | Hold | Land | Rtl | Arm | CommanderHeartbeat]] = {
     "release": Release, "hold": Hold, "land": Land, "rtl": Rtl, "arm": Arm,
            "heartbeat": CommanderHeartbeat}
@@ -209,6 +212,10 @@ async def _act(c: OffboardClient, args: argparse.Namespace) -> int:
     if action == "state":
         state = await c.wait_for_state(lambda s: True, timeout_s=args.timeout_s)
         print(json.dumps(state), flush=True)
+        if await c.availability() == AVAILABILITY_OFFLINE:
+            print("offboardd ctl: the daemon is offline: this is the last state it published, "
+                  "not the vehicle now", file=sys.stderr)  # fmt: skip
+            return EXIT_OFFLINE
         return EXIT_OK
     if action == "send":
         doc = json.loads(args.json)

@@ -9,6 +9,7 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiomqtt
 import pytest
 
 from offboardd.core.commands import Disarm, Engage, Hold, SetSetpoint
@@ -101,6 +102,20 @@ async def test_state_and_watch(mosquitto: Broker, engine: FakeEngine) -> None:
     assert status == 0 and lines["availability"] == "online", out
     assert json.loads(lines["state"])["phase"] == "idle"
     assert json.loads(lines["telemetry/position"]) == {"v": 1, "north_m": 1.5}
+
+
+async def test_state_of_an_offline_daemon_says_so_and_exits_7(mosquitto: Broker) -> None:
+    """What a daemon retained as it stopped is its last word, not the vehicle now (a
+    new-user walk-through read `fc_link: up, armed: true` from a stopped daemon, exit 0)."""
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as pub:
+        await pub.publish("offboardd/v1/state", b'{"v":1,"phase":"idle","armed":true}',
+                          qos=1, retain=True)  # fmt: skip
+        await pub.publish("offboardd/v1/availability", b"offline", qos=1, retain=True)
+    status, out, err = await ctl(mosquitto.port, "state")
+    assert status == 7 and json.loads(out)["armed"] is True
+    assert "the daemon is offline" in err
+    status, _, err = await ctl(mosquitto.port, "--vehicle", "nosuch", "state")
+    assert status == 3 and "no state retained on offboardd/nosuch/state" in err
 
 
 async def test_no_daemon_times_out_and_no_broker_is_unreachable(mosquitto: Broker) -> None:
