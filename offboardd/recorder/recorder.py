@@ -14,6 +14,7 @@ link coming up to `post_s` after it goes ("link"); the writer adds the `pre_s` b
 from __future__ import annotations
 
 import math
+import os
 import queue
 from typing import Any
 
@@ -55,7 +56,23 @@ class Recorder:
         self.failed: str | None = None  # why recording stopped for good (a bug)
 
     def start(self) -> None:
+        self._check_folder()
         self._writer.start()
+
+    def _check_folder(self) -> None:
+        """Say at once, in the journal, when flights cannot be written where they would go:
+        found only in `state.recorder.error` after a flight otherwise (a non-root
+        `offboardd run` outside systemd defaults to /var/lib/offboardd/flights)."""
+        root = self._writer.root
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            writable = os.access(root, os.W_OK | os.X_OK)
+            problem = "" if writable else "not writable by this user"
+        except OSError as exc:
+            problem = exc.strerror or str(exc)
+        if problem:
+            log.warning("recorder_folder_unusable", folder=str(root), problem=problem,
+                        hint="set [recorder] dir, or mode = \"off\"")  # fmt: skip
 
     def close(self) -> None:
         """Stop: the open flight is closed (after its batch) and the thread joined."""

@@ -28,11 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import structlog
+
 from offboardd.recorder import folders
 from offboardd.recorder.clocksync import clock_synced
 from offboardd.recorder.settings import RecorderSettings, flights_root
 from offboardd.recorder.summary import FlightSummary
 from offboardd.recorder.wallclock import shifted
+
+log = structlog.get_logger("offboardd")
 
 TLOG_NAME, JOURNAL_NAME, SUMMARY_NAME = "flight.tlog", "journal.jsonl", "summary.json"
 _BUDGET_CHECK_S = 5.0  # the disk budget is checked this often while a flight is open
@@ -298,4 +302,7 @@ class Writer:
             flight.stopped = True
             with contextlib.suppress(OSError):
                 flight.flush()
-        self.status = dataclasses.replace(self.status, error=f"recording stopped: {problem}")
+        error = f"recording stopped: {problem}"
+        if error != self.status.error:  # (else only in state.recorder; once per cause)
+            log.warning("recording_stopped", problem=problem)
+        self.status = dataclasses.replace(self.status, error=error)

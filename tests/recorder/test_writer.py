@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import structlog.testing
 
 from offboardd.errors import ConfigError
 from offboardd.mavlink.codec import MavlinkCodec, dialect
@@ -165,10 +166,13 @@ def test_a_disk_error_stops_the_flight_not_the_thread(tmp_path: Path) -> None:
     blocker = tmp_path / "flights"
     blocker.write_text("a file where the directory should be")
     writer = Writer(RecorderSettings(dir=str(blocker), flush_interval_s=0.05))
-    writer.start()
-    writer.queue.put(Start("2026-01-01T00-00-00Z"))
-    _wait(lambda: writer.status.error is not None)
+    with structlog.testing.capture_logs() as logs:
+        writer.start()
+        writer.queue.put(Start("2026-01-01T00-00-00Z"))
+        _wait(lambda: writer.status.error is not None)
     assert "recording stopped" in str(writer.status.error)
+    # said in the journal too, once (a new-user walk-through found it only in the state)
+    assert [e["event"] for e in logs].count("recording_stopped") == 1
     writer.queue.put(Batch(journal=[{"t": 1.0, "kind": "fc"}]))  # still drained
     writer.queue.put(Close(0))
     assert writer.join(5.0)
@@ -198,6 +202,24 @@ def test_the_unit_makes_the_default_flights_dir_writable() -> None:
     created = [f"/var/lib/{name}" for name in line.split("=", 1)[1].split()]
     root = flights_root(RecorderSettings(), {"STATE_DIRECTORY": ":".join(created)})
     assert str(root) in created and root == Path("/var/lib/offboardd/flights")
+
+
+def test_a_flights_folder_it_cannot_use_is_said_at_start(tmp_path: Path) -> None:
+    from offboardd.recorder.recorder import Recorder  # noqa: PLC0415
+
+    blocker = tmp_path / "flights"
+    blocker.write_text("a file where the directory should be")
+    recorder = Recorder(RecorderSettings(dir=str(blocker)), MavlinkCodec(1, 191), "run")
+    with structlog.testing.capture_logs() as logs:
+        recorder.start()
+    recorder.close()
+    (line,) = [e for e in logs if e["event"] == "recorder_folder_unusable"]
+    assert line["folder"] == str(blocker) and line["problem"]
+    ok = Recorder(RecorderSettings(dir=str(tmp_path / "ok")), MavlinkCodec(1, 191), "run")
+    with structlog.testing.capture_logs() as logs:
+        ok.start()
+    ok.close()
+    assert not [e for e in logs if e["event"] == "recorder_folder_unusable"]
 
 
 def test_a_recorder_bug_turns_recording_off_not_the_cycle(tmp_path: Path) -> None:
