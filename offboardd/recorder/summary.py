@@ -60,6 +60,10 @@ class FlightSummary:
             mode = record.get("mode")
             if isinstance(mode, str) and mode not in self.modes:
                 self.modes.append(mode)
+        elif kind == "flight" and record.get("event") == "start" and isinstance(t, int | float):
+            # the flight starts here, not with the journal's pre-roll (up to 60 s before
+            # arming, kept for the engage that led to it): its duration is what was flown
+            self.start_unix_s = float(t)
         elif kind == "flight" and record.get("event") == "end":
             self.complete = True
             self.dropped_batches = int(_num(record.get("dropped_batches")))

@@ -48,9 +48,10 @@ def test_pre_roll_then_flight_then_summary(tmp_path: Path) -> None:
     writer.queue.put(Batch(journal=[{"t": now_us / 1e6 - 50, "kind": "command",
                                      "commander": "old"}]))
     writer.queue.put(Start("2026-01-01T00-00-00Z"))
-    writer.queue.put(Batch(journal=[{"t": now_us / 1e6, "kind": "sample", "max_altitude_m": 4.5,
+    writer.queue.put(Batch(journal=[{"t": now_us / 1e6 - 1, "kind": "flight", "event": "start"},
+                                    {"t": now_us / 1e6, "kind": "sample", "max_altitude_m": 4.5,
                                      "max_speed_m_s": 2.0}], tlog=[(now_us, [frame])]))
-    writer.queue.put(Stop(dropped_batches=3))
+    writer.queue.put(Stop(dropped_batches=3, t_s=now_us / 1e6 + 9))
     writer.queue.put(Close(dropped_batches=3))
     assert writer.join(5.0)
     # the flight's slowest write + sync of a batch (what a power loss costs beyond the interval)
@@ -63,6 +64,9 @@ def test_pre_roll_then_flight_then_summary(tmp_path: Path) -> None:
     s = flight.summary
     assert s.complete and s.dropped_batches == 3 and s.max_altitude_m == 4.5
     assert s.commanders == ["old"]  # the journal's pre-roll is longer (60 s)
+    # ... but the flight, and its duration, start at its start (not 50 s before: a new-user
+    # walk-through read 94 s for 38 s flown)
+    assert s.start_unix_s == now_us / 1e6 - 1 and abs(s.duration_s - 10.0) < 1e-6
     assert (flight.folder / "summary.json").exists()
     again = FlightSummary(name=flight.name)
     for record in read_journal(flight.folder):
