@@ -133,11 +133,12 @@ def _timeline_line(r: dict[str, Any]) -> str | None:
         return f"reply    {r.get('id')}: {verdict} {r.get('message') or ''}".rstrip()
     if kind == "notice":
         notice = r.get("notice")
+        reason = f" ({r.get('reason')})" if r.get("reason") else ""  # (none: said nothing)
         if notice == "transition":
-            return (f"phase    {r.get('previous_phase')} -> {r.get('phase')}"
-                    f" ({r.get('reason')}): {r.get('message')}")
+            return (f"phase    {r.get('previous_phase')} -> {r.get('phase')}{reason}: "
+                    f"{r.get('message')}")
         label = "FAILSAFE" if notice == "failsafe" else str(notice)
-        return f"{label:<8} {r.get('message')} [{r.get('reason') or ''}]"
+        return f"{label:<8} {r.get('message')}{reason}"
     if kind == "fc":
         return (f"fc       mode {r.get('mode')}, {'armed' if r.get('armed') else 'disarmed'},"
                 f" {r.get('landed')}")

@@ -49,6 +49,10 @@ async def test_a_flight_is_recorded_arm_to_disarm(tmp_path: Path) -> None:
     lines = list(timeline(only))
     assert any("command  engage" in line for line in lines), lines[:20]
     assert any("phase" in line and "streaming" in line for line in lines), lines[:40]
+    # no Python reprs where a record has no reason (a new-user walk-through: "(None)", "[]")
+    assert not any("(None)" in line or line.endswith("[]") for line in lines), lines[:40]
+    # the flight starts at 0 s; the journal's pre-roll (the engage) comes before it
+    assert any(line.lstrip().startswith("0.00s  flight   start") for line in lines), lines[:20]
 
     # The tlog holds both directions, read by our reader and by pymavlink's.
     ours = [(t, m.get_type(), m.get_srcSystem()) for t, m in read_tlog(only.folder)]
