@@ -18,7 +18,11 @@ from offboardd.runtime import Runtime
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", "-c", metavar="FILE", help="TOML configuration file")
+    parser.add_argument("--config", "-c", metavar="FILE",
+                        help="TOML configuration file (without it: the built-in defaults, "
+                             "which config/offboardd.toml lists; no file is read "
+                             "implicitly: the systemd unit passes "
+                             "/etc/offboardd/offboardd.toml)")
     parser.add_argument("--link", metavar="URL", help="override mavlink.url")
     parser.add_argument("--no-mqtt", action="store_true", help="run without the MQTT bridge")
 
