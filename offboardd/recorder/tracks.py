@@ -2,7 +2,10 @@
 setpoints the daemon sent), the FC's mode and arming, the daemon's phases and failsafes.
 
 What `log plot` draws and `log export` writes, built from the tlog (both directions) and
-the journal. Times are Unix seconds; `t_s` columns count from the flight's first record.
+the journal. Times are Unix seconds, stamped as each read of the link returned (two
+messages read together share one); `t_s` columns count from the flight's start, and
+`fc_boot_s` is PX4's own stamp of the position (its time_boot_ms): the column to
+differentiate.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class Flown:
     north_m_s: float
     east_m_s: float
     down_m_s: float
+    fc_boot_s: float  # PX4's time_boot_ms of the sample
 
     @property
     def speed_m_s(self) -> float:
@@ -71,7 +75,8 @@ def load_tracks(flight: Flight) -> Tracks:
     for t, msg in read_tlog(flight.folder):
         kind, source = msg.get_type(), (msg.get_srcSystem(), msg.get_srcComponent())
         if kind == "LOCAL_POSITION_NED" and source == fc:
-            tracks.flown.append(Flown(t, msg.x, msg.y, msg.z, msg.vx, msg.vy, msg.vz))
+            tracks.flown.append(Flown(t, msg.x, msg.y, msg.z, msg.vx, msg.vy, msg.vz,
+                                      msg.time_boot_ms / 1000.0))
         elif kind == "SET_POSITION_TARGET_LOCAL_NED" and source != fc:
             tracks.commanded.append(_commanded(t, msg))
         elif kind == "HEARTBEAT" and source == fc and msg.autopilot != _MAV_AUTOPILOT_INVALID:
@@ -120,7 +125,7 @@ def _commanded(t: float, msg: Message) -> Commanded:
 
 CSV_COLUMNS = ("unix_s", "t_s", "north_m", "east_m", "down_m", "north_m_s", "east_m_s",
                "down_m_s", "speed_m_s", "sp_north_m", "sp_east_m", "sp_down_m", "sp_speed_m_s",
-               "sp_type_mask", "mode", "armed", "phase")
+               "sp_type_mask", "mode", "armed", "phase", "fc_boot_s")
 
 
 def csv_rows(tracks: Tracks) -> Iterator[tuple[object, ...]]:
@@ -145,4 +150,5 @@ def csv_rows(tracks: Tracks) -> Iterator[tuple[object, ...]]:
             "" if sp is None else sp.type_mask,
             "" if mode is None else mode[1], "" if mode is None else int(mode[2]),
             phases[pi - 1][1] if pi else "",
+            f"{f.fc_boot_s:.3f}",
         )

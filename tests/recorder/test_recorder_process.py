@@ -71,6 +71,10 @@ async def test_kill_9_mid_flight_loses_at_most_the_last_second(
     rows = exported.stdout.splitlines()
     assert exported.returncode == 0 and rows[0].startswith("unix_s,t_s,north_m"), exported
     assert len(rows) > 20
+    # PX4's own stamp, one per sample, growing: what to differentiate (the read times
+    # repeat where two samples came in one read: a new-user walk-through)
+    boot_s = [float(row.rsplit(",", 1)[1]) for row in rows[1:]]
+    assert rows[0].endswith(",fc_boot_s") and boot_s == sorted(set(boot_s))
     png = tmp_path / "cut.png"
     plotted = _log("--dir", str(root), "plot", "-o", str(png))
     assert plotted.returncode == 0 and png.read_bytes().startswith(b"\x89PNG"), plotted
