@@ -82,7 +82,7 @@ def load_config(path: str | Path, environ: dict[str, str] | None = None) -> Daem
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        raise ConfigError(f"not valid TOML: {exc}") from None  # (callers name the file)
     return config_from_dict(document, env)
 
 
@@ -95,11 +95,11 @@ def default_config(environ: dict[str, str] | None = None) -> DaemonConfig:
 
 def config_from_dict(document: dict[str, Any], environ: dict[str, str]) -> DaemonConfig:
     known = {f.name for f in dataclasses.fields(DaemonConfig)} | {"envelope", "motion"}
-    for section in document:
+    for section, value in document.items():
         if section not in known:
-            raise ConfigError(
-                f"unknown section [{section}]; allowed sections: {', '.join(sorted(known))}"
-            )
+            what = (f"unknown section [{section}]" if isinstance(value, dict)
+                    else f"unknown top-level key {section} (keys belong in a [section])")
+            raise ConfigError(f"{what}; allowed sections: {', '.join(sorted(known))}")
     mavlink = _mavlink(_table(document, "mavlink"))
     engine = _engine(_table(document, "engine"), _table(document, "envelope"),
                      _table(document, "motion"))

@@ -41,7 +41,8 @@ def main(args: argparse.Namespace) -> int:
     try:
         config = build_config(args)
     except ConfigError as exc:
-        print(f"offboardd: {exc.message}", file=sys.stderr)
+        where = f"{args.config}: " if args.config else ""
+        print(f"offboardd: {where}{exc.message}", file=sys.stderr)
         return 2
     fmt = config.log.format
     configure_logging(config.log.level, json=None if fmt == "auto" else fmt == "json")

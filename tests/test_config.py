@@ -53,6 +53,7 @@ def test_run_without_a_config_file_flies_what_an_empty_file_gives(tmp_path: Path
          "engine.command_loss_action must be one of hold, land, rtl, px4, got 'panic'"),
         ("[engine]\nwarmup = 2.0\n", "unknown key engine.warmup; allowed keys:"),
         ("[engines]\n", "unknown section [engines]"),
+        ("url = \"udpin://127.0.0.1:14540\"\n", "unknown top-level key url (keys belong in a"),
         ("[mavlink]\nurl = \"udp://1.2.3.4\"\n", "mavlink.url = 'udp://1.2.3.4'"),
         ("[mavlink]\nurl = 14540\n", "mavlink.url must be a string"),
         ("[mavlink]\nfc_system_id = 300\n", "mavlink.fc_system_id = 300"),

@@ -111,7 +111,7 @@ def check_config(path: Path | None, user: User) -> tuple[DaemonConfig | None, li
     try:
         config = load_config(path)
     except ConfigError as exc:
-        return None, [fail("config", exc.message, f"offboardd check-config {path}")]
+        return None, [fail("config", f"{path}: {exc.message}", f"offboardd check-config {path}")]
     checks = [ok("config", f"{path}: valid")]
     st = path.stat()
     if not may_access(st.st_mode, st.st_uid, st.st_gid, user.uid, user.gids, write=False):
