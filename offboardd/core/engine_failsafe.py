@@ -22,7 +22,7 @@ from offboardd.core.machine import Do, Outcome, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import Phase, Reason
-from offboardd.core.setpoints import Attitude, BodyRates
+from offboardd.core.setpoints import Attitude, BodyRates, Setpoint
 from offboardd.core.settings import ESCALATION
 
 if TYPE_CHECKING:
@@ -145,11 +145,10 @@ def start_handover(
 ) -> None:
     """Ask the FC for chain[0] (escalating on refusal); streaming goes on, if it was on,
     until the FC reports the mode, so PX4 never sees an offboard loss meanwhile. What is
-    streamed meanwhile is a hold where the vehicle is, when there is a "here" to hold: the
-    commander's last setpoint (a velocity, a motion, or pushing out of the fence) has no
-    lease behind it any more, and a silent FC can make the hand-over last seconds. With no
-    "here", an attitude or body-rate stream levels off instead (`level_setpoint`)."""
-    hold = (eng.vehicle.hold_setpoint(now) or _level(eng)) if eng.feed.running else None
+    streamed meanwhile is never the commander's last setpoint (a velocity, a motion, or
+    pushing out of the fence): it has no lease behind it any more, and a silent FC can
+    make the hand-over last seconds (`_still`)."""
+    hold = _still(eng, now) if eng.feed.running else None
     if hold is not None:
         eng.feed.send_now(hold, eng.vehicle.target, now)
     previous = eng.handover.current
@@ -163,6 +162,25 @@ def start_handover(
         start_custom_mode=eng.vehicle.custom_mode, now=now,
     )  # fmt: skip
     eng.move(rule, f"requesting {chain[0].label}")
+
+
+def _still(eng: OffboardEngine, now: float) -> Setpoint | None:
+    """What a hand-over streams: a hold where the vehicle is, when there is a "here";
+    without one (no position estimate) an attitude or body-rate stream levels off
+    (`_level`), and a velocity, body velocity, acceleration or running motion becomes
+    zero velocity (VehicleState.stop_setpoint: 8 m/s flew on for 10 s after a lapse
+    without a position, review). None: a position setpoint, a fixed point already, streams
+    on. Zero velocity goes out even when our own view has no velocity estimate either,
+    rather than stopping the stream: that view may only be a LOCAL_POSITION_NED trimmed or
+    lost on the link while PX4 still flies the stream, and stopping would let the old
+    velocity fly COM_OF_LOSS_T more, then hand the vehicle to COM_OBL_RC_ACT instead of the
+    mode asked for. When PX4 has no velocity either, it flies neither setpoint (§1: the
+    estimate a setpoint needs) and is in its own failsafe, whose mode ends the hand-over
+    (taken, or the one asked for) and the stream; should its estimate come back first,
+    zero velocity is the one thing safe for it to fly."""
+    v = eng.vehicle
+    return (v.hold_setpoint(now) or _level(eng)
+            or v.stop_setpoint(eng.feed.setpoint, now, moving=eng.feed.motion is not None))
 
 
 def _level(eng: OffboardEngine) -> Attitude | BodyRates | None:

@@ -141,7 +141,8 @@ class Do(StrEnum):
     RETRY_LATER = "ask again after the back-off"
     HOLD_HERE = "stream a hold where the vehicle is"
     HAND_OVER = ("ask the FC for another mode, streaming until it reports it a hold here"
-                 " (with an estimate) or level flight (attitude, body rates)")
+                 " (with an estimate), else level flight (attitude, body rates) or zero"
+                 " velocity (velocity, acceleration, a motion)")
     JOIN_HANDOVER = "answer with the pending request; nothing new to the FC"
     ESCALATE = "ask for the next mode of the chain"
     STOP_STREAM = "stop streaming, end the lease"
