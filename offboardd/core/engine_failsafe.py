@@ -194,12 +194,13 @@ def _level(eng: OffboardEngine) -> Attitude | BodyRates | None:
     return dataclasses.replace(level, thrust=thrust)
 
 
-def handover_progress(eng: OffboardEngine, now: float) -> None:
+def handover_progress(eng: OffboardEngine, now: float, *, reported: bool = False) -> None:
+    """The hand-over's turn: on a mode report (`reported`) or a timer."""
     v, handovers = eng.vehicle, eng.handover
     h = handovers.current
     if h is None:
         return
-    seen = handovers.report(v)
+    seen = handovers.report(v, fresh=reported)
     if seen is Step.REACHED:
         rule = eng.rule(Trigger.FC_MODE_HANDED_OVER, now)
         handovers.take()

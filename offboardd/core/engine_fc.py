@@ -174,7 +174,7 @@ def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: f
         eng.out.reply_ok(pending.command_id, "armed" if pending.arm else "disarmed")
     if eng.phase is Phase.RELEASING:
         if eng.handover.current is not None:
-            handover_progress(eng, now)
+            handover_progress(eng, now, reported=True)
         return
     if eng.phase in ENGAGE_STEPS and v.in_offboard:
         eng.engage.offboard_seen()

@@ -446,6 +446,29 @@ def test_a_late_answer_to_an_earlier_ask_ends_the_handover() -> None:
     assert (b.reply("rel").message or "").startswith("FC reports AUTO.RTL")
 
 
+def test_a_handover_counts_only_a_mode_reported_since_it_began() -> None:
+    """Engaged from Hold; PX4 takes OFFBOARD but its CURRENT_MODE is lost; a release
+    before the next HEARTBEAT asks for Hold. The vehicle was last *reported* in Hold: that
+    ended the hand-over at once and stopped the stream, PX4 in OFFBOARD left to its
+    offboard-loss action. It waits for a report now, streaming."""
+    b = Bench()
+    b.fc.armed, b.fc.custom_mode = True, Px4Mode.AUTO_LOITER.custom_mode
+    b.connect()
+    b.commander_alive = True
+    b.feed(Engage("e", UP))
+    b.step(b.settings.warmup_s + 0.05)
+    assert b.phase() is Phase.ENGAGING
+    b.fc.custom_mode = Px4Mode.OFFBOARD.custom_mode  # switched; the report lost
+    t0 = b.now
+    b.feed(Release("r"))
+    assert b.phase() is Phase.RELEASING and b.engine.feed.running and b.no_reply("r")
+    b.step(0.6)  # (the next HEARTBEAT says OFFBOARD: no takeover either)
+    assert b.phase() is Phase.RELEASING and b.engine.feed.running
+    assert [m for _, m in b.mode_requests(since=t0)] == [Px4Mode.AUTO_LOITER]
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    assert b.phase() is Phase.IDLE and b.reply("r").ok and not b.engine.feed.running
+
+
 # -- a hand-over with no "here" to hold (review finding 3, the rest of it) ------------------
 
 PITCH_15 = (math.cos(math.radians(7.5)), 0.0, math.sin(math.radians(7.5)), 0.0)
