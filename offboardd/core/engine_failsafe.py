@@ -15,7 +15,6 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from offboardd.core.actions import NoticeKind, RequestMode
-from offboardd.core.engine_engage import fail_engage
 from offboardd.core.engine_handover import Step
 from offboardd.core.engine_motion import let_finish, smooth_hold
 from offboardd.core.machine import Do, Outcome, Rule, Trigger
@@ -69,14 +68,16 @@ def abandon(eng: OffboardEngine, trigger: Trigger, now: float, message: str) -> 
 def lease_lapsed(eng: OffboardEngine, now: float) -> None:
     eng.lease.end()
     rule = eng.rule(Trigger.LEASE_LAPSED, now)
-    if rule.to is Phase.IDLE:
-        # Never request OFFBOARD or arm for a commander that has vanished.
-        fail_engage(eng, Trigger.LEASE_LAPSED, now, "commander lease lapsed during the engage")
+    if rule.to is Phase.IDLE:  # the warm-up: never request OFFBOARD for a vanished commander
+        message = "commander lease lapsed during the warm-up"
+        eng.stop_stream()
+        eng.out.reply_fail(eng.engage.take_id(), Reason.LEASE_LAPSED, message)
+        eng.move(rule, f"engage failed: {message}")
         return
-    if Do.REPLY_FAIL in rule.does:  # arming, PX4 in OFFBOARD: no engage, but no vehicle
-        # left to PX4's loss action mid-take-off either (review)
-        fail_pending(eng, Reason.LEASE_LAPSED, "commander lease lapsed while arming, PX4 "
-                     "in OFFBOARD")
+    if Do.REPLY_FAIL in rule.does:  # OFFBOARD asked for: no engage, and no more requests,
+        # but no vehicle left to PX4's loss action either; PX4 may be in OFFBOARD (review)
+        fail_pending(eng, Reason.LEASE_LAPSED, f"commander lease lapsed while "
+                     f"{eng.phase.value}, OFFBOARD asked for")
     if rule.to is Outcome.STAY:  # motion.on_lease_lapse = finish
         kept_s = let_finish(eng, now) - now
         eng.out.notice(NoticeKind.FAILSAFE, "commander lease lapsed; the motion finishes "
@@ -113,6 +114,17 @@ def loss_action(eng: OffboardEngine, rule: Rule, now: float, why: str) -> None:
         NoticeKind.FAILSAFE, f"{why}; commander loss action: {action.value}", Reason.LOSS_ACTION
     )
     start_handover(eng, rule, ESCALATION[action.value], None, now, failsafe=True)
+
+
+def hand_back(eng: OffboardEngine, rule: Rule, now: float, message: str,
+              reason: Reason) -> None:
+    """An engage that failed after PX4 may have taken our stream (OFFBOARD asked for with
+    no answer either way): release_mode, streaming until the FC reports it, rather than
+    a stop that would leave an OFFBOARD nobody saw to PX4's loss action (review)."""
+    chain = ESCALATION[eng.settings.release_mode.value]
+    eng.out.notice(NoticeKind.FAILSAFE, f"engage failed: {message}; PX4 may be in OFFBOARD: "
+                   f"handing over to {chain[0].label}", reason)
+    start_handover(eng, rule, chain, None, now, failsafe=False)
 
 
 def check_breach(eng: OffboardEngine, now: float) -> None:

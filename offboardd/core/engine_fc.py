@@ -189,8 +189,10 @@ def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: f
     mode = mode_name(v.custom_mode)
     if trigger is Trigger.FC_MODE_TAKEN:
         during = "during the engage" if eng.phase in ENGAGE_STEPS else None
+        never = v.custom_mode == eng.engage.harmless_mode  # a lapse while ENGAGING: held
         preempt(eng, rule, f"FC switched to {mode} {during}" if during
-                else f"FC left OFFBOARD for {mode} without being asked")  # fmt: skip
+                else f"FC reports {mode}, its mode at the engage: OFFBOARD never reported"
+                if never else f"FC left OFFBOARD for {mode} without being asked")  # fmt: skip
         eng.px4_failsafe_named = False
         _name_px4_failsafe(eng, event)
     elif trigger is Trigger.FC_OFFBOARD:

@@ -102,6 +102,10 @@ class Fact(StrEnum):
     PX4_LOSS_ACTION = "loss action px4"  # command_loss_action = px4: stop, let PX4 act
     FC_IN_OFFBOARD = "FC in OFFBOARD"  # PX4 may enter it by itself once setpoints flow (§3)
     ARM_WANTED = "arm wanted"  # the engage asked to arm and the FC reports disarmed
+    # The last OFFBOARD attempt was refused by an ACK (TEMPORARILY_REJECTED, DENIED...): PX4
+    # did not switch (it ACKs an OFFBOARD it is in already ACCEPTED), and in ENGAGING the FC
+    # still reports the mode it had (OFFBOARD or any other would have moved the engine on).
+    OFFBOARD_REFUSED = "OFFBOARD refused"
     FAILSAFE_HANDOVER = "failsafe hand-over"  # asked by the loss action or a fence breach
     SAME_ASK_PENDING = "same mode pending"  # a command's hand-over to this mode is under way
     FC_IN_ASKED_MODE = "FC in that mode"  # the FC already reports the mode a command asks for

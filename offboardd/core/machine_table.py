@@ -30,6 +30,7 @@ ENGAGE_STEPS = frozenset({P.WARMUP, P.ENGAGING})  # streaming, OFFBOARD not repo
 IN_OFFBOARD = frozenset({P.ARMING, P.ACTIVE, P.HOLDING})  # OFFBOARD reported, streaming
 STREAMING = STREAMING_PHASES  # ENGAGE_STEPS | IN_OFFBOARD
 HANDING_BACK = frozenset({P.ENGAGING, P.ARMING, P.ACTIVE, P.HOLDING})  # OFFBOARD asked
+OFFBOARD_ASKED = frozenset({P.ENGAGING, P.ARMING})  # the engage's steps after the request
 
 
 def row(
@@ -183,9 +184,9 @@ FC_EVENTS = [
     row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.FAILSAFE, (R.LOSS_ACTION, R.FENCE_BREACH),
         D.STOP_STREAM, when=(Fact.FAILSAFE_HANDOVER,), why="the failsafe's mode took over"),
     row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.IDLE,
-        (R.RELEASED, R.COMMANDED_HOLD, R.COMMANDED_LAND, R.COMMANDED_RTL),
+        (R.RELEASED, R.COMMANDED_HOLD, R.COMMANDED_LAND, R.COMMANDED_RTL, R.MODE_TIMEOUT),
         D.STOP_STREAM, D.REPLY_OK, when=((Fact.FAILSAFE_HANDOVER, False),),
-        why="the commanded mode took over"),
+        why="the commanded mode took over (or release_mode, after an engage that failed)"),
     row(P.ENGAGING, T.FC_MODE_REFUSED, STAY, None, D.RETRY_LATER,
         why="one refusal per attempt (PX4 v1.16 ACKs twice, §4)"),
     row(P.RELEASING, T.FC_MODE_REFUSED, STAY, None, D.RETRY_LATER,
@@ -233,16 +234,17 @@ TIMERS = [
         why="the engage gate, judged again: a GCS set MAV_FWDEXTSP=0 or COM_OF_LOSS_T too "
             "short for the stream during the warm-up (PX4 broadcasts it), so PX4 took no "
             "steady stream of ours; OFFBOARD is never asked for then"),
-    row(ENGAGE_STEPS, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
-        why="never ask for OFFBOARD or arm for a commander that vanished"),
-    row(P.ARMING, T.LEASE_LAPSED, P.HOLDING, R.LEASE_LAPSED, D.HOLD_HERE, D.NOTICE,
+    row(P.WARMUP, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
+        why="never ask for OFFBOARD for a commander that vanished"),
+    row(OFFBOARD_ASKED, T.LEASE_LAPSED, P.HOLDING, R.LEASE_LAPSED, D.HOLD_HERE, D.NOTICE,
         D.REPLY_FAIL, when=(Fact.HOLD_POSSIBLE,),
-        why="PX4 is in OFFBOARD and may arm on the request already sent: no more requests, "
-            "and no vehicle left to the loss action mid-take-off (it was: review); hold"),
-    row(P.ARMING, T.LEASE_LAPSED, P.FAILSAFE, R.LOSS_ACTION, D.STOP_STREAM, D.NOTICE,
+        why="OFFBOARD asked for: PX4 may be in it (its reports lag, or are lost) and may arm "
+            "on a request already sent; no more requests, and no vehicle left to the loss "
+            "action (it was: review, mid-take-off and mid-engage); hold"),
+    row(OFFBOARD_ASKED, T.LEASE_LAPSED, P.FAILSAFE, R.LOSS_ACTION, D.STOP_STREAM, D.NOTICE,
         D.REPLY_FAIL, when=((Fact.HOLD_POSSIBLE, False), Fact.PX4_LOSS_ACTION),
         why="no hold possible: PX4's offboard-loss action follows"),
-    row(P.ARMING, T.LEASE_LAPSED, P.RELEASING, R.LOSS_ACTION, D.NOTICE, D.HAND_OVER,
+    row(OFFBOARD_ASKED, T.LEASE_LAPSED, P.RELEASING, R.LOSS_ACTION, D.NOTICE, D.HAND_OVER,
         D.REPLY_FAIL, when=((Fact.HOLD_POSSIBLE, False), (Fact.PX4_LOSS_ACTION, False)),
         why="no hold possible: command_loss_action"),
     row(P.ACTIVE, T.LEASE_LAPSED, STAY, None, D.LET_MOTION_FINISH, D.NOTICE,
@@ -262,8 +264,13 @@ TIMERS = [
         when=(Fact.PX4_LOSS_ACTION,), why="PX4's offboard-loss action follows"),
     row(P.HOLDING, T.HOLD_EXPIRED, P.RELEASING, R.LOSS_ACTION, D.NOTICE, D.HAND_OVER,
         when=((Fact.PX4_LOSS_ACTION, False),), why="command_loss_action"),
-    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.IDLE, (R.MODE_REFUSED, R.MODE_TIMEOUT),
-        D.STOP_STREAM, D.REPLY_FAIL, why="with a diagnosis"),
+    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.IDLE, R.MODE_REFUSED, D.STOP_STREAM,
+        D.REPLY_FAIL, when=(Fact.OFFBOARD_REFUSED,),
+        why="with a diagnosis; PX4 said no and still reports its mode: nothing to hand back"),
+    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.RELEASING, R.MODE_TIMEOUT, D.REPLY_FAIL,
+        D.NOTICE, D.HAND_OVER, when=((Fact.OFFBOARD_REFUSED, False),),
+        why="with a diagnosis; no answer either way: PX4 may have switched with its reports "
+            "lost, so release_mode, streaming, rather than its offboard-loss action (review)"),
     row(P.ARMING, T.ARM_RETRIES_EXHAUSTED, P.IDLE, (R.ARM_REFUSED, R.ARM_TIMEOUT),
         D.STOP_STREAM, D.REPLY_FAIL, why="with a diagnosis"),
     row(P.RELEASING, T.HANDOVER_REFUSED, STAY, None, D.ESCALATE, D.NOTICE,

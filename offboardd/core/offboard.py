@@ -319,6 +319,8 @@ class OffboardEngine:
             return finishing_allowed(self, now)
         if fact is Fact.ARM_WANTED:
             return self.engage.arm and not self.vehicle.armed
+        if fact is Fact.OFFBOARD_REFUSED:
+            return self.engage.mode_try.last_refused
         assert fact is Fact.FAILSAFE_HANDOVER
         return self.handover.failsafe
 

@@ -77,6 +77,13 @@ def _offboard_then_warmup_end(b: Bench) -> None:
     b.step(1.0)
 
 
+def _engaging_switched_unseen(b: Bench) -> None:
+    """ENGAGING; PX4 took OFFBOARD, but its CURRENT_MODE was lost: only the next HEARTBEAT
+    will say so (the review's finding 3)."""
+    walk._engaging(b)
+    b.fc.custom_mode = OFFBOARD.custom_mode
+
+
 def _stall(b: Bench) -> None:
     b.step(0.5)
     b.now += 0.7  # the shell was stuck longer than COM_OF_LOSS_T / 2
@@ -207,7 +214,14 @@ CASES = [
     Case("warmup estimate lost", S(), walk._warmup, _estimate_lost, Trigger.WARMUP_ESTIMATE_LOST),
     Case("warmup blocked", S(), walk._warmup, _forwarding_off, Trigger.WARMUP_BLOCKED),
     Case("lease lapsed in warmup", S(), walk._warmup, _commander_gone, Trigger.LEASE_LAPSED),
-    Case("lease lapsed engaging", S(), walk._engaging, _commander_gone, Trigger.LEASE_LAPSED),
+    Case("lease lapsed engaging, hold", S(hold_s=5.0), _engaging_switched_unseen, _commander_gone,
+         Trigger.LEASE_LAPSED, {F.HOLD_POSSIBLE: True}),
+    Case("lease lapsed engaging, no hold, px4", S(hold_s=0.0, command_loss_action=LossAction.PX4),
+         _engaging_switched_unseen, _commander_gone, Trigger.LEASE_LAPSED,
+         {F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: True}),
+    Case("lease lapsed engaging, no hold, command", S(hold_s=0.0), _engaging_switched_unseen,
+         _commander_gone, Trigger.LEASE_LAPSED,
+         {F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: False}),
     Case("lease lapsed arming, hold", S(hold_s=5.0), walk._arming, _commander_gone,
          Trigger.LEASE_LAPSED, {F.HOLD_POSSIBLE: True}),
     Case("lease lapsed arming, no hold, px4", S(hold_s=0.0, command_loss_action=LossAction.PX4),
@@ -232,7 +246,9 @@ CASES = [
     Case("hold expired, hold", S(hold_s=1.0), walk._holding, _hold_over, Trigger.HOLD_EXPIRED,
          {F.PX4_LOSS_ACTION: False}),
     Case("OFFBOARD never confirmed", S(), walk._engaging, _silent,
-         Trigger.OFFBOARD_RETRIES_EXHAUSTED),
+         Trigger.OFFBOARD_RETRIES_EXHAUSTED, {F.OFFBOARD_REFUSED: False}),
+    Case("OFFBOARD refused to the end", S(mode_retries=0), walk._engaging, _refuse_mode,
+         Trigger.OFFBOARD_RETRIES_EXHAUSTED, {F.OFFBOARD_REFUSED: True}),
     Case("arming never confirmed", S(), walk._arming, _silent, Trigger.ARM_RETRIES_EXHAUSTED),
     Case("hand-over refused, fallback left", S(mode_retries=0), walk._releasing, _refuse_mode,
          Trigger.HANDOVER_REFUSED),
