@@ -38,6 +38,7 @@ class EngageSequence:
         # The mode the vehicle had at the engage: a report of it is no takeover, until the FC
         # has reported OFFBOARD (`offboard_seen`).
         self.harmless_mode: int | None = None
+        self.told_offboard_by_px4 = False  # the offboard_by_px4 warning went out
         self._warmup_end_s: float | None = None
         self.mode_try = self._mode_retrier()
         self.arm_try = self._arm_retrier()
@@ -55,6 +56,7 @@ class EngageSequence:
     ) -> None:
         self.command_id, self.arm, self.note = command_id, arm, note
         self.harmless_mode = mode_at_engage
+        self.told_offboard_by_px4 = False
         self._warmup_end_s = now + self._settings.warmup_s
 
     def offboard_seen(self) -> None:

@@ -74,10 +74,10 @@ def lease_lapsed(eng: OffboardEngine, now: float) -> None:
         eng.out.reply_fail(eng.engage.take_id(), Reason.LEASE_LAPSED, message)
         eng.move(rule, f"engage failed: {message}")
         return
-    if Do.REPLY_FAIL in rule.does:  # OFFBOARD asked for: no engage, and no more requests,
-        # but no vehicle left to PX4's loss action either; PX4 may be in OFFBOARD (review)
-        fail_pending(eng, Reason.LEASE_LAPSED, f"commander lease lapsed while "
-                     f"{eng.phase.value}, OFFBOARD asked for")
+    if Do.REPLY_FAIL in rule.does:  # the engage's steps, PX4 perhaps in OFFBOARD: no engage
+        # and no more requests, but no vehicle left to PX4's loss action either (review)
+        fail_pending(eng, Reason.LEASE_LAPSED, f"commander lease lapsed in "
+                     f"{eng.phase.value}, PX4 perhaps in OFFBOARD")
     if rule.to is Outcome.STAY:  # motion.on_lease_lapse = finish
         kept_s = let_finish(eng, now) - now
         eng.out.notice(NoticeKind.FAILSAFE, "commander lease lapsed; the motion finishes "
@@ -118,13 +118,14 @@ def loss_action(eng: OffboardEngine, rule: Rule, now: float, why: str) -> None:
 
 def hand_back(eng: OffboardEngine, rule: Rule, now: float, message: str,
               reason: Reason) -> None:
-    """An engage that failed after PX4 may have taken our stream (OFFBOARD asked for with
-    no answer either way): release_mode, streaming until the FC reports it, rather than
-    a stop that would leave an OFFBOARD nobody saw to PX4's loss action (review)."""
+    """An engage that failed once PX4 may fly our stream (OFFBOARD asked for with no
+    answer either way, or taken by PX4 itself in the warm-up): release_mode, streaming
+    until the FC reports it, rather than a stop that would leave PX4 in OFFBOARD to its
+    offboard-loss action (review)."""
     chain = ESCALATION[eng.settings.release_mode.value]
-    eng.out.notice(NoticeKind.FAILSAFE, f"engage failed: {message}; PX4 may be in OFFBOARD: "
-                   f"handing over to {chain[0].label}", reason)
-    start_handover(eng, rule, chain, None, now, failsafe=False)
+    eng.out.notice(NoticeKind.FAILSAFE, f"engage failed: {message}; PX4 may fly the stream "
+                   f"(OFFBOARD): handing over to {chain[0].label}", reason)
+    start_handover(eng, rule, chain, None, now, failsafe=False, reason=reason)
 
 
 def check_breach(eng: OffboardEngine, now: float) -> None:
@@ -154,12 +155,14 @@ def start_handover(
     now: float,
     *,
     failsafe: bool,
+    reason: Reason | None = None,
 ) -> None:
     """Ask the FC for chain[0] (escalating on refusal); streaming goes on, if it was on,
     until the FC reports the mode, so PX4 never sees an offboard loss meanwhile. What is
     streamed meanwhile is never the commander's last setpoint (a velocity, a motion, or
     pushing out of the fence): it has no lease behind it any more, and a silent FC can
-    make the hand-over last seconds (`_still`)."""
+    make the hand-over last seconds (`_still`). `reason`: the one the engine names among
+    the row's, kept to the hand-over's end."""
     hold = _still(eng, now) if eng.feed.running else None
     if hold is not None:
         eng.feed.send_now(hold, eng.vehicle.target, now)
@@ -167,13 +170,13 @@ def start_handover(
     for waiting in [] if previous is None else previous.command_ids:
         eng.out.reply_fail(waiting, Reason.SUPERSEDED, "superseded by a newer command")
     eng.lease.end()
-    reason = rule.reason_for(None)
-    assert reason is not None  # every HAND_OVER row names its reason
+    reason = rule.reason_for(reason)
+    assert reason is not None  # every HAND_OVER row names its reasons
     eng.handover.start(
         chain, command_id, reason, failsafe=failsafe, streaming=eng.feed.running,
         start_custom_mode=eng.vehicle.custom_mode, now=now,
     )  # fmt: skip
-    eng.move(rule, f"requesting {chain[0].label}")
+    eng.move(rule, f"requesting {chain[0].label}", reason)
 
 
 def _still(eng: OffboardEngine, now: float) -> Setpoint | None:

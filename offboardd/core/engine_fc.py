@@ -195,6 +195,8 @@ def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: f
                 if never else f"FC left OFFBOARD for {mode} without being asked")  # fmt: skip
         eng.px4_failsafe_named = False
         _name_px4_failsafe(eng, event)
+    elif trigger is Trigger.FC_OFFBOARD and rule.to is Outcome.STAY:
+        _tell_offboard_by_px4(eng)  # in the warm-up
     elif trigger is Trigger.FC_OFFBOARD:
         offboard_confirmed(eng, rule, now)
     elif trigger is Trigger.FC_ARMED:
@@ -212,6 +214,22 @@ def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: f
         preempt(eng, rule, "FC disarmed without being asked" + (
             " on the ground (PX4's auto-disarm after landing, COM_DISARM_LAND, or a GCS)"
             if landed else ""))
+
+
+def _tell_offboard_by_px4(eng: OffboardEngine) -> None:
+    """Once per engage: PX4 took OFFBOARD by itself in the warm-up (its intended mode
+    after a failsafe, px4-offboard.md §3) and flies the engage's setpoint now, a second or
+    more before the commander expects it. A release, a lapse or a failed warm-up hand the
+    vehicle over from here, as from `engaging` (machine_table)."""
+    if eng.engage.told_offboard_by_px4:
+        return
+    eng.engage.told_offboard_by_px4 = True
+    eng.out.notice(
+        NoticeKind.WARNING,
+        "PX4 switched to OFFBOARD by itself during the warm-up (OFFBOARD was still its "
+        "intended mode): the vehicle flies the engage's setpoint from now on",
+        Reason.OFFBOARD_BY_PX4,
+    )
 
 
 def _name_px4_failsafe(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode) -> None:

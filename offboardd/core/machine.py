@@ -101,6 +101,10 @@ class Fact(StrEnum):
     HOLD_POSSIBLE = "hold possible"  # hold_s > 0 and a valid local position to hold at
     PX4_LOSS_ACTION = "loss action px4"  # command_loss_action = px4: stop, let PX4 act
     FC_IN_OFFBOARD = "FC in OFFBOARD"  # PX4 may enter it by itself once setpoints flow (§3)
+    # The FC reports OFFBOARD and armed: PX4 flies our stream. In WARMUP that is PX4 back in
+    # the OFFBOARD it still intended after a failsafe, 20-40 ms after our first setpoint
+    # (§3). Disarmed, OFFBOARD is no flight (PX4 reports it on the ground after a landing).
+    FC_FLIES_STREAM = "FC flies our stream"
     ARM_WANTED = "arm wanted"  # the engage asked to arm and the FC reports disarmed
     # The last OFFBOARD attempt was refused by an ACK (TEMPORARILY_REJECTED, DENIED...): PX4
     # did not switch (it ACKs an OFFBOARD it is in already ACCEPTED), and in ENGAGING the FC
@@ -154,6 +158,7 @@ class Do(StrEnum):
     FORCE_DISARM = "force-disarm"
     FORGET_FC = "forget estimates and home"
     NOTICE = "failsafe notice"
+    TELL_OFFBOARD_BY_PX4 = "warning event offboard_by_px4 (once per engage)"
     REPLY_OK = "answer ok"
     REPLY_FAIL = "fail the waiting command(s)"
 

@@ -16,7 +16,7 @@ from offboardd.core.actions import (
     SendCompanionHeartbeat,
     SendSetpoint,
 )
-from offboardd.core.commands import Engage, Land, SetSetpoint
+from offboardd.core.commands import Engage, Land, Release, SetSetpoint
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
     MAV_CMD_DO_SET_MODE,
@@ -519,7 +519,7 @@ def test_offboard_never_confirmed_nor_refused_is_handed_to_the_release_mode(
     assert b.phase() is Phase.RELEASING and b.reason() is Reason.MODE_TIMEOUT
     assert [m for _, m in b.mode_requests()] == [OFFBOARD] * 3 + [Px4Mode.AUTO_LOITER]
     notice = b.notices(NoticeKind.FAILSAFE)[-1]
-    assert "may be in OFFBOARD" in notice.message and notice.reason is Reason.MODE_TIMEOUT
+    assert "may fly the stream" in notice.message and notice.reason is Reason.MODE_TIMEOUT
     if mode_at_engage is not Px4Mode.AUTO_LOITER:
         b.set_mode(Px4Mode.AUTO_LOITER)
     else:
@@ -539,3 +539,82 @@ def test_offboard_refused_to_the_end_just_stops() -> None:
     b.ack(MAV_CMD_DO_SET_MODE, AckResult.DENIED)
     assert b.phase() is Phase.IDLE and b.reply("e").reason is Reason.MODE_REFUSED
     assert not b.engine.feed.running and [m for _, m in b.mode_requests()] == [OFFBOARD]
+
+
+# -- PX4 back in OFFBOARD by itself during the warm-up (review finding 5) --------------------
+
+
+def _warmup_after_px4_failsafe(settings: EngineSettings | None = None, *,
+                               armed: bool = True) -> Bench:
+    """The review's timeline: PX4 flies its fallback (AUTO.RTL) after a failsafe that kept
+    OFFBOARD as its intended mode; an engage's first setpoint takes it back to OFFBOARD
+    30 ms on (px4-offboard.md §3), long before the warm-up ends."""
+    b = Bench(settings)
+    b.fc.armed, b.fc.custom_mode = armed, Px4Mode.AUTO_RTL.custom_mode
+    b.connect()
+    b.commander_alive = True
+    b.feed(Engage("e", UP))
+    b.later(0.03, lambda: b.set_mode(OFFBOARD))
+    b.step(0.5)
+    assert b.phase() is Phase.WARMUP and b.engine.vehicle.in_offboard
+    return b
+
+
+def test_px4_taking_offboard_in_the_warmup_is_told_once() -> None:
+    b = _warmup_after_px4_failsafe()
+    b.step(0.4)  # HEARTBEATs and CURRENT_MODEs saying OFFBOARD again
+    b.set_mode(OFFBOARD)
+    (told,) = [n for n in b.notices(NoticeKind.WARNING) if n.reason is Reason.OFFBOARD_BY_PX4]
+    assert told.phase is Phase.WARMUP and "flies the engage's setpoint" in told.message
+    b.step(0.2)  # then the warm-up ends as it always did: engaged
+    assert b.phase() is Phase.ACTIVE and b.reply("e").ok
+
+
+def test_a_release_in_the_warmup_hands_over_when_px4_flies_the_stream() -> None:
+    """It stopped the stream and answered "released": PX4, in OFFBOARD with no stream,
+    then took its offboard-loss action (Return, a descent, or worse)."""
+    b = _warmup_after_px4_failsafe()
+    t0 = b.now
+    b.feed(Release("r"))
+    assert b.reply("e").reason is Reason.CANCELLED
+    assert b.phase() is Phase.RELEASING and b.engine.feed.running and b.no_reply("r")
+    assert b.mode_requests(since=t0) == [(t0, Px4Mode.AUTO_LOITER)]  # release_mode
+    b.step(1.0)  # the FC slow to answer: streaming on, a hold where the vehicle is
+    held = [a.setpoint for _, a in b.actions(SendSetpoint, since=t0)]
+    assert len(held) >= 20 and all(isinstance(sp, PositionVelocityNed) for sp in held)
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    reply = b.reply("r")
+    assert reply.ok and reply.reason is Reason.RELEASED and "AUTO.LOITER" in reply.message
+    assert b.phase() is Phase.IDLE and not b.engine.feed.running
+
+
+def test_a_release_in_the_warmup_stops_when_px4_does_not_fly_the_stream() -> None:
+    """Disarmed, OFFBOARD is no flight (PX4 reports it on the ground after a landing, §3):
+    nothing to hand back, as before."""
+    b = _warmup_after_px4_failsafe(armed=False)
+    b.feed(Release("r"))
+    assert b.reply("r").ok and b.phase() is Phase.IDLE and not b.engine.feed.running
+    assert b.mode_requests() == []
+    assert not [n for n in b.notices(NoticeKind.WARNING) if n.reason is Reason.OFFBOARD_BY_PX4]
+
+
+def test_a_lapse_in_the_warmup_holds_when_px4_flies_the_stream() -> None:
+    b = _warmup_after_px4_failsafe(EngineSettings(warmup_s=3.0))
+    b.commander_alive = False
+    b.step(1.2)
+    assert b.phase() is Phase.HOLDING and b.reason() is Reason.LEASE_LAPSED
+    assert b.reply("e").reason is Reason.LEASE_LAPSED and b.engine.feed.running
+    assert b.mode_requests() == []  # OFFBOARD was PX4's doing; nothing asked for
+
+
+def test_an_estimate_lost_in_the_warmup_hands_over_when_px4_flies_the_stream() -> None:
+    b = _warmup_after_px4_failsafe()
+    b.position_alive = False
+    b.step(0.6)  # the warm-up ends without the position its setpoint needs
+    reply = b.reply("e")
+    assert not reply.ok and reply.reason is Reason.ESTIMATE_MISSING
+    assert b.phase() is Phase.RELEASING and b.reason() is Reason.ESTIMATE_MISSING
+    assert b.engine.feed.running and [m for _, m in b.mode_requests()] == [Px4Mode.AUTO_LOITER]
+    b.step(0.5)
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    assert b.phase() is Phase.IDLE and b.reason() is Reason.ESTIMATE_MISSING
