@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from offboardd.core.actions import ArmDisarm, FcAction, NoticeKind, RequestMode
-from offboardd.core.machine import Rule, Trigger
+from offboardd.core.engine_failsafe import hand_back
+from offboardd.core.machine import Do, Rule, Trigger
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.retry import Retrier, RetryStep
@@ -46,6 +47,7 @@ class EngageSequence:
         # The mode the vehicle had at the engage: a report of it is no takeover, until the FC
         # has reported OFFBOARD (`offboard_seen`).
         self.harmless_mode: int | None = None
+        self.told_offboard_by_px4 = False  # the offboard_by_px4 warning went out
         self._warmup_end_s: float | None = None
         self.mode_try = self._mode_retrier()
         self.arm_try = self._arm_retrier()
@@ -63,6 +65,7 @@ class EngageSequence:
     ) -> None:
         self.command_id, self.arm, self.note = command_id, arm, note
         self.harmless_mode = mode_at_engage
+        self.told_offboard_by_px4 = False
         self._warmup_end_s = now + self._settings.warmup_s
 
     def harmless(self, now: float) -> int | None:
@@ -189,10 +192,15 @@ def engaged(eng: OffboardEngine, rule: Rule, message: str) -> None:
 def fail_engage(
     eng: OffboardEngine, trigger: Trigger, now: float, message: str, reason: Reason | None = None
 ) -> None:
-    """Stop, fail the waiting engage, back to where the table says (IDLE)."""
+    """Fail the waiting engage; stop, back to where the table says (IDLE), or hand the
+    vehicle over when PX4 may fly our stream (engine_failsafe.hand_back)."""
     rule = eng.rule(trigger, now)
     why = rule.reason_for(reason)
     assert why is not None  # every engage failure row names its reasons
+    if Do.HAND_OVER in rule.does:
+        eng.out.reply_fail(eng.engage.take_id(), why, message)
+        hand_back(eng, rule, now, message, why)
+        return
     eng.stop_stream()
     eng.out.reply_fail(eng.engage.take_id(), why, message)
     eng.move(rule, f"engage failed: {message}", why)

@@ -15,14 +15,13 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from offboardd.core.actions import NoticeKind, RequestMode
-from offboardd.core.engine_engage import fail_engage
 from offboardd.core.engine_handover import Step
 from offboardd.core.engine_motion import let_finish, smooth_hold
 from offboardd.core.machine import Do, Outcome, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import Phase, Reason
-from offboardd.core.setpoints import Attitude, BodyRates
+from offboardd.core.setpoints import Attitude, BodyRates, Setpoint
 from offboardd.core.settings import ESCALATION
 
 if TYPE_CHECKING:
@@ -69,14 +68,16 @@ def abandon(eng: OffboardEngine, trigger: Trigger, now: float, message: str) -> 
 def lease_lapsed(eng: OffboardEngine, now: float) -> None:
     eng.lease.end()
     rule = eng.rule(Trigger.LEASE_LAPSED, now)
-    if rule.to is Phase.IDLE:
-        # Never request OFFBOARD or arm for a commander that has vanished.
-        fail_engage(eng, Trigger.LEASE_LAPSED, now, "commander lease lapsed during the engage")
+    if rule.to is Phase.IDLE:  # the warm-up: never request OFFBOARD for a vanished commander
+        message = "commander lease lapsed during the warm-up"
+        eng.stop_stream()
+        eng.out.reply_fail(eng.engage.take_id(), Reason.LEASE_LAPSED, message)
+        eng.move(rule, f"engage failed: {message}")
         return
-    if Do.REPLY_FAIL in rule.does:  # arming, PX4 in OFFBOARD: no engage, but no vehicle
-        # left to PX4's loss action mid-take-off either (review)
-        fail_pending(eng, Reason.LEASE_LAPSED, "commander lease lapsed while arming, PX4 "
-                     "in OFFBOARD")
+    if Do.REPLY_FAIL in rule.does:  # the engage's steps, PX4 perhaps in OFFBOARD: no engage
+        # and no more requests, but no vehicle left to PX4's loss action either (review)
+        fail_pending(eng, Reason.LEASE_LAPSED, f"commander lease lapsed in "
+                     f"{eng.phase.value}, PX4 perhaps in OFFBOARD")
     if rule.to is Outcome.STAY:  # motion.on_lease_lapse = finish
         kept_s = let_finish(eng, now) - now
         eng.out.notice(NoticeKind.FAILSAFE, "commander lease lapsed; the motion finishes "
@@ -115,6 +116,18 @@ def loss_action(eng: OffboardEngine, rule: Rule, now: float, why: str) -> None:
     start_handover(eng, rule, ESCALATION[action.value], None, now, failsafe=True)
 
 
+def hand_back(eng: OffboardEngine, rule: Rule, now: float, message: str,
+              reason: Reason) -> None:
+    """An engage that failed once PX4 may fly our stream (OFFBOARD asked for with no
+    answer either way, or taken by PX4 itself in the warm-up): release_mode, streaming
+    until the FC reports it, rather than a stop that would leave PX4 in OFFBOARD to its
+    offboard-loss action (review)."""
+    chain = ESCALATION[eng.settings.release_mode.value]
+    eng.out.notice(NoticeKind.FAILSAFE, f"engage failed: {message}; PX4 may fly the stream "
+                   f"(OFFBOARD): handing over to {chain[0].label}", reason)
+    start_handover(eng, rule, chain, None, now, failsafe=False, reason=reason)
+
+
 def check_breach(eng: OffboardEngine, now: float) -> None:
     """The vehicle is outside the fence while ours (drift, wind, an attitude setpoint
     the fence cannot steer): hold here, then hand over to the breach action."""
@@ -142,27 +155,47 @@ def start_handover(
     now: float,
     *,
     failsafe: bool,
+    reason: Reason | None = None,
 ) -> None:
     """Ask the FC for chain[0] (escalating on refusal); streaming goes on, if it was on,
     until the FC reports the mode, so PX4 never sees an offboard loss meanwhile. What is
-    streamed meanwhile is a hold where the vehicle is, when there is a "here" to hold: the
-    commander's last setpoint (a velocity, a motion, or pushing out of the fence) has no
-    lease behind it any more, and a silent FC can make the hand-over last seconds. With no
-    "here", an attitude or body-rate stream levels off instead (`level_setpoint`)."""
-    hold = (eng.vehicle.hold_setpoint(now) or _level(eng)) if eng.feed.running else None
+    streamed meanwhile is never the commander's last setpoint (a velocity, a motion, or
+    pushing out of the fence): it has no lease behind it any more, and a silent FC can
+    make the hand-over last seconds (`_still`). `reason`: the one the engine names among
+    the row's, kept to the hand-over's end."""
+    hold = _still(eng, now) if eng.feed.running else None
     if hold is not None:
         eng.feed.send_now(hold, eng.vehicle.target, now)
     previous = eng.handover.current
     for waiting in [] if previous is None else previous.command_ids:
         eng.out.reply_fail(waiting, Reason.SUPERSEDED, "superseded by a newer command")
     eng.lease.end()
-    reason = rule.reason_for(None)
-    assert reason is not None  # every HAND_OVER row names its reason
+    reason = rule.reason_for(reason)
+    assert reason is not None  # every HAND_OVER row names its reasons
     eng.handover.start(
         chain, command_id, reason, failsafe=failsafe, streaming=eng.feed.running,
         start_custom_mode=eng.vehicle.custom_mode, now=now,
     )  # fmt: skip
-    eng.move(rule, f"requesting {chain[0].label}")
+    eng.move(rule, f"requesting {chain[0].label}", reason)
+
+
+def _still(eng: OffboardEngine, now: float) -> Setpoint | None:
+    """What a hand-over streams: a hold where the vehicle is, when there is a "here";
+    without one (no position estimate) an attitude or body-rate stream levels off
+    (`_level`), and a velocity, body velocity, acceleration or running motion becomes
+    zero velocity (VehicleState.stop_setpoint: 8 m/s flew on for 10 s after a lapse
+    without a position, review). None: a position setpoint, a fixed point already, streams
+    on. Zero velocity goes out even when our own view has no velocity estimate either,
+    rather than stopping the stream: that view may only be a LOCAL_POSITION_NED trimmed or
+    lost on the link while PX4 still flies the stream, and stopping would let the old
+    velocity fly COM_OF_LOSS_T more, then hand the vehicle to COM_OBL_RC_ACT instead of the
+    mode asked for. When PX4 has no velocity either, it flies neither setpoint (§1: the
+    estimate a setpoint needs) and is in its own failsafe, whose mode ends the hand-over
+    (taken, or the one asked for) and the stream; should its estimate come back first,
+    zero velocity is the one thing safe for it to fly."""
+    v = eng.vehicle
+    return (v.hold_setpoint(now) or _level(eng)
+            or v.stop_setpoint(eng.feed.setpoint, now, moving=eng.feed.motion is not None))
 
 
 def _level(eng: OffboardEngine) -> Attitude | BodyRates | None:
@@ -176,12 +209,13 @@ def _level(eng: OffboardEngine) -> Attitude | BodyRates | None:
     return dataclasses.replace(level, thrust=thrust)
 
 
-def handover_progress(eng: OffboardEngine, now: float) -> None:
+def handover_progress(eng: OffboardEngine, now: float, *, reported: bool = False) -> None:
+    """The hand-over's turn: on a mode report (`reported`) or a timer."""
     v, handovers = eng.vehicle, eng.handover
     h = handovers.current
     if h is None:
         return
-    seen = handovers.report(v)
+    seen = handovers.report(v, fresh=reported)
     if seen is Step.REACHED:
         rule = eng.rule(Trigger.FC_MODE_HANDED_OVER, now)
         handovers.take()

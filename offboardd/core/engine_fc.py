@@ -175,7 +175,7 @@ def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: f
         eng.out.reply_ok(pending.command_id, "armed" if pending.arm else "disarmed")
     if eng.phase is Phase.RELEASING:
         if eng.handover.current is not None:
-            handover_progress(eng, now)
+            handover_progress(eng, now, reported=True)
         return
     if eng.phase in ENGAGE_STEPS and v.in_offboard:
         eng.engage.offboard_seen()
@@ -190,10 +190,14 @@ def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: f
     mode = mode_name(v.custom_mode)
     if trigger is Trigger.FC_MODE_TAKEN:
         during = "during the engage" if eng.phase in ENGAGE_STEPS else None
+        never = v.custom_mode == eng.engage.harmless_mode  # a lapse while ENGAGING: held
         preempt(eng, rule, f"FC switched to {mode} {during}" if during
-                else f"FC left OFFBOARD for {mode} without being asked")  # fmt: skip
+                else f"FC reports {mode}, its mode at the engage: OFFBOARD never reported"
+                if never else f"FC left OFFBOARD for {mode} without being asked")  # fmt: skip
         eng.px4_failsafe_named = False
         _name_px4_failsafe(eng, event)
+    elif trigger is Trigger.FC_OFFBOARD and rule.to is Outcome.STAY:
+        _tell_offboard_by_px4(eng)  # in the warm-up
     elif trigger is Trigger.FC_OFFBOARD:
         offboard_confirmed(eng, rule, now)
     elif trigger is Trigger.FC_ARMED:
@@ -211,6 +215,22 @@ def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: f
         preempt(eng, rule, "FC disarmed without being asked" + (
             " on the ground (PX4's auto-disarm after landing, COM_DISARM_LAND, or a GCS)"
             if landed else ""))
+
+
+def _tell_offboard_by_px4(eng: OffboardEngine) -> None:
+    """Once per engage: PX4 took OFFBOARD by itself in the warm-up (its intended mode
+    after a failsafe, px4-offboard.md §3) and flies the engage's setpoint now, a second or
+    more before the commander expects it. A release, a lapse or a failed warm-up hand the
+    vehicle over from here, as from `engaging` (machine_table)."""
+    if eng.engage.told_offboard_by_px4:
+        return
+    eng.engage.told_offboard_by_px4 = True
+    eng.out.notice(
+        NoticeKind.WARNING,
+        "PX4 switched to OFFBOARD by itself during the warm-up (OFFBOARD was still its "
+        "intended mode): the vehicle flies the engage's setpoint from now on",
+        Reason.OFFBOARD_BY_PX4,
+    )
 
 
 def _name_px4_failsafe(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode) -> None:

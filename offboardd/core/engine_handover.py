@@ -38,6 +38,11 @@ class Handover:
     start_custom_mode: int | None  # the mode when we started: not a takeover if it stays
     index: int = 0
     joined: list[str] = field(default_factory=list)  # repeats, answered with this one
+    # A HEARTBEAT or CURRENT_MODE came since it began. Before that, the mode the vehicle
+    # is known in is the one it had before our request: from ENGAGING, its mode at the
+    # engage, while PX4 may be in OFFBOARD unseen. Taken for "reached" when it was the
+    # mode asked for, it stopped the stream at once (a release while ENGAGING, from Hold).
+    heard: bool = False
 
     @property
     def command_ids(self) -> list[str]:
@@ -101,14 +106,17 @@ class Handovers:
         s = self._settings
         return Retrier(s.mode_retries, s.mode_confirm_timeout_s, s.retry_backoff_s)
 
-    def report(self, vehicle: VehicleState) -> Step | None:
+    def report(self, vehicle: VehicleState, *, fresh: bool = False) -> Step | None:
         """What the FC's mode means for the hand-over: REACHED, TAKEN (a mode nobody
-        asked for: whether that matters is the table's call), or nothing yet."""
+        asked for: whether that matters is the table's call), or nothing yet. `fresh`: a
+        mode report just came; REACHED needs one since the hand-over began."""
         h = self.current
         if h is None:
             return None
+        h.heard = h.heard or fresh
         reported = vehicle.mode  # the target, or an earlier ask honoured late
-        if reported is not None and any(reported.honours(m) for m in h.chain[: h.index + 1]):
+        if (h.heard and reported is not None
+                and any(reported.honours(m) for m in h.chain[: h.index + 1])):
             return Step.REACHED
         # Any other mode is somebody else's choice, a later mode of the chain too (a GCS
         # pressing Land while we ask for Hold): asking on would pull the vehicle out of it.

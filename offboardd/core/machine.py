@@ -101,7 +101,15 @@ class Fact(StrEnum):
     HOLD_POSSIBLE = "hold possible"  # hold_s > 0 and a valid local position to hold at
     PX4_LOSS_ACTION = "loss action px4"  # command_loss_action = px4: stop, let PX4 act
     FC_IN_OFFBOARD = "FC in OFFBOARD"  # PX4 may enter it by itself once setpoints flow (§3)
+    # The FC reports OFFBOARD and armed: PX4 flies our stream. In WARMUP that is PX4 back in
+    # the OFFBOARD it still intended after a failsafe, 20-40 ms after our first setpoint
+    # (§3). Disarmed, OFFBOARD is no flight (PX4 reports it on the ground after a landing).
+    FC_FLIES_STREAM = "FC flies our stream"
     ARM_WANTED = "arm wanted"  # the engage asked to arm and the FC reports disarmed
+    # The last OFFBOARD attempt was refused by an ACK (TEMPORARILY_REJECTED, DENIED...): PX4
+    # did not switch (it ACKs an OFFBOARD it is in already ACCEPTED), and in ENGAGING the FC
+    # still reports the mode it had (OFFBOARD or any other would have moved the engine on).
+    OFFBOARD_REFUSED = "OFFBOARD refused"
     FAILSAFE_HANDOVER = "failsafe hand-over"  # asked by the loss action or a fence breach
     SAME_ASK_PENDING = "same mode pending"  # a command's hand-over to this mode is under way
     FC_IN_ASKED_MODE = "FC in that mode"  # the FC already reports the mode a command asks for
@@ -141,7 +149,8 @@ class Do(StrEnum):
     RETRY_LATER = "ask again after the back-off"
     HOLD_HERE = "stream a hold where the vehicle is"
     HAND_OVER = ("ask the FC for another mode, streaming until it reports it a hold here"
-                 " (with an estimate) or level flight (attitude, body rates)")
+                 " (with an estimate), else level flight (attitude, body rates) or zero"
+                 " velocity (velocity, acceleration, a motion)")
     JOIN_HANDOVER = "answer with the pending request; nothing new to the FC"
     ESCALATE = "ask for the next mode of the chain"
     STOP_STREAM = "stop streaming, end the lease"
@@ -149,6 +158,7 @@ class Do(StrEnum):
     FORCE_DISARM = "force-disarm"
     FORGET_FC = "forget estimates and home"
     NOTICE = "failsafe notice"
+    TELL_OFFBOARD_BY_PX4 = "warning event offboard_by_px4 (once per engage)"
     REPLY_OK = "answer ok"
     REPLY_FAIL = "fail the waiting command(s)"
 

@@ -30,6 +30,7 @@ ENGAGE_STEPS = frozenset({P.WARMUP, P.ENGAGING})  # streaming, OFFBOARD not repo
 IN_OFFBOARD = frozenset({P.ARMING, P.ACTIVE, P.HOLDING})  # OFFBOARD reported, streaming
 STREAMING = STREAMING_PHASES  # ENGAGE_STEPS | IN_OFFBOARD
 HANDING_BACK = frozenset({P.ENGAGING, P.ARMING, P.ACTIVE, P.HOLDING})  # OFFBOARD asked
+OFFBOARD_ASKED = frozenset({P.ENGAGING, P.ARMING})  # the engage's steps after the request
 
 
 def row(
@@ -56,6 +57,12 @@ def row(
 
 D = Do
 NOT_STREAMING = (Fact.STREAMING, False)
+FLOWN, NOT_FLOWN = yes(Fact.FC_FLIES_STREAM), no(Fact.FC_FLIES_STREAM)
+# After a failsafe that kept OFFBOARD as PX4's intended mode (the px4 loss action, FC
+# silence, an escalation's end, a PX4 failsafe), PX4 re-enters OFFBOARD 20-40 ms after our
+# first setpoint (§3): the warm-up's "OFFBOARD never requested" is no "nothing to hand
+# back" then, and stopping left an armed vehicle to the loss action (found by review).
+_FLOWN_IN_WARMUP = "PX4 took OFFBOARD by itself and flies the stream (§3): "
 NOT_FINISHING = (Fact.MOTION_FINISHING, False)
 # Why HOLDING asks for the token: what a bridged broker or a stalled network held back
 # arrives after its commander died, same session, seq growing, and once resumed flight at
@@ -65,6 +72,7 @@ NOT_FINISHING = (Fact.MOTION_FINISHING, False)
 # After a pilot, a GCS or a failsafe took the vehicle, an engage written before (delivered
 # late by a stalled network) would ask for OFFBOARD over the pilot (found by review): a new
 # engage quotes the token made as the phase was entered, which no earlier message holds.
+_BLOCKED = (R.FWDEXTSP_DISABLED, R.STREAM_TOO_SLOW, R.FC_PARAMS_UNKNOWN)  # the gate, again
 _LATE_ENGAGE = ("taken by a pilot, a GCS or a failsafe: an engage without this phase's "
                 "token may be one written before, delivered late; never over the pilot")
 _STALE_BACKLOG = ("without the engine's token it may be a stale backlog (a bridge, a stalled "
@@ -87,7 +95,9 @@ COMMANDS = [
     row(P.HOLDING, T.SETPOINT, REFUSE, R.NOT_IN_CONTROL, when=(no(Fact.RESUME_QUOTED),),
         why=_STALE_BACKLOG),
     row(P.WARMUP, T.RELEASE, P.IDLE, R.RELEASED, D.STOP_STREAM, D.REPLY_OK,
-        why="OFFBOARD was never requested: nothing to hand back"),
+        when=(NOT_FLOWN,), why="OFFBOARD was never requested: nothing to hand back"),
+    row(P.WARMUP, T.RELEASE, P.RELEASING, R.RELEASED, D.HAND_OVER, when=(FLOWN,),
+        why=_FLOWN_IN_WARMUP + "release_mode, as from engaging"),
     row(HANDING_BACK, T.RELEASE, P.RELEASING, R.RELEASED, D.HAND_OVER,
         why="release_mode; a waiting engage is cancelled"),
 ]
@@ -95,7 +105,9 @@ for _trigger, _reason in ((T.HOLD, R.COMMANDED_HOLD), (T.LAND, R.COMMANDED_LAND)
                           (T.RTL, R.COMMANDED_RTL)):  # fmt: skip
     COMMANDS += [
         row(P.WARMUP, _trigger, P.RELEASING, _reason, D.STOP_STREAM, D.HAND_OVER,
-            why="OFFBOARD never requested: stop, then a plain mode request"),
+            when=(NOT_FLOWN,), why="OFFBOARD never requested: stop, then a plain mode request"),
+        row(P.WARMUP, _trigger, P.RELEASING, _reason, D.HAND_OVER, when=(FLOWN,),
+            why=_FLOWN_IN_WARMUP + "a hand-over with escalation, as from engaging"),
         row(HANDING_BACK, _trigger, P.RELEASING, _reason, D.HAND_OVER,
             why="a hand-over with escalation; a waiting engage is cancelled"),
         row(P.RELEASING, _trigger, P.RELEASING, _reason, D.HAND_OVER,
@@ -162,8 +174,11 @@ for _trigger in (T.GOTO, T.PATH, T.ORBIT, T.STOP):
     ]
 
 FC_EVENTS = [
-    row(P.WARMUP, T.FC_OFFBOARD, IGNORE,
+    row(P.WARMUP, T.FC_OFFBOARD, IGNORE, when=(NOT_FLOWN,),
         why="PX4 may enter OFFBOARD by itself once setpoints flow (§3): judged at warm-up end"),
+    row(P.WARMUP, T.FC_OFFBOARD, STAY, None, D.TELL_OFFBOARD_BY_PX4, when=(FLOWN,),
+        why=_FLOWN_IN_WARMUP + "the commander is told it flies already; OFFBOARD is judged "
+            "at warm-up end"),
     row(P.ENGAGING, T.FC_OFFBOARD, P.ARMING, None, D.REQUEST_ARM, when=(Fact.ARM_WANTED,),
         why="confirmed from telemetry, never from the ACK (§4)"),
     row(P.ENGAGING, T.FC_OFFBOARD, P.ACTIVE, R.ENGAGED, D.REPLY_OK,
@@ -183,9 +198,10 @@ FC_EVENTS = [
     row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.FAILSAFE, (R.LOSS_ACTION, R.FENCE_BREACH),
         D.STOP_STREAM, when=(Fact.FAILSAFE_HANDOVER,), why="the failsafe's mode took over"),
     row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.IDLE,
-        (R.RELEASED, R.COMMANDED_HOLD, R.COMMANDED_LAND, R.COMMANDED_RTL),
+        (R.RELEASED, R.COMMANDED_HOLD, R.COMMANDED_LAND, R.COMMANDED_RTL, R.MODE_TIMEOUT,
+         R.ESTIMATE_MISSING, *_BLOCKED),
         D.STOP_STREAM, D.REPLY_OK, when=((Fact.FAILSAFE_HANDOVER, False),),
-        why="the commanded mode took over"),
+        why="the commanded mode took over (or release_mode, after an engage that failed)"),
     row(P.ENGAGING, T.FC_MODE_REFUSED, STAY, None, D.RETRY_LATER,
         why="one refusal per attempt (PX4 v1.16 ACKs twice, §4)"),
     row(P.RELEASING, T.FC_MODE_REFUSED, STAY, None, D.RETRY_LATER,
@@ -226,25 +242,43 @@ TIMERS = [
     row(P.WARMUP, T.WARMUP_STALLED, STAY, None, D.RESTART_WARMUP,
         why="a gap > COM_OF_LOSS_T / 2 was not warmup_s of steady streaming"),
     row(P.WARMUP, T.WARMUP_ESTIMATE_LOST, P.IDLE, R.ESTIMATE_MISSING, D.STOP_STREAM,
-        D.REPLY_FAIL, why="the setpoint's estimate went invalid during the warm-up"),
-    row(P.WARMUP, T.WARMUP_BLOCKED, P.IDLE,
-        (R.FWDEXTSP_DISABLED, R.STREAM_TOO_SLOW, R.FC_PARAMS_UNKNOWN), D.STOP_STREAM,
-        D.REPLY_FAIL,
+        D.REPLY_FAIL, when=(NOT_FLOWN,),
+        why="the setpoint's estimate went invalid during the warm-up"),
+    row(P.WARMUP, T.WARMUP_ESTIMATE_LOST, P.RELEASING, R.ESTIMATE_MISSING, D.REPLY_FAIL,
+        D.NOTICE, D.HAND_OVER, when=(FLOWN,),
+        why=_FLOWN_IN_WARMUP + "the engage fails, the vehicle goes to release_mode"),
+    row(P.WARMUP, T.WARMUP_BLOCKED, P.IDLE, _BLOCKED, D.STOP_STREAM, D.REPLY_FAIL,
+        when=(NOT_FLOWN,),
         why="the engage gate, judged again: a GCS set MAV_FWDEXTSP=0 or COM_OF_LOSS_T too "
             "short for the stream during the warm-up (PX4 broadcasts it), so PX4 took no "
             "steady stream of ours; OFFBOARD is never asked for then"),
-    row(ENGAGE_STEPS, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
-        why="never ask for OFFBOARD or arm for a commander that vanished"),
-    row(P.ARMING, T.LEASE_LAPSED, P.HOLDING, R.LEASE_LAPSED, D.HOLD_HERE, D.NOTICE,
-        D.REPLY_FAIL, when=(Fact.HOLD_POSSIBLE,),
-        why="PX4 is in OFFBOARD and may arm on the request already sent: no more requests, "
-            "and no vehicle left to the loss action mid-take-off (it was: review); hold"),
-    row(P.ARMING, T.LEASE_LAPSED, P.FAILSAFE, R.LOSS_ACTION, D.STOP_STREAM, D.NOTICE,
-        D.REPLY_FAIL, when=((Fact.HOLD_POSSIBLE, False), Fact.PX4_LOSS_ACTION),
-        why="no hold possible: PX4's offboard-loss action follows"),
-    row(P.ARMING, T.LEASE_LAPSED, P.RELEASING, R.LOSS_ACTION, D.NOTICE, D.HAND_OVER,
-        D.REPLY_FAIL, when=((Fact.HOLD_POSSIBLE, False), (Fact.PX4_LOSS_ACTION, False)),
-        why="no hold possible: command_loss_action"),
+    row(P.WARMUP, T.WARMUP_BLOCKED, P.RELEASING, _BLOCKED, D.REPLY_FAIL, D.NOTICE,
+        D.HAND_OVER, when=(FLOWN,),
+        why=_FLOWN_IN_WARMUP + "the gate, judged again, fails the engage; the vehicle "
+            "goes to release_mode (a mode request, which MAV_FWDEXTSP does not stop)"),
+    row(P.WARMUP, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
+        when=(NOT_FLOWN,), why="never ask for OFFBOARD for a commander that vanished"),
+]
+# The engage's lapse once PX4 may fly the stream: OFFBOARD asked for (it may be in it, its
+# reports late or lost, and may arm on a request already sent), or taken by PX4 itself in
+# the warm-up. No more requests, and no vehicle left to the loss action (it was: review,
+# mid-take-off, mid-engage, mid-warm-up).
+for _phases, _flown in ((OFFBOARD_ASKED, ()), (frozenset({P.WARMUP}), (FLOWN,))):
+    TIMERS += [
+        row(_phases, T.LEASE_LAPSED, P.HOLDING, R.LEASE_LAPSED, D.HOLD_HERE, D.NOTICE,
+            D.REPLY_FAIL, when=(*_flown, Fact.HOLD_POSSIBLE),
+            why="PX4 may fly the stream (in OFFBOARD unseen, or taken by itself) and may "
+                "arm on a request already sent: no more requests, and no vehicle left to "
+                "the loss action (it was: review); hold"),
+        row(_phases, T.LEASE_LAPSED, P.FAILSAFE, R.LOSS_ACTION, D.STOP_STREAM, D.NOTICE,
+            D.REPLY_FAIL, when=(*_flown, (Fact.HOLD_POSSIBLE, False), Fact.PX4_LOSS_ACTION),
+            why="no hold possible: PX4's offboard-loss action follows"),
+        row(_phases, T.LEASE_LAPSED, P.RELEASING, R.LOSS_ACTION, D.NOTICE, D.HAND_OVER,
+            D.REPLY_FAIL,
+            when=(*_flown, (Fact.HOLD_POSSIBLE, False), (Fact.PX4_LOSS_ACTION, False)),
+            why="no hold possible: command_loss_action"),
+    ]
+TIMERS += [
     row(P.ACTIVE, T.LEASE_LAPSED, STAY, None, D.LET_MOTION_FINISH, D.NOTICE,
         when=(Fact.MOTION_FINISHING,),
         why="motion.on_lease_lapse = finish: an accepted motion ends first (links with long "
@@ -262,8 +296,13 @@ TIMERS = [
         when=(Fact.PX4_LOSS_ACTION,), why="PX4's offboard-loss action follows"),
     row(P.HOLDING, T.HOLD_EXPIRED, P.RELEASING, R.LOSS_ACTION, D.NOTICE, D.HAND_OVER,
         when=((Fact.PX4_LOSS_ACTION, False),), why="command_loss_action"),
-    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.IDLE, (R.MODE_REFUSED, R.MODE_TIMEOUT),
-        D.STOP_STREAM, D.REPLY_FAIL, why="with a diagnosis"),
+    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.IDLE, R.MODE_REFUSED, D.STOP_STREAM,
+        D.REPLY_FAIL, when=(Fact.OFFBOARD_REFUSED,),
+        why="with a diagnosis; PX4 said no and still reports its mode: nothing to hand back"),
+    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.RELEASING, R.MODE_TIMEOUT, D.REPLY_FAIL,
+        D.NOTICE, D.HAND_OVER, when=((Fact.OFFBOARD_REFUSED, False),),
+        why="with a diagnosis; no answer either way: PX4 may have switched with its reports "
+            "lost, so release_mode, streaming, rather than its offboard-loss action (review)"),
     row(P.ARMING, T.ARM_RETRIES_EXHAUSTED, P.IDLE, (R.ARM_REFUSED, R.ARM_TIMEOUT),
         D.STOP_STREAM, D.REPLY_FAIL, why="with a diagnosis"),
     row(P.RELEASING, T.HANDOVER_REFUSED, STAY, None, D.ESCALATE, D.NOTICE,

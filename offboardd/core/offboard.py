@@ -311,6 +311,8 @@ class OffboardEngine:
             return self.settings.command_loss_action is LossAction.PX4
         if fact is Fact.FC_IN_OFFBOARD:
             return self.vehicle.in_offboard
+        if fact is Fact.FC_FLIES_STREAM:
+            return self.vehicle.in_offboard and self.vehicle.armed
         if fact is Fact.ENGAGE_ASKED:
             return bool(getattr(self.command_in_hand, "engage", False))
         if fact is Fact.RESUME_QUOTED:
@@ -319,6 +321,8 @@ class OffboardEngine:
             return finishing_allowed(self, now)
         if fact is Fact.ARM_WANTED:
             return self.engage.arm and not self.vehicle.armed
+        if fact is Fact.OFFBOARD_REFUSED:
+            return self.engage.mode_try.last_refused
         assert fact is Fact.FAILSAFE_HANDOVER
         return self.handover.failsafe
 

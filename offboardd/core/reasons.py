@@ -71,6 +71,9 @@ class Reason(StrEnum):
     FC_REBOOTED = "fc_rebooted"
     FC_SILENT = "fc_silent"
     EMERGENCY_STOP = "emergency_stop"
+    # PX4 entered OFFBOARD by itself during the warm-up (its intended mode after a failsafe):
+    # it flies the engage's setpoint from then on (a warning event, px4-offboard.md §3)
+    OFFBOARD_BY_PX4 = "offboard_by_px4"
     CANCELLED = "cancelled"
     REPEAT_NOT_KEPT = "repeat_not_kept"  # a hand-over has enough repeats waiting already
     # the safety envelope (envelope.py): each names the limit or fence part that applied

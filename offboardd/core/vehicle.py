@@ -28,11 +28,14 @@ from offboardd.core.events import (
 from offboardd.core.modes import Px4Mode, mode_from_custom
 from offboardd.core.motion_path import Vec3
 from offboardd.core.setpoints import (
+    AccelerationNed,
     Attitude,
     BodyRates,
     EstimateNeed,
     PositionVelocityNed,
     Setpoint,
+    VelocityBody,
+    VelocityNed,
 )
 from offboardd.errors import SetpointError
 
@@ -265,6 +268,25 @@ class VehicleState:
             )
         except SetpointError:  # a NaN in telemetry: no flyable "here"
             return None
+
+    def stop_setpoint(self, last: Setpoint | None, now: float, *,
+                      moving: bool = False) -> VelocityNed | None:
+        """No "here" to hold (no position estimate), and the commander flew a velocity, a
+        body velocity or an acceleration, or a planned motion is `moving`: zero velocity
+        (NED), so that what nobody commands any more stops instead of flying on (zero
+        acceleration would let the vehicle coast). It faces where the vehicle faces, else
+        the yaw the setpoint asked for, else turns at no rate. None for every other
+        setpoint: a position is a fixed point already, attitude and rates level
+        (`level_setpoint`). PX4 flies it with a local velocity alone (§1)."""
+        if not (moving or isinstance(last, VelocityNed | VelocityBody | AccelerationNed)):
+            return None
+        asked: float | None = getattr(last, "yaw_rad", None)  # (a body velocity has none)
+        yaw = self.heading_rad(now)
+        if yaw is None:
+            yaw = asked
+        if yaw is None:
+            return VelocityNed(0.0, 0.0, 0.0, yaw_rate_rad_s=0.0)
+        return VelocityNed(0.0, 0.0, 0.0, yaw_rad=yaw)
 
     def level_setpoint(self, last: Setpoint | None) -> Attitude | BodyRates | None:
         """No "here" to hold (no position estimate), and the commander flew attitude or

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from offboardd.core.actions import (
@@ -14,7 +16,7 @@ from offboardd.core.actions import (
     SendCompanionHeartbeat,
     SendSetpoint,
 )
-from offboardd.core.commands import Engage, Land, SetSetpoint
+from offboardd.core.commands import Engage, Land, Release, SetSetpoint
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
     MAV_CMD_DO_SET_MODE,
@@ -30,8 +32,9 @@ from offboardd.core.setpoints import (
     GlobalPosition,
     PositionNed,
     PositionVelocityNed,
+    VelocityNed,
 )
-from offboardd.core.settings import EngineSettings
+from offboardd.core.settings import EngineSettings, LossAction
 from offboardd.errors import ConfigError, ErrorCode
 
 from .bench import FC, Bench
@@ -135,7 +138,8 @@ def test_silent_fc_times_out_with_fc_timeout_code() -> None:
     b.step(3.0)
     reply = b.reply("e")
     assert reply.code is ErrorCode.FC_TIMEOUT and reply.reason is Reason.MODE_TIMEOUT
-    assert len(b.mode_requests()) == 2
+    # no answer either way: PX4 may be in OFFBOARD unseen, so it is handed to release_mode
+    assert [m for _, m in b.mode_requests()][:3] == [OFFBOARD, OFFBOARD, Px4Mode.AUTO_LOITER]
 
 
 def test_engage_and_arm_confirms_armed_from_heartbeat() -> None:
@@ -480,3 +484,211 @@ def test_a_terrain_setpoint_holds_while_pxs_terrain_estimate_is_lost() -> None:
     telemetry(healthy)
     b.step(0.3)
     assert [a.setpoint for _, a in b.actions(SendSetpoint, since=back_t + 0.1)][-1] == terrain
+
+
+# -- OFFBOARD asked for: PX4 may be in it unseen (review finding 3) --------------------------
+
+
+def _worst_gap_s(times: list[float]) -> float:
+    return max(later - earlier for earlier, later in itertools.pairwise(times))
+
+
+def _offboard_unseen(b: Bench) -> None:
+    """PX4 takes every OFFBOARD request 20 ms on, and says so only in its 1 Hz HEARTBEAT
+    (no CURRENT_MODE: PX4 v1.14, a build without the development dialect, or it was lost)."""
+    def hook(a: object) -> None:
+        if isinstance(a, RequestMode) and a.mode is OFFBOARD:
+            b.later(0.005, FcCommandAck(MAV_CMD_DO_SET_MODE, 0, **FC))
+            b.later(0.02, lambda: setattr(b.fc, "custom_mode", OFFBOARD.custom_mode))
+    b.hooks.append(hook)
+
+
+def _lapse_while_engaging(settings: EngineSettings) -> tuple[Bench, float]:
+    """The review's timeline: armed, holding in AUTO.LOITER; an engage with 3 m/s; the
+    commander dies just before the warm-up ends, so the lease lapses in ENGAGING, after
+    PX4 switched and before a HEARTBEAT said so. Returns the bench and the lapse time."""
+    b = Bench(settings)
+    b.fc.armed, b.fc.custom_mode = True, Px4Mode.AUTO_LOITER.custom_mode
+    b.connect()
+    _offboard_unseen(b)
+    b.commander_alive = True
+    b.feed(Engage("e", VelocityNed(3.0, 0.0, 0.0)))
+    b.step(0.95)
+    b.commander_alive = False
+    for _ in range(200):
+        b.step(0.01)
+        if b.phase() not in (Phase.WARMUP, Phase.ENGAGING):
+            break
+    ((t_lapse, _),) = [(t, a) for t, a in b.log if isinstance(a, Notice)
+                       and a.previous_phase is Phase.ENGAGING]  # before OFFBOARD was seen
+    assert b.fc.custom_mode == OFFBOARD.custom_mode
+    return b, t_lapse
+
+
+def test_a_lapse_while_engaging_holds_instead_of_leaving_offboard_to_the_loss_action() -> None:
+    """It stopped streaming and went idle while PX4, in OFFBOARD, flew on to its
+    offboard-loss action about a second later, the engine none the wiser."""
+    b, t_lapse = _lapse_while_engaging(EngineSettings(hold_s=5.0))
+    assert b.phase() is Phase.HOLDING and b.reason() is Reason.LEASE_LAPSED
+    assert b.reply("e").reason is Reason.LEASE_LAPSED
+    b.step(3.0)  # the HEARTBEAT shows OFFBOARD: ours, held
+    assert b.phase() is Phase.HOLDING and b.engine.vehicle.in_offboard
+    times = b.setpoint_times(since=t_lapse)
+    assert times[-1] > b.now - 0.1 and _worst_gap_s(times) <= b.settings.stream_period_s + 1e-9
+    held = [a.setpoint for _, a in b.actions(SendSetpoint, since=t_lapse)]
+    assert all(isinstance(sp, PositionVelocityNed) and sp.north_m_s == 0.0 for sp in held)
+    assert [m for _, m in b.mode_requests()] == [OFFBOARD] and b.actions(ArmDisarm) == []
+
+
+@pytest.mark.parametrize("loss_action", [LossAction.HOLD, LossAction.PX4])
+def test_a_lapse_while_engaging_with_no_hold_takes_the_loss_action(loss_action: LossAction
+                                                                   ) -> None:
+    b, t_lapse = _lapse_while_engaging(
+        EngineSettings(hold_s=0.0, command_loss_action=loss_action))
+    assert b.reply("e").reason is Reason.LEASE_LAPSED
+    if loss_action is LossAction.PX4:  # stopped on purpose: PX4's own action follows
+        assert b.phase() is Phase.FAILSAFE and not b.engine.feed.running
+        return
+    assert b.phase() is Phase.RELEASING and b.engine.feed.running
+    assert [m for t, m in b.mode_requests(since=t_lapse)] == [Px4Mode.AUTO_LOITER]
+    b.step(0.5)
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.LOSS_ACTION
+    assert not b.engine.feed.running
+
+
+def test_a_lapse_while_engaging_stops_at_the_first_report_of_the_old_mode() -> None:
+    """PX4 refused (or never got) the request: held until a HEARTBEAT shows the mode it
+    had, then stopped, never asking for anything over it."""
+    b = Bench(EngineSettings(hold_s=5.0))
+    b.fc.armed = True
+    start(b)
+    b.step(1.1)
+    assert b.phase() is Phase.ENGAGING
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.TEMPORARILY_REJECTED)
+    b.commander_alive = False
+    b.step(2.0)  # the lapse, then a HEARTBEAT
+    assert b.phase() is Phase.PREEMPTED and not b.engine.feed.running
+    transitions = b.notices(NoticeKind.TRANSITION)
+    assert [n.phase for n in transitions[-2:]] == [Phase.HOLDING, Phase.PREEMPTED]
+    assert "OFFBOARD never reported" in transitions[-1].message
+    assert {m for _, m in b.mode_requests()} == {OFFBOARD}
+
+
+@pytest.mark.parametrize("mode_at_engage", [Px4Mode.POSCTL, Px4Mode.AUTO_LOITER],
+                         ids=lambda m: m.name)
+def test_offboard_never_confirmed_nor_refused_is_handed_to_the_release_mode(
+    mode_at_engage: Px4Mode,
+) -> None:
+    """Every attempt timed out, no report either way: PX4 may have switched with its
+    reports lost. Handed over to release_mode (Hold), streaming until the FC reports it:
+    a report since the hand-over began, not the mode known from before the request (in
+    AUTO.LOITER already, that ended the hand-over at once, stream and all)."""
+    b = Bench()
+    b.fc.armed, b.fc.custom_mode = True, mode_at_engage.custom_mode
+    t0 = start(b)
+    b.step(1.0 + 3 * 1.5 + 0.1)  # three attempts, 1.5 s each, unanswered
+    reply = b.reply("e")
+    assert not reply.ok and reply.reason is Reason.MODE_TIMEOUT
+    assert b.phase() is Phase.RELEASING and b.reason() is Reason.MODE_TIMEOUT
+    assert [m for _, m in b.mode_requests()] == [OFFBOARD] * 3 + [Px4Mode.AUTO_LOITER]
+    notice = b.notices(NoticeKind.FAILSAFE)[-1]
+    assert "may fly the stream" in notice.message and notice.reason is Reason.MODE_TIMEOUT
+    if mode_at_engage is not Px4Mode.AUTO_LOITER:
+        b.set_mode(Px4Mode.AUTO_LOITER)
+    else:
+        b.step(1.0)  # the next HEARTBEAT says AUTO.LOITER
+    assert b.phase() is Phase.IDLE and b.reason() is Reason.MODE_TIMEOUT
+    assert not b.engine.feed.running
+    times = b.setpoint_times(since=t0)
+    assert _worst_gap_s(times) <= b.settings.stream_period_s + 1e-9  # never a gap before
+
+
+def test_offboard_refused_to_the_end_just_stops() -> None:
+    """The last ACK refused and the FC still reports its mode: PX4 never switched, there
+    is nothing to hand back (a hand-over would ask over whoever flies it)."""
+    b = Bench(EngineSettings(mode_retries=0))
+    start(b)
+    b.step(1.01)
+    b.ack(MAV_CMD_DO_SET_MODE, AckResult.DENIED)
+    assert b.phase() is Phase.IDLE and b.reply("e").reason is Reason.MODE_REFUSED
+    assert not b.engine.feed.running and [m for _, m in b.mode_requests()] == [OFFBOARD]
+
+
+# -- PX4 back in OFFBOARD by itself during the warm-up (review finding 5) --------------------
+
+
+def _warmup_after_px4_failsafe(settings: EngineSettings | None = None, *,
+                               armed: bool = True) -> Bench:
+    """The review's timeline: PX4 flies its fallback (AUTO.RTL) after a failsafe that kept
+    OFFBOARD as its intended mode; an engage's first setpoint takes it back to OFFBOARD
+    30 ms on (px4-offboard.md §3), long before the warm-up ends."""
+    b = Bench(settings)
+    b.fc.armed, b.fc.custom_mode = armed, Px4Mode.AUTO_RTL.custom_mode
+    b.connect()
+    b.commander_alive = True
+    b.feed(Engage("e", UP))
+    b.later(0.03, lambda: b.set_mode(OFFBOARD))
+    b.step(0.5)
+    assert b.phase() is Phase.WARMUP and b.engine.vehicle.in_offboard
+    return b
+
+
+def test_px4_taking_offboard_in_the_warmup_is_told_once() -> None:
+    b = _warmup_after_px4_failsafe()
+    b.step(0.4)  # HEARTBEATs and CURRENT_MODEs saying OFFBOARD again
+    b.set_mode(OFFBOARD)
+    (told,) = [n for n in b.notices(NoticeKind.WARNING) if n.reason is Reason.OFFBOARD_BY_PX4]
+    assert told.phase is Phase.WARMUP and "flies the engage's setpoint" in told.message
+    b.step(0.2)  # then the warm-up ends as it always did: engaged
+    assert b.phase() is Phase.ACTIVE and b.reply("e").ok
+
+
+def test_a_release_in_the_warmup_hands_over_when_px4_flies_the_stream() -> None:
+    """It stopped the stream and answered "released": PX4, in OFFBOARD with no stream,
+    then took its offboard-loss action (Return, a descent, or worse)."""
+    b = _warmup_after_px4_failsafe()
+    t0 = b.now
+    b.feed(Release("r"))
+    assert b.reply("e").reason is Reason.CANCELLED
+    assert b.phase() is Phase.RELEASING and b.engine.feed.running and b.no_reply("r")
+    assert b.mode_requests(since=t0) == [(t0, Px4Mode.AUTO_LOITER)]  # release_mode
+    b.step(1.0)  # the FC slow to answer: streaming on, a hold where the vehicle is
+    held = [a.setpoint for _, a in b.actions(SendSetpoint, since=t0)]
+    assert len(held) >= 20 and all(isinstance(sp, PositionVelocityNed) for sp in held)
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    reply = b.reply("r")
+    assert reply.ok and reply.reason is Reason.RELEASED and "AUTO.LOITER" in reply.message
+    assert b.phase() is Phase.IDLE and not b.engine.feed.running
+
+
+def test_a_release_in_the_warmup_stops_when_px4_does_not_fly_the_stream() -> None:
+    """Disarmed, OFFBOARD is no flight (PX4 reports it on the ground after a landing, §3):
+    nothing to hand back, as before."""
+    b = _warmup_after_px4_failsafe(armed=False)
+    b.feed(Release("r"))
+    assert b.reply("r").ok and b.phase() is Phase.IDLE and not b.engine.feed.running
+    assert b.mode_requests() == []
+    assert not [n for n in b.notices(NoticeKind.WARNING) if n.reason is Reason.OFFBOARD_BY_PX4]
+
+
+def test_a_lapse_in_the_warmup_holds_when_px4_flies_the_stream() -> None:
+    b = _warmup_after_px4_failsafe(EngineSettings(warmup_s=3.0))
+    b.commander_alive = False
+    b.step(1.2)
+    assert b.phase() is Phase.HOLDING and b.reason() is Reason.LEASE_LAPSED
+    assert b.reply("e").reason is Reason.LEASE_LAPSED and b.engine.feed.running
+    assert b.mode_requests() == []  # OFFBOARD was PX4's doing; nothing asked for
+
+
+def test_an_estimate_lost_in_the_warmup_hands_over_when_px4_flies_the_stream() -> None:
+    b = _warmup_after_px4_failsafe()
+    b.position_alive = False
+    b.step(0.6)  # the warm-up ends without the position its setpoint needs
+    reply = b.reply("e")
+    assert not reply.ok and reply.reason is Reason.ESTIMATE_MISSING
+    assert b.phase() is Phase.RELEASING and b.reason() is Reason.ESTIMATE_MISSING
+    assert b.engine.feed.running and [m for _, m in b.mode_requests()] == [Px4Mode.AUTO_LOITER]
+    b.step(0.5)
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    assert b.phase() is Phase.IDLE and b.reason() is Reason.ESTIMATE_MISSING

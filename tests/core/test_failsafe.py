@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from offboardd.core.actions import ArmDisarm, NoticeKind, SendSetpoint
 from offboardd.core.commands import (
     CommanderHeartbeat,
@@ -17,15 +19,24 @@ from offboardd.core.commands import (
 )
 from offboardd.core.engine_handover import MAX_JOINED
 from offboardd.core.envelope_settings import EnvelopeSettings, LimitAction
-from offboardd.core.events import MAV_CMD_DO_SET_MODE, AckResult, FcAttitude, FcLinkDown
+from offboardd.core.events import (
+    MAV_CMD_DO_SET_MODE,
+    AckResult,
+    FcAttitude,
+    FcEstimatorStatus,
+    FcLinkDown,
+)
 from offboardd.core.modes import Px4Mode, mode_name
+from offboardd.core.motion_commands import Goto
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import (
+    AccelerationNed,
     Attitude,
     BodyRates,
     PositionNed,
     PositionVelocityNed,
     Setpoint,
+    VelocityBody,
     VelocityNed,
 )
 from offboardd.core.settings import EngineSettings, LossAction, ReleaseMode
@@ -435,6 +446,29 @@ def test_a_late_answer_to_an_earlier_ask_ends_the_handover() -> None:
     assert (b.reply("rel").message or "").startswith("FC reports AUTO.RTL")
 
 
+def test_a_handover_counts_only_a_mode_reported_since_it_began() -> None:
+    """Engaged from Hold; PX4 takes OFFBOARD but its CURRENT_MODE is lost; a release
+    before the next HEARTBEAT asks for Hold. The vehicle was last *reported* in Hold: that
+    ended the hand-over at once and stopped the stream, PX4 in OFFBOARD left to its
+    offboard-loss action. It waits for a report now, streaming."""
+    b = Bench()
+    b.fc.armed, b.fc.custom_mode = True, Px4Mode.AUTO_LOITER.custom_mode
+    b.connect()
+    b.commander_alive = True
+    b.feed(Engage("e", UP))
+    b.step(b.settings.warmup_s + 0.05)
+    assert b.phase() is Phase.ENGAGING
+    b.fc.custom_mode = Px4Mode.OFFBOARD.custom_mode  # switched; the report lost
+    t0 = b.now
+    b.feed(Release("r"))
+    assert b.phase() is Phase.RELEASING and b.engine.feed.running and b.no_reply("r")
+    b.step(0.6)  # (the next HEARTBEAT says OFFBOARD: no takeover either)
+    assert b.phase() is Phase.RELEASING and b.engine.feed.running
+    assert [m for _, m in b.mode_requests(since=t0)] == [Px4Mode.AUTO_LOITER]
+    b.set_mode(Px4Mode.AUTO_LOITER)
+    assert b.phase() is Phase.IDLE and b.reply("r").ok and not b.engine.feed.running
+
+
 # -- a hand-over with no "here" to hold (review finding 3, the rest of it) ------------------
 
 PITCH_15 = (math.cos(math.radians(7.5)), 0.0, math.sin(math.radians(7.5)), 0.0)
@@ -494,6 +528,18 @@ def test_levelling_keeps_at_least_half_the_thrust_and_leaves_other_setpoints_alo
     assert b.engine.vehicle.level_setpoint(None) is None
 
 
+def test_only_what_moves_is_stopped() -> None:
+    v = Bench().engine.vehicle  # no ATTITUDE heard: no heading
+    still = VelocityNed(0.0, 0.0, 0.0, yaw_rate_rad_s=0.0)
+    assert v.stop_setpoint(AccelerationNed(1.0, 0.0, 0.0, yaw_rad=0.5), 0.0) == VelocityNed(
+        0.0, 0.0, 0.0, yaw_rad=0.5)
+    assert v.stop_setpoint(VelocityBody(1.0, 0.0, 0.0, yaw_rate_rad_s=1.0), 0.0) == still
+    moving = PositionVelocityNed(1.0, 0.0, -5.0, 2.0, 0.0, 0.0)  # a planned motion's point
+    assert v.stop_setpoint(moving, 0.0, moving=True) == still
+    for fixed in (moving, PositionNed(1.0, 0.0, -5.0), Attitude(1.0, 0.0, 0.0, 0.0, 0.5), None):
+        assert v.stop_setpoint(fixed, 0.0) is None
+
+
 def test_a_levelled_stream_keeps_within_the_envelopes_thrust() -> None:
     """Found by the envelope fuzz: levelling a tilted attitude took its thrust below the
     envelope's min_thrust (0.094 against 0.1); the stream is ours, admission never saw it."""
@@ -508,6 +554,115 @@ def test_a_levelled_stream_keeps_within_the_envelopes_thrust() -> None:
     sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t0)]
     levelled = [sp for sp in sent if isinstance(sp, Attitude) and sp.y == 0.0]
     assert levelled and all(sp.thrust == 0.2 for sp in levelled)
+
+
+# -- ... and with no position: a stop, never the dead commander's velocity (review, finding 2)
+
+# ESTIMATOR_STATUS flags of a GPS loss with flow (or GPS velocity) left: velocities and
+# height, no horizontal position. PX4 flies a velocity setpoint on that (§1).
+VELOCITY_ONLY = 2 | 4 | 32
+HEIGHT_ONLY = 32  # no velocity either
+
+
+def _estimate(b: Bench, flags: int, for_s: float, yaw_rad: float | None = None) -> None:
+    """ESTIMATOR_STATUS with `flags` every 0.1 s for `for_s` (and ATTITUDE, if `yaw_rad`)."""
+    def report() -> None:
+        b.feed(FcEstimatorStatus(flags, **FC))
+        if yaw_rad is not None:
+            b.feed(FcAttitude(b.fc.boot_ms, 0.0, 0.0, yaw_rad, **FC))
+    for i in range(round(for_s / 0.1)):
+        b.later(0.1 * i, report)
+
+
+def _stale_setpoint_after_lapse(setpoint: Setpoint, flags: int = VELOCITY_ONLY,
+                                yaw_rad: float | None = None) -> tuple[Bench, list[Setpoint]]:
+    """The review's timeline: ACTIVE on `setpoint`, the horizontal position goes, the
+    commander dies and the FC answers no mode request: what is streamed from the lapse on."""
+    b = Bench()
+    b.engage(UP)
+    b.feed(SetSetpoint("sp", setpoint))
+    assert b.reply("sp").ok
+    _estimate(b, flags, 12.0, yaw_rad)
+    b.step(0.3)
+    t0 = lapse(b)
+    assert b.phase() is Phase.RELEASING  # no hold possible: command_loss_action = hold
+    asked_s = b.mode_requests(since=t0)[0][0]
+    b.step(9.5)  # AUTO.LOITER x 3, AUTO.LAND x 3, each unanswered for 1.5 s
+    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.ESCALATED
+    return b, [a.setpoint for _, a in b.actions(SendSetpoint, since=asked_s)]
+
+
+def test_a_lapse_with_no_position_stops_a_velocity_instead_of_flying_it() -> None:
+    """Measured by the review: 201 setpoints of 8 m/s north in the 10 s after the commander
+    died (about 80 m). Now the hand-over streams zero velocity from the lapse on."""
+    _, sent = _stale_setpoint_after_lapse(VelocityNed(8.0, 0.0, 0.0))
+    assert len(sent) > 150  # streaming on until the escalation's end, as before
+    assert set(sent) == {VelocityNed(0.0, 0.0, 0.0, yaw_rate_rad_s=0.0)}
+
+
+@pytest.mark.parametrize("setpoint", [
+    VelocityNed(3.0, 1.0, -0.5, yaw_rate_rad_s=0.4),
+    VelocityBody(4.0, 0.0, 0.0, yaw_rate_rad_s=0.3),
+    AccelerationNed(2.0, 0.0, 0.0),  # zero acceleration would coast: zero velocity stops
+], ids=lambda sp: sp.kind.value)
+def test_every_velocity_kind_becomes_a_stop_facing_where_the_vehicle_faces(
+    setpoint: Setpoint,
+) -> None:
+    _, sent = _stale_setpoint_after_lapse(setpoint, yaw_rad=0.7)
+    assert sent and set(sent) == {VelocityNed(0.0, 0.0, 0.0, yaw_rad=0.7)}
+
+
+def test_with_no_velocity_estimate_either_the_handover_still_streams_a_stop() -> None:
+    """The engine's own view may lack a velocity only because LOCAL_POSITION_NED is late on
+    the link while PX4 still flies the stream: a stop is safe either way (PX4 flies neither
+    setpoint without the estimate), stopping the stream would leave the old velocity to fly
+    COM_OF_LOSS_T more (engine_failsafe._still)."""
+    _, sent = _stale_setpoint_after_lapse(VelocityNed(8.0, 0.0, 0.0), HEIGHT_ONLY)
+    assert sent and set(sent) == {VelocityNed(0.0, 0.0, 0.0, yaw_rate_rad_s=0.0)}
+
+
+def test_a_velocity_keeps_its_yaw_angle_when_no_heading_is_known() -> None:
+    _, sent = _stale_setpoint_after_lapse(VelocityNed(8.0, 0.0, 0.0, yaw_rad=-1.0))
+    assert sent and set(sent) == {VelocityNed(0.0, 0.0, 0.0, yaw_rad=-1.0)}
+
+
+def test_a_position_setpoint_is_a_fixed_point_and_streams_on() -> None:
+    _, sent = _stale_setpoint_after_lapse(PositionNed(5.0, 0.0, -5.0))
+    assert sent and set(sent) == {PositionNed(5.0, 0.0, -5.0)}
+
+
+def test_a_commanded_release_with_no_position_stops_the_velocity_too() -> None:
+    """release_mode = rtl (three modes, up to 13.5 s unanswered): the lease ends with the
+    release, and the velocity with it."""
+    b = Bench(EngineSettings(release_mode=ReleaseMode.RTL))
+    b.engage(UP)
+    b.feed(SetSetpoint("sp", VelocityNed(5.0, 0.0, 0.0)))
+    _estimate(b, VELOCITY_ONLY, 6.0, yaw_rad=0.2)
+    b.step(0.3)
+    t0 = b.now
+    b.feed(Release("rel"))
+    b.step(5.0)
+    assert b.phase() is Phase.RELEASING
+    sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=t0)]
+    assert len(sent) > 90 and set(sent) == {VelocityNed(0.0, 0.0, 0.0, yaw_rad=0.2)}
+
+
+def test_a_running_motion_with_no_position_is_stopped_at_the_lapse() -> None:
+    b = Bench()
+    b.engage(UP)
+    b.feed(Goto("g", PositionNed(60.0, 0.0, -5.0), speed_m_s=5.0))
+    assert b.reply("g").ok
+    b.step(1.0)
+    assert b.engine.feed.motion is not None
+    _estimate(b, VELOCITY_ONLY, 4.0, yaw_rad=0.0)
+    b.step(0.3)
+    t0 = lapse(b)
+    asked_s = b.mode_requests(since=t0)[0][0]
+    b.step(1.0)
+    assert b.phase() is Phase.RELEASING and b.engine.feed.motion is None
+    assert b.notices(NoticeKind.MOTION_ABORTED)
+    sent = [a.setpoint for _, a in b.actions(SendSetpoint, since=asked_s)]
+    assert sent and set(sent) == {VelocityNed(0.0, 0.0, 0.0, yaw_rad=0.0)}
 
 
 def test_a_flood_of_repeats_never_pushes_out_the_operators_reply() -> None:

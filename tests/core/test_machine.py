@@ -21,7 +21,7 @@ import pytest
 
 from offboardd.cli import main as cli_main
 from offboardd.core.commands import CommandKind
-from offboardd.core.machine import Do, Fact, MisuseError, Outcome, Rule, Source, Trigger
+from offboardd.core.machine import Do, Fact, MisuseError, Outcome, Rule, Source, Trigger, yes
 from offboardd.core.machine_diagram import (
     MERMAID_MARKS,
     TABLE_MARKS,
@@ -85,20 +85,32 @@ def test_every_phase_trigger_pair_resolves_to_one_rule_for_every_fact_value() ->
                 assert rule.to is not Outcome.REFUSE  # only commands are refused
 
 
+def test_a_handovers_reason_is_one_its_success_can_record() -> None:
+    """A hand-over keeps the reason its row recorded to its end: the rows of its success
+    (the mode reached) must have it, or the engine raises MisuseError at the very end."""
+    reached = {r for rule in MACHINE.rules if rule.trigger is Trigger.FC_MODE_HANDED_OVER
+               for r in rule.reasons}
+    for rule in MACHINE.rules:
+        if rule.to is Phase.RELEASING:
+            assert set(rule.reasons) <= reached, rule
+
+
 def test_every_row_is_well_formed() -> None:
     for rule in MACHINE.rules:
         assert rule.why, rule
         if rule.moves:
             assert rule.reasons, rule
-        if rule.to is Phase.RELEASING:  # every hand-over names one reason for its success
-            assert Do.HAND_OVER in rule.does and len(rule.reasons) == 1, rule
+        if rule.to is Phase.RELEASING:  # every hand-over names its reasons (kept to its end)
+            assert Do.HAND_OVER in rule.does and None not in rule.reasons, rule
         if Do.START_STREAM in rule.does:  # a stream starts only with a warm-up
             assert rule.to is Phase.WARMUP and rule.trigger in ENGAGES, rule
 
 
 # -- all paths -------------------------------------------------------------------------------
 
-State = tuple[Phase, bool, bool]  # (phase, streaming, warmed up since the stream started)
+# (phase, streaming, warmed up since the stream started, or PX4 took OFFBOARD by itself
+# during the warm-up: a row that holds only when the FC flies our stream, §3)
+State = tuple[Phase, bool, bool]
 
 
 def _steps(state: State, skip: frozenset[Trigger] = frozenset()) -> list[tuple[Rule, State]]:
@@ -117,8 +129,9 @@ def _steps(state: State, skip: frozenset[Trigger] = frozenset()) -> list[tuple[R
             on = False
         if Do.START_STREAM in rule.does:
             on, warmed = True, False
-        if rule.trigger is Trigger.WARMUP_DONE:
-            warmed = True
+        if rule.trigger is Trigger.WARMUP_DONE or (
+                rule.moves and yes(Fact.FC_FLIES_STREAM) in rule.when):
+            warmed = True  # PX4 is in OFFBOARD already: it is never asked for after this
         out.append((rule, (to, on, warmed)))
     return out
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from offboardd.core.commands import Disarm, Hold, Land, Rtl
+from offboardd.core.commands import Disarm, Hold, Land, Release, Rtl
 from offboardd.core.envelope_settings import BreachAction, EnvelopeSettings
 from offboardd.core.events import (
     MAV_CMD_DO_SET_MODE,
@@ -75,6 +75,29 @@ def _hold_over(b: Bench) -> None:
 def _offboard_then_warmup_end(b: Bench) -> None:
     b.set_mode(OFFBOARD)  # PX4 took OFFBOARD by itself once setpoints flowed (§3)
     b.step(1.0)
+
+
+def _engaging_switched_unseen(b: Bench) -> None:
+    """ENGAGING; PX4 took OFFBOARD, but its CURRENT_MODE was lost: only the next HEARTBEAT
+    will say so (the review's finding 3)."""
+    walk._engaging(b)
+    b.fc.custom_mode = OFFBOARD.custom_mode
+
+
+def _warmup_flown(b: Bench, arm: bool = False) -> None:
+    """WARMUP, armed, after a failsafe that kept OFFBOARD as PX4's intended mode: PX4 is
+    back in OFFBOARD 30 ms after the first setpoint and flies the stream (§3)."""
+    b.fc.armed, b.fc.custom_mode = True, Px4Mode.AUTO_RTL.custom_mode
+    walk._warmup(b, arm)
+    b.step(0.03)
+    b.set_mode(OFFBOARD)
+    b.step(0.05)
+
+
+def _warmup_flying(b: Bench) -> None:
+    """WARMUP, armed, PX4 still in its failsafe mode: the next setpoint's OFFBOARD is next."""
+    b.fc.armed, b.fc.custom_mode = True, Px4Mode.AUTO_RTL.custom_mode
+    walk._warmup(b)
 
 
 def _stall(b: Bench) -> None:
@@ -204,10 +227,44 @@ CASES = [
          _offboard_then_warmup_end, Trigger.WARMUP_DONE,
          {F.FC_IN_OFFBOARD: True, F.ARM_WANTED: True}),
     Case("warmup stalled", S(), walk._warmup, _stall, Trigger.WARMUP_STALLED),
-    Case("warmup estimate lost", S(), walk._warmup, _estimate_lost, Trigger.WARMUP_ESTIMATE_LOST),
-    Case("warmup blocked", S(), walk._warmup, _forwarding_off, Trigger.WARMUP_BLOCKED),
-    Case("lease lapsed in warmup", S(), walk._warmup, _commander_gone, Trigger.LEASE_LAPSED),
-    Case("lease lapsed engaging", S(), walk._engaging, _commander_gone, Trigger.LEASE_LAPSED),
+    Case("warmup estimate lost", S(), walk._warmup, _estimate_lost, Trigger.WARMUP_ESTIMATE_LOST,
+         {F.FC_FLIES_STREAM: False}),
+    Case("warmup blocked", S(), walk._warmup, _forwarding_off, Trigger.WARMUP_BLOCKED,
+         {F.FC_FLIES_STREAM: False}),
+    Case("lease lapsed in warmup", S(), walk._warmup, _commander_gone, Trigger.LEASE_LAPSED,
+         {F.FC_FLIES_STREAM: False}),
+    # PX4 took OFFBOARD by itself in the warm-up (review finding 5)
+    Case("OFFBOARD by PX4 in warmup", S(), _warmup_flying, lambda b: b.set_mode(OFFBOARD),
+         Trigger.FC_OFFBOARD, {F.FC_FLIES_STREAM: True}),
+    Case("warmup estimate lost, PX4 flies", S(), _warmup_flown, _estimate_lost,
+         Trigger.WARMUP_ESTIMATE_LOST, {F.FC_FLIES_STREAM: True}),
+    Case("warmup blocked, PX4 flies", S(), _warmup_flown, _forwarding_off,
+         Trigger.WARMUP_BLOCKED, {F.FC_FLIES_STREAM: True}),
+    Case("lease lapsed in warmup, PX4 flies, hold", S(hold_s=5.0, command_timeout_s=0.5),
+         _warmup_flown,
+         _commander_gone, Trigger.LEASE_LAPSED,
+         {F.FC_FLIES_STREAM: True, F.HOLD_POSSIBLE: True}),
+    Case("lease lapsed in warmup, PX4 flies, no hold, px4",
+         S(hold_s=0.0, command_timeout_s=0.5, command_loss_action=LossAction.PX4),
+         _warmup_flown, _commander_gone,
+         Trigger.LEASE_LAPSED,
+         {F.FC_FLIES_STREAM: True, F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: True}),
+    Case("lease lapsed in warmup, PX4 flies, no hold, command",
+         S(hold_s=0.0, command_timeout_s=0.5), _warmup_flown,
+         _commander_gone, Trigger.LEASE_LAPSED,
+         {F.FC_FLIES_STREAM: True, F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: False}),
+    Case("release in warmup, PX4 flies", S(), _warmup_flown,
+         lambda b: b.feed(Release("r1")), Trigger.RELEASE, {F.FC_FLIES_STREAM: True}),
+    *[Case(f"{asked.value} in warmup, PX4 flies", S(), _warmup_flown, _ask(asked), asked,
+           {F.FC_FLIES_STREAM: True}) for asked in COMMANDS],
+    Case("lease lapsed engaging, hold", S(hold_s=5.0), _engaging_switched_unseen, _commander_gone,
+         Trigger.LEASE_LAPSED, {F.HOLD_POSSIBLE: True}),
+    Case("lease lapsed engaging, no hold, px4", S(hold_s=0.0, command_loss_action=LossAction.PX4),
+         _engaging_switched_unseen, _commander_gone, Trigger.LEASE_LAPSED,
+         {F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: True}),
+    Case("lease lapsed engaging, no hold, command", S(hold_s=0.0), _engaging_switched_unseen,
+         _commander_gone, Trigger.LEASE_LAPSED,
+         {F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: False}),
     Case("lease lapsed arming, hold", S(hold_s=5.0), walk._arming, _commander_gone,
          Trigger.LEASE_LAPSED, {F.HOLD_POSSIBLE: True}),
     Case("lease lapsed arming, no hold, px4", S(hold_s=0.0, command_loss_action=LossAction.PX4),
@@ -232,7 +289,9 @@ CASES = [
     Case("hold expired, hold", S(hold_s=1.0), walk._holding, _hold_over, Trigger.HOLD_EXPIRED,
          {F.PX4_LOSS_ACTION: False}),
     Case("OFFBOARD never confirmed", S(), walk._engaging, _silent,
-         Trigger.OFFBOARD_RETRIES_EXHAUSTED),
+         Trigger.OFFBOARD_RETRIES_EXHAUSTED, {F.OFFBOARD_REFUSED: False}),
+    Case("OFFBOARD refused to the end", S(mode_retries=0), walk._engaging, _refuse_mode,
+         Trigger.OFFBOARD_RETRIES_EXHAUSTED, {F.OFFBOARD_REFUSED: True}),
     Case("arming never confirmed", S(), walk._arming, _silent, Trigger.ARM_RETRIES_EXHAUSTED),
     Case("hand-over refused, fallback left", S(mode_retries=0), walk._releasing, _refuse_mode,
          Trigger.HANDOVER_REFUSED),
