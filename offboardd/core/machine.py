@@ -110,6 +110,9 @@ class Fact(StrEnum):
     # did not switch (it ACKs an OFFBOARD it is in already ACCEPTED), and in ENGAGING the FC
     # still reports the mode it had (OFFBOARD or any other would have moved the engine on).
     OFFBOARD_REFUSED = "OFFBOARD refused"
+    # The last arming attempt was refused by an ACK: PX4 did not arm (it accepts only when
+    # it arms, Commander::handle_command).
+    ARM_REFUSED = "arming refused"
     FAILSAFE_HANDOVER = "failsafe hand-over"  # asked by the loss action or a fence breach
     SAME_ASK_PENDING = "same mode pending"  # a command's hand-over to this mode is under way
     FC_IN_ASKED_MODE = "FC in that mode"  # the FC already reports the mode a command asks for

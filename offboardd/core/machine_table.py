@@ -199,7 +199,7 @@ FC_EVENTS = [
         D.STOP_STREAM, when=(Fact.FAILSAFE_HANDOVER,), why="the failsafe's mode took over"),
     row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.IDLE,
         (R.RELEASED, R.COMMANDED_HOLD, R.COMMANDED_LAND, R.COMMANDED_RTL, R.MODE_TIMEOUT,
-         R.ESTIMATE_MISSING, *_BLOCKED),
+         R.ARM_TIMEOUT, R.ESTIMATE_MISSING, *_BLOCKED),
         D.STOP_STREAM, D.REPLY_OK, when=((Fact.FAILSAFE_HANDOVER, False),),
         why="the commanded mode took over (or release_mode, after an engage that failed)"),
     row(P.ENGAGING, T.FC_MODE_REFUSED, STAY, None, D.RETRY_LATER,
@@ -303,8 +303,13 @@ TIMERS += [
         D.NOTICE, D.HAND_OVER, when=((Fact.OFFBOARD_REFUSED, False),),
         why="with a diagnosis; no answer either way: PX4 may have switched with its reports "
             "lost, so release_mode, streaming, rather than its offboard-loss action (review)"),
-    row(P.ARMING, T.ARM_RETRIES_EXHAUSTED, P.IDLE, (R.ARM_REFUSED, R.ARM_TIMEOUT),
-        D.STOP_STREAM, D.REPLY_FAIL, why="with a diagnosis"),
+    row(P.ARMING, T.ARM_RETRIES_EXHAUSTED, P.IDLE, R.ARM_REFUSED, D.STOP_STREAM, D.REPLY_FAIL,
+        when=(Fact.ARM_REFUSED,), why="with a diagnosis; PX4 said no: disarmed, nothing flies"),
+    row(P.ARMING, T.ARM_RETRIES_EXHAUSTED, P.RELEASING, R.ARM_TIMEOUT, D.REPLY_FAIL,
+        D.NOTICE, D.HAND_OVER, when=((Fact.ARM_REFUSED, False),),
+        why="with a diagnosis; no report either way (or an arm PX4 accepted, never reported): "
+            "it may be armed and climbing to our setpoint, so release_mode, streaming, rather "
+            "than its offboard-loss action (review)"),
     row(P.RELEASING, T.HANDOVER_REFUSED, STAY, None, D.ESCALATE, D.NOTICE,
         why="hold -> land -> stop streaming"),
     row(P.RELEASING, T.HANDOVER_EXHAUSTED, P.FAILSAFE, R.ESCALATED, D.STOP_STREAM, D.NOTICE,

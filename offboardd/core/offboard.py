@@ -323,6 +323,8 @@ class OffboardEngine:
             return self.engage.arm and not self.vehicle.armed
         if fact is Fact.OFFBOARD_REFUSED:
             return self.engage.mode_try.last_refused
+        if fact is Fact.ARM_REFUSED:
+            return self.engage.arm_try.last_refused
         assert fact is Fact.FAILSAFE_HANDOVER
         return self.handover.failsafe
 

@@ -201,6 +201,8 @@ def test_an_accepted_arm_never_reported_ends_the_engage_without_a_second_arm() -
     reply = b.reply("e")
     assert reply.reason is Reason.ARM_TIMEOUT and "accepted but never reported" in reply.message
     assert len(b.actions(ArmDisarm)) == 1
+    # it may be armed and climbing: handed to release_mode, streaming, not to the loss action
+    assert b.phase() is Phase.RELEASING and b.engine.feed.running
 
 
 def test_offboard_accepted_for_an_armed_vehicle_is_not_asked_again_over_a_pilot() -> None:

@@ -16,6 +16,7 @@ import pytest
 from offboardd.core.commands import Disarm, Hold, Land, Release, Rtl
 from offboardd.core.envelope_settings import BreachAction, EnvelopeSettings
 from offboardd.core.events import (
+    MAV_CMD_COMPONENT_ARM_DISARM,
     MAV_CMD_DO_SET_MODE,
     AckResult,
     FcHomePosition,
@@ -127,6 +128,10 @@ def _silent(b: Bench) -> None:
 
 def _refuse_mode(b: Bench) -> None:
     b.ack(MAV_CMD_DO_SET_MODE, AckResult.DENIED)
+
+
+def _refuse_arm(b: Bench) -> None:
+    b.ack(MAV_CMD_COMPONENT_ARM_DISARM, AckResult.TEMPORARILY_REJECTED)
 
 
 def _refuse_mode_twice(b: Bench) -> None:
@@ -292,7 +297,10 @@ CASES = [
          Trigger.OFFBOARD_RETRIES_EXHAUSTED, {F.OFFBOARD_REFUSED: False}),
     Case("OFFBOARD refused to the end", S(mode_retries=0), walk._engaging, _refuse_mode,
          Trigger.OFFBOARD_RETRIES_EXHAUSTED, {F.OFFBOARD_REFUSED: True}),
-    Case("arming never confirmed", S(), walk._arming, _silent, Trigger.ARM_RETRIES_EXHAUSTED),
+    Case("arming never confirmed", S(), walk._arming, _silent, Trigger.ARM_RETRIES_EXHAUSTED,
+         {F.ARM_REFUSED: False}),
+    Case("arming refused to the end", S(mode_retries=0), walk._arming, _refuse_arm,
+         Trigger.ARM_RETRIES_EXHAUSTED, {F.ARM_REFUSED: True}),
     Case("hand-over refused, fallback left", S(mode_retries=0), walk._releasing, _refuse_mode,
          Trigger.HANDOVER_REFUSED),
     Case("hand-over refused to the end", S(mode_retries=0), walk._releasing, _refuse_mode_twice,
