@@ -25,8 +25,13 @@ if TYPE_CHECKING:
     from offboardd.core.offboard import OffboardEngine
 
 # A gap in the warm-up stream longer than this fraction of COM_OF_LOSS_T restarts the
-# warm-up: PX4 would have been close to judging the stream lost.
+# warm-up: PX4 would have been close to judging the stream lost. Never more than
+# WARMUP_GAP_MAX_S, nor WARMUP_GAP_PERIODS stream periods when that is more: with a raised
+# COM_OF_LOSS_T (up to 60 s) half of it let a 29 s stall count as steady streaming, and
+# OFFBOARD be asked for on a setpoint seconds old (found by review).
 WARMUP_GAP_FRACTION = 0.5
+WARMUP_GAP_MAX_S = 0.25
+WARMUP_GAP_PERIODS = 4
 # After PX4 ACCEPTED our arm, a HEARTBEAT received this long after the ACK that says
 # disarmed means someone disarmed it ([SITL] the armed flag lags the ACK by ~0.55 s, §4;
 # the rest is the link's latency). PX4 accepts an arm only when it armed
@@ -146,7 +151,7 @@ def warmup_over(eng: OffboardEngine, now: float) -> None:
         fail_engage(eng, Trigger.WARMUP_BLOCKED, now, blocker[1], blocker[0])
         return
     gap_s = feed.steady_gap_s(now)
-    limit_s = (eng.checks.loss_timeout_s or 1.0) * WARMUP_GAP_FRACTION
+    limit_s = warmup_gap_limit_s(eng.checks.loss_timeout_s, eng.settings.stream_period_s)
     if gap_s > limit_s:
         # The shell stalled: that was not `warmup_s` of steady streaming. Start over.
         eng.go(Trigger.WARMUP_STALLED, now, "")
@@ -170,6 +175,12 @@ def warmup_over(eng: OffboardEngine, now: float) -> None:
         eng.last_ack = None
     else:  # PX4 may re-enter OFFBOARD by itself once setpoints flow (§3)
         offboard_confirmed(eng, rule, now)
+
+
+def warmup_gap_limit_s(loss_timeout_s: float | None, period_s: float) -> float:
+    """The longest gap between setpoints that still counts as steady warm-up streaming."""
+    steady_s = max(WARMUP_GAP_MAX_S, WARMUP_GAP_PERIODS * period_s)
+    return min((loss_timeout_s or 1.0) * WARMUP_GAP_FRACTION, steady_s)
 
 
 def offboard_confirmed(eng: OffboardEngine, rule: Rule, now: float) -> None:

@@ -240,7 +240,8 @@ TIMERS = [
         when=(Fact.FC_IN_OFFBOARD, (Fact.ARM_WANTED, False)),
         why="PX4 took OFFBOARD by itself (§3)"),
     row(P.WARMUP, T.WARMUP_STALLED, STAY, None, D.RESTART_WARMUP,
-        why="a gap > COM_OF_LOSS_T / 2 was not warmup_s of steady streaming"),
+        why="a gap > COM_OF_LOSS_T / 2, or > 4 stream periods (0.25 s at least), was not "
+            "warmup_s of steady streaming"),
     row(P.WARMUP, T.WARMUP_ESTIMATE_LOST, P.IDLE, R.ESTIMATE_MISSING, D.STOP_STREAM,
         D.REPLY_FAIL, when=(NOT_FLOWN,),
         why="the setpoint's estimate went invalid during the warm-up"),

@@ -17,6 +17,7 @@ from offboardd.core.actions import (
     SendSetpoint,
 )
 from offboardd.core.commands import Engage, Land, Release, SetSetpoint
+from offboardd.core.engine_engage import warmup_gap_limit_s
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
     MAV_CMD_DO_SET_MODE,
@@ -37,7 +38,7 @@ from offboardd.core.setpoints import (
 from offboardd.core.settings import EngineSettings, LossAction
 from offboardd.errors import ConfigError, ErrorCode
 
-from .bench import FC, Bench
+from .bench import FC, PX4_PARAMS, Bench
 
 UP = PositionNed(0, 0, -5)
 OFFBOARD = Px4Mode.OFFBOARD
@@ -359,6 +360,25 @@ def test_a_stall_during_warmup_restarts_it() -> None:
     ((t_req, _),) = b.mode_requests()
     stall_end = t0 + 1.2
     assert t_req >= stall_end + b.settings.warmup_s - 0.06
+
+
+def test_a_stall_is_judged_in_stream_periods_not_in_a_raised_com_of_loss_t() -> None:
+    """COM_OF_LOSS_T 10 s once let a 4 s stall count as steady warm-up streaming, and
+    OFFBOARD be asked for on a setpoint 4 s old (found by review)."""
+    b = Bench()
+    b.connect({**PX4_PARAMS, "COM_OF_LOSS_T": 10.0})
+    b.commander_alive = True
+    b.feed(Engage("e", UP))
+    b.step(0.5)
+    b.now += 0.3  # stuck for 0.3 s: over 0.25 s (4 periods at 20 Hz, 5 % of COM_OF_LOSS_T)
+    b.step(0.0)
+    b.step(0.6)
+    assert b.mode_requests() == [] and b.phase() is Phase.WARMUP
+    b.step(1.0)
+    assert len(b.mode_requests()) == 1
+    assert warmup_gap_limit_s(10.0, 0.05) == 0.25
+    assert warmup_gap_limit_s(1.0, 0.2) == 0.5  # a slow stream: 4 periods, at most half
+    assert warmup_gap_limit_s(0.4, 0.05) == 0.2
 
 
 def test_rejected_then_retried_after_the_backoff() -> None:
