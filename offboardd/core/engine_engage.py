@@ -141,14 +141,28 @@ class EngageSequence:
 # -- the engine's side: timers and FC reports of the engage ---------------------------------
 
 
-def warmup_over(eng: OffboardEngine, now: float) -> None:
-    """The warm-up deadline passed: blocked, stalled, estimate lost, or on to OFFBOARD."""
+def warmup_over(eng: OffboardEngine, now: float, silence_limit_s: float) -> None:
+    """The warm-up deadline passed: blocked, stalled, estimate lost, or on to OFFBOARD.
+    `silence_limit_s`: how long an unheard FC is still followed (engine_fc)."""
     feed, seq = eng.feed, eng.engage
     # The gate passed at the engage; a GCS's PARAM_SET since (PX4 broadcasts it) may have
     # made the stream one PX4 ignores or judges lost: never ask for OFFBOARD then.
     blocker = eng.checks.engage_blocker(eng.settings.stream_period_s)
     if blocker is not None:
         fail_engage(eng, Trigger.WARMUP_BLOCKED, now, blocker[1], blocker[0])
+        return
+    silence_s = eng.vehicle.silence_s(now)
+    if silence_s is not None and silence_s >= silence_limit_s / 2:
+        # Never ask an FC we have not heard for half the time after which we stop for its
+        # silence (an attitude or body-rate stream has no estimate to go stale): its
+        # downlink may be gone while it still takes our stream, and the request would be
+        # followed at once by that stop (review). PX4 streams several messages every 0.1 s.
+        # The warm-up waits for it; an FC lost for good ends it (fc_lost).
+        eng.go(Trigger.WARMUP_STALLED, now, "")
+        feed.restart_window(now)
+        seq.restart_warmup(now)
+        eng.out.notice(NoticeKind.WARNING, f"nothing heard from the FC for {silence_s:.2f} s "
+                       "at the warm-up's end: OFFBOARD not asked for; warming up again")
         return
     gap_s = feed.steady_gap_s(now)
     limit_s = warmup_gap_limit_s(eng.checks.loss_timeout_s, eng.settings.stream_period_s)

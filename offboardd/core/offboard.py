@@ -419,7 +419,7 @@ class OffboardEngine:
             lease_lapsed(self, now)
         warmup_end = self.engage.warmup_deadline()
         if self.phase in _WARMUP_PHASES and warmup_end is not None and now >= warmup_end:
-            warmup_over(self, now)
+            warmup_over(self, now, fc_silence_limit_s(self))
         if self.phase in _OFFBOARD_RETRY_PHASES:
             step_offboard_request(self, now)
         if self.phase in _ARM_RETRY_PHASES:

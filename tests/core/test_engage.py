@@ -30,6 +30,7 @@ from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import (
     AltitudeFrame,
+    Attitude,
     GlobalPosition,
     PositionNed,
     PositionVelocityNed,
@@ -379,6 +380,23 @@ def test_a_stall_is_judged_in_stream_periods_not_in_a_raised_com_of_loss_t() -> 
     assert warmup_gap_limit_s(10.0, 0.05) == 0.25
     assert warmup_gap_limit_s(1.0, 0.2) == 0.5  # a slow stream: 4 periods, at most half
     assert warmup_gap_limit_s(0.4, 0.05) == 0.2
+
+
+def test_offboard_is_never_asked_of_an_fc_unheard_at_the_warmups_end() -> None:
+    """An attitude stream needs no estimate that would go stale: an FC whose downlink died
+    in the warm-up was asked for OFFBOARD, then left at once as silent (found by review).
+    The warm-up waits for it instead."""
+    b = Bench()
+    b.fc.armed = True
+    start(b, Attitude(1.0, 0.0, 0.0, 0.0, 0.5))
+    b.step(0.2)
+    b.fc_alive = False
+    b.step(1.0)
+    assert b.mode_requests() == [] and b.phase() is Phase.WARMUP
+    assert b.engine.feed.running
+    b.fc_alive = True
+    b.step(1.2)
+    assert len(b.mode_requests()) == 1
 
 
 def test_rejected_then_retried_after_the_backoff() -> None:
