@@ -251,7 +251,10 @@ class OffboardClient:
         return await self._stop(Rtl(self.new_command_id()))
 
     async def arm(self) -> Reply:
-        return await self.send(Arm(self.new_command_id()))
+        """Arm. It quotes the daemon's token when one was read, as `engage` does: after a
+        pilot, a GCS or a failsafe took (or disarmed) the vehicle, only an arm written
+        since is taken."""
+        return await self.send(Arm(self.new_command_id(), resume=self.inbox.resume_token))
 
     async def disarm(self, *, force: bool = False) -> Reply:
         return await self.send(Disarm(self.new_command_id(), force=force))

@@ -96,6 +96,10 @@ class Rtl:
 @dataclass(frozen=True)
 class Arm:
     command_id: str
+    # After a pilot, a GCS or a failsafe took the vehicle (or disarmed it), an arm must quote
+    # the token made then: one written before, delivered late, would re-arm a vehicle
+    # someone just disarmed (found by review).
+    resume: str | None = None
     kind: ClassVar[CommandKind] = CommandKind.ARM
 
     def __post_init__(self) -> None:

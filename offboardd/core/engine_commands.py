@@ -103,6 +103,8 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
             ended = "never engaged" if eng.reason is None else eng.reason.value
             token = eng.resume_token
             then = ("engage to fly" if token is None
+                    else f'{cmd.kind.value} with "resume": "{token}"'
+                    if eng.phase in TAKEN and cmd.kind is CommandKind.ARM
                     else f'engage with "resume": "{token}"' if eng.phase in TAKEN
                     else f'to resume, send a setpoint or motion with "resume": "{token}"')
             eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,

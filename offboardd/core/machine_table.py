@@ -124,8 +124,13 @@ for _trigger, _reason in ((T.HOLD, R.COMMANDED_HOLD), (T.LAND, R.COMMANDED_LAND)
                 "asked for AUTO.LOITER again and again)"),
     ]
 COMMANDS += [
-    row(NOT_ENGAGED | {P.ACTIVE}, T.ARM, STAY, None, D.ARM_DISARM,
+    row(frozenset({P.IDLE, P.ACTIVE}), T.ARM, STAY, None, D.ARM_DISARM,
         why="answered when HEARTBEAT shows it"),
+    row(TAKEN, T.ARM, STAY, None, D.ARM_DISARM, when=(Fact.RESUME_QUOTED,),
+        why="an arm written after the vehicle was taken; answered when HEARTBEAT shows it"),
+    row(TAKEN, T.ARM, REFUSE, R.NOT_IN_CONTROL, when=(no(Fact.RESUME_QUOTED),),
+        why="taken (or disarmed) by a pilot, a GCS or a failsafe: an arm without this phase's "
+            "token may be one written before, delivered late; never re-arm over them"),
     row(NOT_ENGAGED | {P.ACTIVE}, T.DISARM, STAY, None, D.ARM_DISARM,
         why="answered when HEARTBEAT shows it; in ACTIVE, fc_disarmed_on_command follows"),
     row(STREAMING | {P.RELEASING}, T.EMERGENCY_STOP, P.FAILSAFE, R.EMERGENCY_STOP,

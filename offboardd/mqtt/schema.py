@@ -81,8 +81,8 @@ def _command(name: str, *fields: FieldSpec, sequenced: bool = False) -> ObjectSp
                              choice("cmd", name, wrong=MqttErrorCode.UNKNOWN_COMMAND), *fields))
 
 
-_BARE: dict[str, type[Release | Hold | Land | Rtl | Arm]] = {
-    "release": Release, "hold": Hold, "land": Land, "rtl": Rtl, "arm": Arm}
+_BARE: dict[str, type[Release | Hold | Land | Rtl]] = {
+    "release": Release, "hold": Hold, "land": Land, "rtl": Rtl}
 _COMMAND_SPECS: dict[str, ObjectSpec] = {
     # "setpoint": null on engage means none: hold where the vehicle is
     "engage": _command("engage", flag("arm", False),
@@ -90,6 +90,7 @@ _COMMAND_SPECS: dict[str, ObjectSpec] = {
                        sequenced=True),
     "setpoint": _command("setpoint", FieldSpec("setpoint", JsonType.OBJECT), RESUME,
                          sequenced=True),
+    "arm": _command("arm", RESUME),
     "disarm": _command("disarm", flag("force", False)),
     "emergency_stop": _command("emergency_stop", flag("confirm", False)),
     "heartbeat": _command("heartbeat", flag("ack", True)),
@@ -227,6 +228,8 @@ class CommandDecoder:
             return self._decode_sequenced(name, fields, command_id, commander)
         if name in MOTION_FIELDS:
             return decode_motion(name, fields, command_id, _setpoint)
+        if name == "arm":
+            return Arm(command_id, resume=fields["resume"])
         if name == "disarm":
             return Disarm(command_id, force=fields["force"])
         if name == "emergency_stop":
@@ -334,6 +337,9 @@ def encode_command(command: Command, *, session: str | None = None,
             doc["arm"] = command.arm
         if command.setpoint is not None:
             doc["setpoint"] = setpoint_to_wire(command.setpoint)
+        if command.resume is not None:
+            doc["resume"] = command.resume
+    elif isinstance(command, Arm):
         if command.resume is not None:
             doc["resume"] = command.resume
     elif isinstance(command, Disarm):

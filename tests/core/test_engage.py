@@ -16,7 +16,7 @@ from offboardd.core.actions import (
     SendCompanionHeartbeat,
     SendSetpoint,
 )
-from offboardd.core.commands import Engage, Land, Release, SetSetpoint
+from offboardd.core.commands import Arm, Engage, Land, Release, SetSetpoint
 from offboardd.core.engine_engage import warmup_gap_limit_s
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
@@ -34,6 +34,7 @@ from offboardd.core.setpoints import (
     GlobalPosition,
     PositionNed,
     PositionVelocityNed,
+    Setpoint,
     VelocityNed,
 )
 from offboardd.core.settings import EngineSettings, LossAction
@@ -45,7 +46,7 @@ UP = PositionNed(0, 0, -5)
 OFFBOARD = Px4Mode.OFFBOARD
 
 
-def start(bench: Bench, setpoint: PositionNed | None = UP, arm: bool = False) -> float:
+def start(bench: Bench, setpoint: Setpoint | None = UP, arm: bool = False) -> float:
     bench.connect()
     bench.commander_alive = True
     bench.feed(Engage("e", setpoint, arm=arm))
@@ -190,6 +191,28 @@ def test_an_accepted_arm_is_never_sent_again_and_a_later_disarm_is_a_takeover() 
     assert b.reply("e").reason is Reason.PREEMPTED_DISARMED
     (t_stop,) = [t for t, a in b.log if isinstance(a, Notice) and "disarmed" in a.message]
     assert t_ack + 1.0 <= t_stop <= t_ack + 2.0
+
+
+def test_after_a_disarm_under_us_only_an_arm_quoting_the_new_token_arms() -> None:
+    """An arm written before a person disarmed the vehicle, delivered late (a bridged
+    broker, a stalled network), must not re-arm it (found by review)."""
+    b = Bench()
+    b.fc.down_m = 0.0
+    start(b, arm=True)
+    b.auto_fc()
+    b.step(3.0)
+    assert b.phase() is Phase.ACTIVE
+    b.set_armed(False)  # a GCS disarms it
+    b.step(1.5)
+    assert b.phase() is Phase.PREEMPTED
+    arms = len(b.actions(ArmDisarm))
+    b.feed(Arm("late"))
+    reply = b.reply("late")
+    assert reply.reason is Reason.NOT_IN_CONTROL and reply.resume == b.engine.resume_token
+    assert 'arm with "resume"' in reply.message
+    assert len(b.actions(ArmDisarm)) == arms
+    b.feed(Arm("now", resume=b.engine.resume_token))
+    assert len(b.actions(ArmDisarm)) == arms + 1 and b.no_reply("now")
 
 
 def test_an_accepted_arm_never_reported_ends_the_engage_without_a_second_arm() -> None:

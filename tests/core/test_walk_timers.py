@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from offboardd.core.commands import Disarm, Hold, Land, Release, Rtl
+from offboardd.core.commands import Arm, Disarm, Hold, Land, Release, Rtl
 from offboardd.core.envelope_settings import BreachAction, EnvelopeSettings
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
@@ -337,6 +337,10 @@ CASES = [
       for phase in (Phase.IDLE, Phase.FAILSAFE, Phase.PREEMPTED)
       for trigger in (Trigger.GOTO, Trigger.PATH) for asked in (False, True)
       for quote in ((False,) if phase is Phase.IDLE else (False, True))],
+    *[Case(f"arm (token: True) in {phase.value}", S(), walk.RECIPES[phase],
+           lambda b: b.feed(Arm("c", resume=b.engine.resume_token)), Trigger.ARM,
+           {F.RESUME_QUOTED: True})
+      for phase in (Phase.FAILSAFE, Phase.PREEMPTED)],
     *[Case(f"FC silent in {phase.value}", S(hold_s=5.0), walk.RECIPES[phase], _fc_silent,
            Trigger.FC_SILENT)
       for phase in (Phase.ENGAGING, Phase.ARMING, Phase.ACTIVE, Phase.HOLDING, Phase.RELEASING)],
