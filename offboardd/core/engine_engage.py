@@ -70,6 +70,9 @@ class EngageSequence:
     ) -> None:
         self.command_id, self.arm, self.note = command_id, arm, note
         self.harmless_mode = mode_at_engage
+        # A fresh start: the last engage's ACCEPTED would make this one's first report of
+        # the vehicle's own mode a takeover (found by review: one engage per run)
+        self.mode_try, self.arm_try = self._mode_retrier(), self._arm_retrier()
         self.told_offboard_by_px4 = False
         self._warmup_end_s = now + self._settings.warmup_s
 
@@ -80,6 +83,15 @@ class EngageSequence:
         if accepted_s is not None and now >= accepted_s + MODE_REPORT_SETTLE_S:
             return None
         return self.harmless_mode
+
+    def offboard_unseen(self, armed: bool, mode_heard_s: float | None) -> bool:
+        """Might PX4 fly our stream in an OFFBOARD no report showed? Armed, OFFBOARD asked
+        for and not refused, and no HEARTBEAT or CURRENT_MODE since the last request (and
+        its settling): one since would have shown OFFBOARD, or the mode PX4 stayed in."""
+        sent_s = self.mode_try.sent_s
+        if not armed or sent_s is None or self.mode_try.last_refused:
+            return False
+        return mode_heard_s is None or mode_heard_s < sent_s + MODE_REPORT_SETTLE_S
 
     def arm_taken_back(self, now: float) -> bool:
         """Would a report of "disarmed" now mean someone disarmed what PX4 armed for us?"""

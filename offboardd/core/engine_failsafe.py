@@ -68,8 +68,8 @@ def abandon(eng: OffboardEngine, trigger: Trigger, now: float, message: str) -> 
 def lease_lapsed(eng: OffboardEngine, now: float) -> None:
     eng.lease.end()
     rule = eng.rule(Trigger.LEASE_LAPSED, now)
-    if rule.to is Phase.IDLE:  # the warm-up: never request OFFBOARD for a vanished commander
-        message = "commander lease lapsed during the warm-up"
+    if rule.to is Phase.IDLE:  # no (more) requests for a vanished commander; nothing flies
+        message = f"commander lease lapsed in {eng.phase.value}"
         eng.stop_stream()
         eng.out.reply_fail(eng.engage.take_id(), Reason.LEASE_LAPSED, message)
         eng.move(rule, f"engage failed: {message}")

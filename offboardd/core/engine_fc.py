@@ -147,7 +147,7 @@ def fc_rebooted(eng: OffboardEngine, now: float) -> None:
 
 
 def _report(eng: OffboardEngine, armed_before: bool, disarm_expected: bool,
-            now: float) -> Trigger | None:  # fmt: skip
+            now: float, heartbeat: bool) -> Trigger | None:  # fmt: skip
     """What a HEARTBEAT / CURRENT_MODE means for the session in this phase, if anything."""
     v, phase = eng.vehicle, eng.phase
     if phase in ENGAGE_STEPS:
@@ -159,7 +159,9 @@ def _report(eng: OffboardEngine, armed_before: bool, disarm_expected: bool,
             return Trigger.FC_MODE_TAKEN
         if v.armed:
             return Trigger.FC_ARMED
-        if armed_before or (phase is Phase.ARMING and eng.engage.arm_taken_back(now)):
+        # (the armed flag comes with HEARTBEAT only: CURRENT_MODE leaves the last one's)
+        taken_back = heartbeat and phase is Phase.ARMING and eng.engage.arm_taken_back(now)
+        if armed_before or taken_back:
             return Trigger.FC_DISARMED_ON_COMMAND if disarm_expected else Trigger.FC_DISARMED
     return None
 
@@ -181,7 +183,8 @@ def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: f
         eng.engage.offboard_seen()
     if eng.phase is Phase.PREEMPTED:  # the takeover came by HEARTBEAT: its intent now
         _name_px4_failsafe(eng, event)
-    trigger = _report(eng, armed_before, disarm_expected, now)
+    trigger = _report(eng, armed_before, disarm_expected, now,
+                      isinstance(event, FcHeartbeat))
     if trigger is None:
         return
     rule = eng.rule(trigger, now)

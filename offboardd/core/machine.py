@@ -110,6 +110,9 @@ class Fact(StrEnum):
     # did not switch (it ACKs an OFFBOARD it is in already ACCEPTED), and in ENGAGING the FC
     # still reports the mode it had (OFFBOARD or any other would have moved the engine on).
     OFFBOARD_REFUSED = "OFFBOARD refused"
+    # Armed, OFFBOARD asked for and not refused, and no mode report since the request: PX4
+    # may fly our stream in an OFFBOARD no report showed (EngageSequence.offboard_unseen).
+    OFFBOARD_UNSEEN = "OFFBOARD may be unseen"
     # The last arming attempt was refused by an ACK: PX4 did not arm (it accepts only when
     # it arms, Commander::handle_command).
     ARM_REFUSED = "arming refused"

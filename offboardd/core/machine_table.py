@@ -30,7 +30,6 @@ ENGAGE_STEPS = frozenset({P.WARMUP, P.ENGAGING})  # streaming, OFFBOARD not repo
 IN_OFFBOARD = frozenset({P.ARMING, P.ACTIVE, P.HOLDING})  # OFFBOARD reported, streaming
 STREAMING = STREAMING_PHASES  # ENGAGE_STEPS | IN_OFFBOARD
 HANDING_BACK = frozenset({P.ENGAGING, P.ARMING, P.ACTIVE, P.HOLDING})  # OFFBOARD asked
-OFFBOARD_ASKED = frozenset({P.ENGAGING, P.ARMING})  # the engage's steps after the request
 
 
 def row(
@@ -265,12 +264,18 @@ TIMERS = [
             "goes to release_mode (a mode request, which MAV_FWDEXTSP does not stop)"),
     row(P.WARMUP, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
         when=(NOT_FLOWN,), why="never ask for OFFBOARD for a commander that vanished"),
+    row(P.ENGAGING, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
+        when=(no(Fact.OFFBOARD_UNSEEN),),
+        why="no more requests for a commander that vanished; disarmed, refused, or a report "
+            "since the request showed the mode PX4 stayed in: nothing of ours flies (a "
+            "hand-over would switch a pilot's vehicle: review)"),
 ]
 # The engage's lapse once PX4 may fly the stream: OFFBOARD asked for (it may be in it, its
 # reports late or lost, and may arm on a request already sent), or taken by PX4 itself in
 # the warm-up. No more requests, and no vehicle left to the loss action (it was: review,
 # mid-take-off, mid-engage, mid-warm-up).
-for _phases, _flown in ((OFFBOARD_ASKED, ()), (frozenset({P.WARMUP}), (FLOWN,))):
+for _phases, _flown in ((frozenset({P.ENGAGING}), (yes(Fact.OFFBOARD_UNSEEN),)),
+                       (frozenset({P.ARMING}), ()), (frozenset({P.WARMUP}), (FLOWN,))):
     TIMERS += [
         row(_phases, T.LEASE_LAPSED, P.HOLDING, R.LEASE_LAPSED, D.HOLD_HERE, D.NOTICE,
             D.REPLY_FAIL, when=(*_flown, Fact.HOLD_POSSIBLE),
@@ -307,9 +312,15 @@ TIMERS += [
         D.REPLY_FAIL, when=(Fact.OFFBOARD_REFUSED,),
         why="with a diagnosis; PX4 said no and still reports its mode: nothing to hand back"),
     row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.RELEASING, R.MODE_TIMEOUT, D.REPLY_FAIL,
-        D.NOTICE, D.HAND_OVER, when=((Fact.OFFBOARD_REFUSED, False),),
-        why="with a diagnosis; no answer either way: PX4 may have switched with its reports "
-            "lost, so release_mode, streaming, rather than its offboard-loss action (review)"),
+        D.NOTICE, D.HAND_OVER, when=((Fact.OFFBOARD_REFUSED, False), Fact.OFFBOARD_UNSEEN),
+        why="with a diagnosis; no answer either way, armed: PX4 may have switched with its "
+            "reports lost, so release_mode, streaming, rather than its offboard-loss action "
+            "(review)"),
+    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.IDLE, R.MODE_TIMEOUT, D.STOP_STREAM,
+        D.REPLY_FAIL, when=((Fact.OFFBOARD_REFUSED, False), no(Fact.OFFBOARD_UNSEEN)),
+        why="with a diagnosis; disarmed, or a report since the request showed the mode PX4 "
+            "stayed in: nothing of ours flies, and a hand-over would switch a pilot's "
+            "vehicle (review)"),
     row(P.ARMING, T.ARM_RETRIES_EXHAUSTED, P.IDLE, R.ARM_REFUSED, D.STOP_STREAM, D.REPLY_FAIL,
         when=(Fact.ARM_REFUSED,), why="with a diagnosis; PX4 said no: disarmed, nothing flies"),
     row(P.ARMING, T.ARM_RETRIES_EXHAUSTED, P.RELEASING, R.ARM_TIMEOUT, D.REPLY_FAIL,

@@ -323,6 +323,8 @@ class OffboardEngine:
             return self.engage.arm and not self.vehicle.armed
         if fact is Fact.OFFBOARD_REFUSED:
             return self.engage.mode_try.last_refused
+        if fact is Fact.OFFBOARD_UNSEEN:
+            return self.engage.offboard_unseen(self.vehicle.armed, self.vehicle.mode_heard_s)
         if fact is Fact.ARM_REFUSED:
             return self.engage.arm_try.last_refused
         assert fact is Fact.FAILSAFE_HANDOVER

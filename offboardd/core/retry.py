@@ -12,6 +12,12 @@ from __future__ import annotations
 import math
 from enum import Enum
 
+# After ACCEPTED, how long the report is awaited at least: PX4's armed flag lags the ACK
+# by ~0.55 s, and without CURRENT_MODE (PX4 v1.14, builds without the development dialect)
+# only the 1 Hz HEARTBEAT reports a mode: one of them lost must not fail the engage, where
+# asking again used to cover it (found by review).
+ACCEPTED_REPORT_WAIT_S = 2.6
+
 
 class RetryStep(Enum):
     SEND = "send"  # send the request (again) now
@@ -27,6 +33,7 @@ class Retrier:
         self.refusals = 0
         self.last_refused = False  # did the last failed attempt fail by refusal (or timeout)?
         self.accepted_s: float | None = None  # when the FC accepted the attempt in flight
+        self.sent_s: float | None = None  # when the last attempt went out
         self._send_at: float | None = None
         self._confirm_by: float | None = None
 
@@ -35,7 +42,7 @@ class Retrier:
         self.attempts = 0
         self.refusals = 0
         self.last_refused = False
-        self.accepted_s = None
+        self.accepted_s = self.sent_s = None
         self._send_at, self._confirm_by = now, None
 
     def refused(self, now: float) -> None:
@@ -52,11 +59,12 @@ class Retrier:
 
     def accepted(self, now: float) -> None:
         """The FC accepted the attempt in flight: it is not sent again. Its report is
-        awaited for a confirm timeout from now; without one, the attempts are spent."""
+        awaited for a confirm timeout from now, ACCEPTED_REPORT_WAIT_S at least; without
+        one, the attempts are spent."""
         if self._confirm_by is None:
             return
         self.accepted_s = now
-        self._confirm_by = now + self.confirm_timeout_s
+        self._confirm_by = now + max(self.confirm_timeout_s, ACCEPTED_REPORT_WAIT_S)
 
     def poll(self, now: float) -> RetryStep | None:
         if self._confirm_by is not None and now >= self._confirm_by:
@@ -71,6 +79,7 @@ class Retrier:
                 return RetryStep.EXHAUSTED
             self.attempts += 1
             self._send_at = None
+            self.sent_s = now
             self._confirm_by = now + self.confirm_timeout_s
             return RetryStep.SEND
         return None

@@ -85,6 +85,7 @@ class VehicleState:
         self.landed_state = LandedState.UNDEFINED
         self.last_heartbeat_s: float | None = None
         self.last_heard_s: float | None = None  # any message from our autopilot
+        self.mode_heard_s: float | None = None  # the last HEARTBEAT or CURRENT_MODE
         self.local_position: FcLocalPosition | None = None
         self.global_position: FcGlobalPosition | None = None
         self.attitude: FcAttitude | None = None
@@ -141,8 +142,9 @@ class VehicleState:
             self.autopilot = event.autopilot
             self.custom_mode = event.custom_mode
             self.armed = event.armed
-            self.last_heartbeat_s = now
+            self.last_heartbeat_s = self.mode_heard_s = now
         elif isinstance(event, FcCurrentMode):
+            self.mode_heard_s = now
             self.custom_mode = event.custom_mode
             self.intended_custom_mode = event.intended_custom_mode
         elif isinstance(event, FcExtendedSysState):

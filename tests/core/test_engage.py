@@ -28,6 +28,7 @@ from offboardd.core.events import (
 )
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
+from offboardd.core.retry import ACCEPTED_REPORT_WAIT_S
 from offboardd.core.setpoints import (
     AltitudeFrame,
     Attitude,
@@ -141,8 +142,9 @@ def test_silent_fc_times_out_with_fc_timeout_code() -> None:
     b.step(3.0)
     reply = b.reply("e")
     assert reply.code is ErrorCode.FC_TIMEOUT and reply.reason is Reason.MODE_TIMEOUT
-    # no answer either way: PX4 may be in OFFBOARD unseen, so it is handed to release_mode
-    assert [m for _, m in b.mode_requests()][:3] == [OFFBOARD, OFFBOARD, Px4Mode.AUTO_LOITER]
+    # disarmed, with HEARTBEATs saying the mode it stayed in: nothing of ours flies, stopped
+    assert [m for _, m in b.mode_requests()] == [OFFBOARD, OFFBOARD]
+    assert b.phase() is Phase.IDLE and not b.engine.feed.running
 
 
 def test_engage_and_arm_confirms_armed_from_heartbeat() -> None:
@@ -215,6 +217,24 @@ def test_after_a_disarm_under_us_only_an_arm_quoting_the_new_token_arms() -> Non
     assert len(b.actions(ArmDisarm)) == arms + 1 and b.no_reply("now")
 
 
+def test_a_current_mode_after_an_accepted_arm_is_no_disarm() -> None:
+    """CURRENT_MODE has no armed flag: read 1 s after the ACK with a HEARTBEAT lost, the
+    last HEARTBEAT's "disarmed" once stopped the stream of a vehicle climbing in OFFBOARD
+    (review of the first fix). Only a HEARTBEAT says disarmed."""
+    b = Bench()
+    start(b, arm=True)
+    b.step(1.0)
+    b.set_mode(OFFBOARD)
+    b.ack(MAV_CMD_COMPONENT_ARM_DISARM, AckResult.ACCEPTED)
+    b.heartbeat_alive = False
+    b.step(1.2)
+    b.set_mode(OFFBOARD)  # a CURRENT_MODE (PX4 sends them ~2 Hz at rest)
+    assert b.phase() is Phase.ARMING and b.engine.feed.running
+    b.fc.armed, b.heartbeat_alive = True, True
+    b.step(1.0)
+    assert b.phase() is Phase.ACTIVE and b.reply("e").ok
+
+
 def test_an_accepted_arm_never_reported_ends_the_engage_without_a_second_arm() -> None:
     b = Bench()
     start(b, arm=True)
@@ -222,7 +242,9 @@ def test_an_accepted_arm_never_reported_ends_the_engage_without_a_second_arm() -
     b.set_mode(OFFBOARD)
     b.ack(MAV_CMD_COMPONENT_ARM_DISARM, AckResult.ACCEPTED)
     b.heartbeat_alive = False  # no HEARTBEAT says either way (the rest flows)
-    b.step(b.settings.arm_confirm_timeout_s + 0.05)
+    b.step(ACCEPTED_REPORT_WAIT_S - 0.1)  # (a HEARTBEAT lost is waited for)
+    assert b.phase() is Phase.ARMING and b.no_reply("e")
+    b.step(0.15)
     reply = b.reply("e")
     assert reply.reason is Reason.ARM_TIMEOUT and "accepted but never reported" in reply.message
     assert len(b.actions(ArmDisarm)) == 1
@@ -620,9 +642,9 @@ def test_a_lapse_while_engaging_with_no_hold_takes_the_loss_action(loss_action: 
     assert not b.engine.feed.running
 
 
-def test_a_lapse_while_engaging_stops_at_the_first_report_of_the_old_mode() -> None:
-    """PX4 refused (or never got) the request: held until a HEARTBEAT shows the mode it
-    had, then stopped, never asking for anything over it."""
+def test_a_lapse_while_engaging_after_a_refusal_just_stops() -> None:
+    """PX4 refused the request: nothing of ours flies, so a lapse stops, never asking for
+    anything over the mode the vehicle stayed in."""
     b = Bench(EngineSettings(hold_s=5.0))
     b.fc.armed = True
     start(b)
@@ -630,12 +652,24 @@ def test_a_lapse_while_engaging_stops_at_the_first_report_of_the_old_mode() -> N
     assert b.phase() is Phase.ENGAGING
     b.ack(MAV_CMD_DO_SET_MODE, AckResult.TEMPORARILY_REJECTED)
     b.commander_alive = False
-    b.step(2.0)  # the lapse, then a HEARTBEAT
-    assert b.phase() is Phase.PREEMPTED and not b.engine.feed.running
-    transitions = b.notices(NoticeKind.TRANSITION)
-    assert [n.phase for n in transitions[-2:]] == [Phase.HOLDING, Phase.PREEMPTED]
-    assert "OFFBOARD never reported" in transitions[-1].message
+    b.step(2.0)
+    assert b.phase() is Phase.IDLE and not b.engine.feed.running
+    assert b.reply("e").reason is Reason.LEASE_LAPSED
     assert {m for _, m in b.mode_requests()} == {OFFBOARD}
+
+
+def test_a_lapse_while_engaging_a_pilots_vehicle_never_switches_it() -> None:
+    """Armed in POSCTL, the request unanswered but a HEARTBEAT since showing POSCTL: PX4
+    did not switch. A lapse (no hold possible) stops; it once handed the pilot's vehicle
+    to the loss action's mode (review of the first fix)."""
+    b = Bench(EngineSettings(hold_s=0.0))
+    b.fc.armed = True
+    start(b)
+    b.step(1.3)
+    b.commander_alive = False
+    b.step(2.5)  # a HEARTBEAT after the request (at 1.8 s), then the lapse
+    assert b.phase() is Phase.IDLE and not b.engine.feed.running
+    assert [m for _, m in b.mode_requests()] == [OFFBOARD]
 
 
 @pytest.mark.parametrize("mode_at_engage", [Px4Mode.POSCTL, Px4Mode.AUTO_LOITER],
@@ -643,20 +677,23 @@ def test_a_lapse_while_engaging_stops_at_the_first_report_of_the_old_mode() -> N
 def test_offboard_never_confirmed_nor_refused_is_handed_to_the_release_mode(
     mode_at_engage: Px4Mode,
 ) -> None:
-    """Every attempt timed out, no report either way: PX4 may have switched with its
-    reports lost. Handed over to release_mode (Hold), streaming until the FC reports it:
-    a report since the hand-over began, not the mode known from before the request (in
-    AUTO.LOITER already, that ended the hand-over at once, stream and all)."""
-    b = Bench()
+    """Armed, every attempt timed out, no report either way (HEARTBEATs lost): PX4 may
+    have switched with its reports lost. Handed over to release_mode (Hold), streaming
+    until the FC reports it: a report since the hand-over began, not the mode known from
+    before the request (in AUTO.LOITER already, that ended the hand-over at once)."""
+    b = Bench(EngineSettings(mode_retries=0))
     b.fc.armed, b.fc.custom_mode = True, mode_at_engage.custom_mode
     t0 = start(b)
-    b.step(1.0 + 3 * 1.5 + 0.1)  # three attempts, 1.5 s each, unanswered
+    b.step(0.9)
+    b.heartbeat_alive = False  # (for less than fc_timeout_s: the FC is not lost)
+    b.step(0.1 + 1.5 + 0.1)  # the attempt, 1.5 s, unanswered
     reply = b.reply("e")
     assert not reply.ok and reply.reason is Reason.MODE_TIMEOUT
     assert b.phase() is Phase.RELEASING and b.reason() is Reason.MODE_TIMEOUT
-    assert [m for _, m in b.mode_requests()] == [OFFBOARD] * 3 + [Px4Mode.AUTO_LOITER]
+    assert [m for _, m in b.mode_requests()] == [OFFBOARD, Px4Mode.AUTO_LOITER]
     notice = b.notices(NoticeKind.FAILSAFE)[-1]
     assert "may fly the stream" in notice.message and notice.reason is Reason.MODE_TIMEOUT
+    b.heartbeat_alive = True
     if mode_at_engage is not Px4Mode.AUTO_LOITER:
         b.set_mode(Px4Mode.AUTO_LOITER)
     else:
@@ -665,6 +702,36 @@ def test_offboard_never_confirmed_nor_refused_is_handed_to_the_release_mode(
     assert not b.engine.feed.running
     times = b.setpoint_times(since=t0)
     assert _worst_gap_s(times) <= b.settings.stream_period_s + 1e-9  # never a gap before
+
+
+def test_offboard_unanswered_while_reports_show_the_pilots_mode_just_stops() -> None:
+    """Armed in POSCTL, the requests unanswered, HEARTBEATs saying POSCTL: PX4 never
+    switched; handing over would switch the pilot's vehicle to Hold (review of the first
+    fix). Stopped, as before it."""
+    b = Bench()
+    b.fc.armed = True
+    start(b)
+    b.step(1.0 + 3 * 1.5 + 0.1)
+    assert b.reply("e").reason is Reason.MODE_TIMEOUT
+    assert b.phase() is Phase.IDLE and not b.engine.feed.running
+    assert [m for _, m in b.mode_requests()] == [OFFBOARD] * 3
+
+
+def test_a_second_engage_starts_afresh() -> None:
+    """The first engage's ACCEPTED once made the second's first report of the vehicle's
+    own mode a takeover: one engage per run (review of the first fix)."""
+    b = Bench()
+    b.fc.armed, b.fc.custom_mode = True, Px4Mode.AUTO_LOITER.custom_mode
+    b.auto_fc()
+    start(b)
+    b.step(2.0)
+    assert b.phase() is Phase.ACTIVE
+    b.feed(Release("r"))
+    b.step(2.0)
+    assert b.phase() is Phase.IDLE and b.fc.custom_mode == Px4Mode.AUTO_LOITER.custom_mode
+    b.feed(Engage("e2", UP))
+    b.step(2.0)
+    assert b.phase() is Phase.ACTIVE and b.reply("e2").ok
 
 
 def test_offboard_refused_to_the_end_just_stops() -> None:

@@ -79,10 +79,16 @@ def _offboard_then_warmup_end(b: Bench) -> None:
 
 
 def _engaging_switched_unseen(b: Bench) -> None:
-    """ENGAGING; PX4 took OFFBOARD, but its CURRENT_MODE was lost: only the next HEARTBEAT
-    will say so (the review's finding 3)."""
+    """ENGAGING, armed; PX4 took OFFBOARD, but its CURRENT_MODE was lost and no HEARTBEAT
+    came since (the review's finding 3)."""
+    b.fc.armed = True
     walk._engaging(b)
+    b.heartbeat_alive = False
     b.fc.custom_mode = OFFBOARD.custom_mode
+
+
+def _unanswered(b: Bench) -> None:
+    b.step(b.settings.mode_confirm_timeout_s + 0.05)
 
 
 def _warmup_flown(b: Bench, arm: bool = False) -> None:
@@ -263,13 +269,15 @@ CASES = [
     *[Case(f"{asked.value} in warmup, PX4 flies", S(), _warmup_flown, _ask(asked), asked,
            {F.FC_FLIES_STREAM: True}) for asked in COMMANDS],
     Case("lease lapsed engaging, hold", S(hold_s=5.0), _engaging_switched_unseen, _commander_gone,
-         Trigger.LEASE_LAPSED, {F.HOLD_POSSIBLE: True}),
+         Trigger.LEASE_LAPSED, {F.OFFBOARD_UNSEEN: True, F.HOLD_POSSIBLE: True}),
     Case("lease lapsed engaging, no hold, px4", S(hold_s=0.0, command_loss_action=LossAction.PX4),
          _engaging_switched_unseen, _commander_gone, Trigger.LEASE_LAPSED,
-         {F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: True}),
+         {F.OFFBOARD_UNSEEN: True, F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: True}),
     Case("lease lapsed engaging, no hold, command", S(hold_s=0.0), _engaging_switched_unseen,
          _commander_gone, Trigger.LEASE_LAPSED,
-         {F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: False}),
+         {F.OFFBOARD_UNSEEN: True, F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: False}),
+    Case("lease lapsed engaging, nothing flies", S(), walk._engaging, _commander_gone,
+         Trigger.LEASE_LAPSED, {F.OFFBOARD_UNSEEN: False}),
     Case("lease lapsed arming, hold", S(hold_s=5.0), walk._arming, _commander_gone,
          Trigger.LEASE_LAPSED, {F.HOLD_POSSIBLE: True}),
     Case("lease lapsed arming, no hold, px4", S(hold_s=0.0, command_loss_action=LossAction.PX4),
@@ -294,7 +302,11 @@ CASES = [
     Case("hold expired, hold", S(hold_s=1.0), walk._holding, _hold_over, Trigger.HOLD_EXPIRED,
          {F.PX4_LOSS_ACTION: False}),
     Case("OFFBOARD never confirmed", S(), walk._engaging, _silent,
-         Trigger.OFFBOARD_RETRIES_EXHAUSTED, {F.OFFBOARD_REFUSED: False}),
+         Trigger.OFFBOARD_RETRIES_EXHAUSTED, {F.OFFBOARD_REFUSED: False,
+                                              F.OFFBOARD_UNSEEN: False}),
+    Case("OFFBOARD never confirmed nor reported, armed", S(mode_retries=0),
+         _engaging_switched_unseen, _unanswered, Trigger.OFFBOARD_RETRIES_EXHAUSTED,
+         {F.OFFBOARD_REFUSED: False, F.OFFBOARD_UNSEEN: True}),
     Case("OFFBOARD refused to the end", S(mode_retries=0), walk._engaging, _refuse_mode,
          Trigger.OFFBOARD_RETRIES_EXHAUSTED, {F.OFFBOARD_REFUSED: True}),
     Case("arming never confirmed", S(), walk._arming, _silent, Trigger.ARM_RETRIES_EXHAUSTED,
