@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from offboardd.config import load_config
+from offboardd.core.fc_link import LOSS_TIMEOUT_MARGIN
 from offboardd.core.settings import DEFAULT_COM_OF_LOSS_T_S
 from offboardd.errors import ConfigError
 
@@ -26,8 +27,8 @@ def main(args: argparse.Namespace) -> int:
         f"{config.engine.setpoint_rate_hz:g} Hz)"
     )
     period_s = config.engine.stream_period_s
-    if period_s > DEFAULT_COM_OF_LOSS_T_S / 4:
+    if period_s > DEFAULT_COM_OF_LOSS_T_S / LOSS_TIMEOUT_MARGIN:  # (the engage gate's rule)
         print(f"{args.file}: note: a {period_s:.3f} s stream period engages only where PX4's "
-              f"COM_OF_LOSS_T is at least {4 * period_s:.2f} s (its default, "
+              f"COM_OF_LOSS_T is at least {LOSS_TIMEOUT_MARGIN * period_s:.2f} s (its default, "
               f"{DEFAULT_COM_OF_LOSS_T_S:g} s, refuses it: stream_too_slow)")  # fmt: skip
     return 0

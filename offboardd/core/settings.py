@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 from offboardd.core.envelope_settings import EnvelopeSettings
+from offboardd.core.fc_link import LOSS_TIMEOUT_MARGIN
 from offboardd.core.modes import Px4Mode
 from offboardd.core.motion_settings import MotionSettings
 from offboardd.core.stream_plan import PlanRow
@@ -86,7 +87,8 @@ class EngineSettings:
             raise ConfigError(
                 f"setpoint_rate_hz must be above {PX4_MIN_RATE_HZ:g} Hz (PX4 needs more), got "
                 f"{self.setpoint_rate_hz!r}; with PX4's default COM_OF_LOSS_T of 1 s an engage "
-                f"needs {4 / DEFAULT_COM_OF_LOSS_T_S:g} Hz at least (a period <= COM_OF_LOSS_T / 4)"
+                f"needs {LOSS_TIMEOUT_MARGIN / DEFAULT_COM_OF_LOSS_T_S:g} Hz at least (a period "
+                f"<= COM_OF_LOSS_T / {LOSS_TIMEOUT_MARGIN:g}: the engage gate, fc_link)"
             )
         _range("warmup_s", self.warmup_s, MIN_WARMUP_S, 30.0)
         _range("command_timeout_s", self.command_timeout_s, 0.1, 60.0)
