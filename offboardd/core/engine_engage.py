@@ -79,8 +79,7 @@ class EngageSequence:
     def harmless(self, now: float) -> int | None:
         """The mode whose report is no takeover now: the engage's starting mode, until the
         FC reported OFFBOARD or accepted it for an armed vehicle a while ago."""
-        accepted_s = self.mode_try.accepted_s
-        if accepted_s is not None and now >= accepted_s + MODE_REPORT_SETTLE_S:
+        if self.mode_try.accepted_for(now, MODE_REPORT_SETTLE_S):
             return None
         return self.harmless_mode
 
@@ -95,8 +94,7 @@ class EngageSequence:
 
     def arm_taken_back(self, now: float) -> bool:
         """Would a report of "disarmed" now mean someone disarmed what PX4 armed for us?"""
-        accepted_s = self.arm_try.accepted_s
-        return accepted_s is not None and now >= accepted_s + ARM_REPORT_SETTLE_S
+        return self.arm_try.accepted_for(now, ARM_REPORT_SETTLE_S)
 
     def offboard_seen(self) -> None:
         """The FC reported OFFBOARD during the engage: from now on the mode it had before
@@ -119,11 +117,9 @@ class EngageSequence:
         self._warmup_end_s = None
 
     def request_offboard(self, now: float) -> None:
-        self.mode_try = self._mode_retrier()
         self.mode_try.begin(now)
 
     def request_arm(self, now: float) -> None:
-        self.arm_try = self._arm_retrier()
         self.arm_try.begin(now)
 
     def offboard_refused(self, now: float) -> None:
@@ -170,23 +166,15 @@ def warmup_over(eng: OffboardEngine, now: float, silence_limit_s: float) -> None
         # downlink may be gone while it still takes our stream, and the request would be
         # followed at once by that stop (review). PX4 streams several messages every 0.1 s.
         # The warm-up waits for it; an FC lost for good ends it (fc_lost).
-        eng.go(Trigger.WARMUP_STALLED, now, "")
-        feed.restart_window(now)
-        seq.restart_warmup(now)
-        eng.out.notice(NoticeKind.WARNING, f"nothing heard from the FC for {silence_s:.2f} s "
-                       "at the warm-up's end: OFFBOARD not asked for; warming up again")
+        _restart_warmup(eng, now, f"nothing heard from the FC for {silence_s:.2f} s at the "
+                        "warm-up's end: OFFBOARD not asked for; warming up again")
         return
     gap_s = feed.steady_gap_s(now)
     limit_s = warmup_gap_limit_s(eng.checks.loss_timeout_s, eng.settings.stream_period_s)
     if gap_s > limit_s:
         # The shell stalled: that was not `warmup_s` of steady streaming. Start over.
-        eng.go(Trigger.WARMUP_STALLED, now, "")
-        feed.restart_window(now)
-        seq.restart_warmup(now)
-        eng.out.notice(
-            NoticeKind.WARNING,
-            f"setpoint stream stalled {gap_s:.2f} s during the warm-up; restarting it",
-        )
+        _restart_warmup(eng, now, f"setpoint stream stalled {gap_s:.2f} s during the "
+                        "warm-up; restarting it")
         return
     seq.end_warmup()
     sp = eng.feed.setpoint
@@ -201,6 +189,14 @@ def warmup_over(eng: OffboardEngine, now: float, silence_limit_s: float) -> None
         eng.last_ack = None
     else:  # PX4 may re-enter OFFBOARD by itself once setpoints flow (§3)
         offboard_confirmed(eng, rule, now)
+
+
+def _restart_warmup(eng: OffboardEngine, now: float, why: str) -> None:
+    """WARMUP_STALLED: `warmup_s` of steady streaming again from now, and say why."""
+    eng.go(Trigger.WARMUP_STALLED, now, "")
+    eng.feed.restart_window(now)
+    eng.engage.restart_warmup(now)
+    eng.out.notice(NoticeKind.WARNING, why)
 
 
 def warmup_gap_limit_s(loss_timeout_s: float | None, period_s: float) -> float:

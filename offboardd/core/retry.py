@@ -66,6 +66,10 @@ class Retrier:
         self.accepted_s = now
         self._confirm_by = now + max(self.confirm_timeout_s, ACCEPTED_REPORT_WAIT_S)
 
+    def accepted_for(self, now: float, settle_s: float) -> bool:
+        """Did the FC accept the attempt in flight `settle_s` or more before `now`?"""
+        return self.accepted_s is not None and now >= self.accepted_s + settle_s
+
     def poll(self, now: float) -> RetryStep | None:
         if self._confirm_by is not None and now >= self._confirm_by:
             self._confirm_by = None
