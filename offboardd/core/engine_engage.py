@@ -41,6 +41,10 @@ ARM_REPORT_SETTLE_S = 1.0
 # ACK, which could refuse, follows within ms), a report of the engage's starting mode
 # received this long after the ACK is someone switching back.
 MODE_REPORT_SETTLE_S = 0.5
+# Warm-up ends in a row at which the FC had been unheard for half the silence limit (each
+# restarts the warm-up) before the engage fails (WARMUP_UNHEARD): an FC heard only in bursts
+# would otherwise keep the warm-up restarting, the engage unanswered (found by review).
+WARMUP_UNHEARD_ENDS = 3
 
 
 class EngageSequence:
@@ -53,6 +57,7 @@ class EngageSequence:
         # has reported OFFBOARD (`offboard_seen`).
         self.harmless_mode: int | None = None
         self.told_offboard_by_px4 = False  # the offboard_by_px4 warning went out
+        self.unheard_ends = 0  # warm-up ends in a row with the FC unheard
         self._warmup_end_s: float | None = None
         self.mode_try = self._mode_retrier()
         self.arm_try = self._arm_retrier()
@@ -74,6 +79,7 @@ class EngageSequence:
         # the vehicle's own mode a takeover (found by review: one engage per run)
         self.mode_try, self.arm_try = self._mode_retrier(), self._arm_retrier()
         self.told_offboard_by_px4 = False
+        self.unheard_ends = 0
         self._warmup_end_s = now + self._settings.warmup_s
 
     def harmless(self, now: float) -> int | None:
@@ -159,13 +165,20 @@ def warmup_over(eng: OffboardEngine, now: float, silence_limit_s: float) -> None
     if blocker is not None:
         fail_engage(eng, Trigger.WARMUP_BLOCKED, now, blocker[1], blocker[0])
         return
-    silence_s = eng.vehicle.silence_s(now)
-    if silence_s is not None and silence_s >= silence_limit_s / 2:
+    silence_s = eng.vehicle.silence_s(now) or 0.0
+    unheard = silence_s >= silence_limit_s / 2
+    seq.unheard_ends = seq.unheard_ends + 1 if unheard else 0
+    if seq.unheard_ends >= WARMUP_UNHEARD_ENDS:
+        fail_engage(eng, Trigger.WARMUP_UNHEARD, now, f"the FC unheard for {silence_s:.2f} s "
+                    f"at {seq.unheard_ends} warm-up ends in a row: OFFBOARD not asked for")
+        return
+    if unheard:
         # Never ask an FC we have not heard for half the time after which we stop for its
         # silence (an attitude or body-rate stream has no estimate to go stale): its
         # downlink may be gone while it still takes our stream, and the request would be
         # followed at once by that stop (review). PX4 streams several messages every 0.1 s.
-        # The warm-up waits for it; an FC lost for good ends it (fc_lost).
+        # The warm-up waits for it, at most WARMUP_UNHEARD_ENDS ends in a row; an FC
+        # lost for good ends it (fc_lost).
         _restart_warmup(eng, now, f"nothing heard from the FC for {silence_s:.2f} s at the "
                         "warm-up's end: OFFBOARD not asked for; warming up again")
         return

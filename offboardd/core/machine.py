@@ -65,6 +65,7 @@ class Trigger(StrEnum):
     WARMUP_STALLED = "warmup_stalled"  # the warm-up ended with a gap > COM_OF_LOSS_T / 2
     WARMUP_ESTIMATE_LOST = "warmup_estimate_lost"  # the setpoint's estimate went invalid
     WARMUP_BLOCKED = "warmup_blocked"  # the engage gate would refuse now (a GCS set a param)
+    WARMUP_UNHEARD = "warmup_unheard"  # the FC unheard at WARMUP_UNHEARD_ENDS ends in a row
     LEASE_LAPSED = "lease_lapsed"  # no accepted command for command_timeout_s
     HOLD_EXPIRED = "hold_expired"  # hold_s over
     OFFBOARD_RETRIES_EXHAUSTED = "offboard_retries_exhausted"

@@ -203,7 +203,7 @@ FC_EVENTS = [
         D.STOP_STREAM, when=(Fact.FAILSAFE_HANDOVER,), why="the failsafe's mode took over"),
     row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.IDLE,
         (R.RELEASED, R.COMMANDED_HOLD, R.COMMANDED_LAND, R.COMMANDED_RTL, R.MODE_TIMEOUT,
-         R.ARM_TIMEOUT, R.ESTIMATE_MISSING, *_BLOCKED),
+         R.ARM_TIMEOUT, R.ESTIMATE_MISSING, R.FC_SILENT, *_BLOCKED),
         D.STOP_STREAM, D.REPLY_OK, when=((Fact.FAILSAFE_HANDOVER, False),),
         why="the commanded mode took over (or release_mode, after an engage that failed)"),
     row(P.ENGAGING, T.FC_MODE_REFUSED, STAY, None, D.RETRY_LATER,
@@ -233,6 +233,12 @@ FC_EVENTS += [
         why="streaming, nothing heard for 0.9 × COM_OF_LOSS_T: if the link is down both ways "
             "PX4 fails safe now, and a stream the link brought back would take the vehicle "
             "back (§3). Judged only while streaming, once OFFBOARD was asked for"),
+    row(P.WARMUP, T.FC_SILENT, P.FAILSAFE, R.FC_SILENT, D.STOP_STREAM, D.REPLY_FAIL, D.NOTICE,
+        when=(FLOWN,), why=_FLOWN_IN_WARMUP + "judged as once OFFBOARD was asked for "
+                                              "(it was not: review)"),
+    row(P.WARMUP, T.FC_SILENT, IGNORE, when=(NOT_FLOWN,),
+        why="nothing of ours flies: the warm-up's end judges an unheard FC (it waits, at "
+            "most 3 ends in a row), fc_lost a lost one"),
 ]
 
 TIMERS = [
@@ -262,6 +268,13 @@ TIMERS = [
         D.HAND_OVER, when=(FLOWN,),
         why=_FLOWN_IN_WARMUP + "the gate, judged again, fails the engage; the vehicle "
             "goes to release_mode (a mode request, which MAV_FWDEXTSP does not stop)"),
+    row(P.WARMUP, T.WARMUP_UNHEARD, P.IDLE, R.FC_SILENT, D.STOP_STREAM, D.REPLY_FAIL,
+        when=(NOT_FLOWN,),
+        why="the FC unheard for half the silence limit at 3 warm-up ends in a row: an FC "
+            "heard only in bursts kept the warm-up restarting, the engage unanswered (review)"),
+    row(P.WARMUP, T.WARMUP_UNHEARD, P.RELEASING, R.FC_SILENT, D.REPLY_FAIL, D.NOTICE,
+        D.HAND_OVER, when=(FLOWN,),
+        why=_FLOWN_IN_WARMUP + "the engage fails, the vehicle goes to release_mode"),
     row(P.WARMUP, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
         when=(NOT_FLOWN,), why="never ask for OFFBOARD for a commander that vanished"),
     row(P.ENGAGING, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,

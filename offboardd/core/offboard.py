@@ -209,7 +209,7 @@ class OffboardEngine:
         if self.fc_up and self.vehicle.last_heartbeat_s is not None:
             times.append(self.vehicle.last_heartbeat_s + self.settings.fc_timeout_s)
         heard_s = self.vehicle.last_heard_s
-        if phase in _SILENCE_PHASES and self.feed.running and heard_s is not None:
+        if heard_s is not None and self._silence_judged(heard_s):  # (its facts need no clock)
             times.append(heard_s + fc_silence_limit_s(self))
         if self.vehicle.target is not None and self.fc_up and times[0] == math.inf:
             # While streaming, the companion heartbeat rides on the next tick (at most a
@@ -387,14 +387,20 @@ class OffboardEngine:
 
     # -- timers ------------------------------------------------------------------------------
 
+    def _silence_judged(self, now: float) -> bool:
+        """Is FC_SILENT armed? Streaming, in a phase whose row judges it (in WARMUP only
+        once PX4 flies the stream: else its end judges an unheard FC)."""
+        return (self.phase in _SILENCE_PHASES and self.feed.running
+                and self.rule(Trigger.FC_SILENT, now).to is not Outcome.IGNORE)
+
     def _timers(self, now: float) -> None:
         v = self.vehicle
         hb_age = v.heartbeat_age_s(now)
         if self.fc_up and hb_age is not None and hb_age >= self.settings.fc_timeout_s:
             fc_lost(self, now, f"no HEARTBEAT for {self.settings.fc_timeout_s:g} s")
         silence_s = v.silence_s(now)
-        if (self.phase in _SILENCE_PHASES and self.feed.running and silence_s is not None
-                and silence_s >= fc_silence_limit_s(self)):  # fmt: skip
+        if (silence_s is not None and silence_s >= fc_silence_limit_s(self)
+                and self._silence_judged(now)):  # fmt: skip
             fc_silent(self, now)
         if self.fc_up and v.target is not None:
             # The heartbeat first: it gives our frames the vehicle's system id (the runtime

@@ -444,6 +444,40 @@ def test_offboard_is_never_asked_of_an_fc_unheard_at_the_warmups_end() -> None:
     assert len(b.mode_requests()) == 1
 
 
+def test_a_warmup_px4_flies_stops_for_the_fc_silent() -> None:
+    """PX4 took OFFBOARD by itself in the warm-up (§3) and the link went down both ways:
+    stopped before PX4's COM_OF_LOSS_T, as once OFFBOARD was asked for, so that a link
+    coming back cannot take the vehicle back from its loss action (review)."""
+    b = Bench()
+    b.fc.armed, b.fc.custom_mode = True, Px4Mode.AUTO_RTL.custom_mode
+    start(b)
+    b.step(0.05)
+    b.set_mode(OFFBOARD)
+    b.step(0.2)
+    b.fc_alive = False
+    b.step(0.95)  # before PX4's COM_OF_LOSS_T (1 s) runs out
+    assert b.phase() is Phase.FAILSAFE and not b.engine.feed.running
+    assert b.reply("e").reason is Reason.FC_SILENT
+    assert [n.reason for n in b.notices(NoticeKind.FAILSAFE)] == [Reason.FC_SILENT]
+
+
+def test_an_fc_heard_only_in_bursts_does_not_keep_the_warmup_restarting() -> None:
+    """Unheard at three warm-up ends in a row (never 0.9 x COM_OF_LOSS_T at once): the
+    engage fails as fc_silent instead of restarting its warm-up forever (review)."""
+    b = Bench()
+    start(b)
+    for _ in range(3):
+        b.fc_alive = True
+        b.feed(b.fc.heartbeat())  # never lost: a HEARTBEAT in every burst
+        b.step(0.3)
+        b.fc_alive = False
+        b.step(0.7)  # at the warm-up's end the FC unheard for ~0.6-0.7 s: restarted
+    b.step(0.05)
+    assert b.phase() is Phase.IDLE and not b.engine.feed.running
+    assert b.reply("e").reason is Reason.FC_SILENT
+    assert b.mode_requests() == []
+
+
 def test_rejected_then_retried_after_the_backoff() -> None:
     b = Bench(EngineSettings(retry_backoff_s=0.3))
     start(b)

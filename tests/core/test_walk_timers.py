@@ -128,6 +128,22 @@ def _fc_silent(b: Bench) -> None:
     b.step(0.95)  # 0.9 x COM_OF_LOSS_T (1 s) and a little
 
 
+def _unheard_at_ends(b: Bench) -> None:
+    """Heard in bursts (a HEARTBEAT 0.6 s before each warm-up end and 0.2 s after it,
+    nothing else): never silent for 0.9 s, unheard at every end: restarted twice, failed
+    at the third."""
+    b.fc_alive = False
+    for burst in range(3):
+        end = b.engine.engage.warmup_deadline()
+        assert end is not None and end - 0.6 > b.now
+        b.step(end - 0.6 - b.now)
+        b.feed(b.fc.heartbeat())
+        b.step(0.61)
+        if burst < 2:
+            b.step(0.19)
+            b.feed(b.fc.heartbeat())
+
+
 def _silent(b: Bench) -> None:
     b.step(8.0)  # the FC never reports the mode / the arming
 
@@ -264,6 +280,14 @@ CASES = [
          S(hold_s=0.0, command_timeout_s=0.5), _warmup_flown,
          _commander_gone, Trigger.LEASE_LAPSED,
          {F.FC_FLIES_STREAM: True, F.HOLD_POSSIBLE: False, F.PX4_LOSS_ACTION: False}),
+    Case("FC silent in warmup", S(), walk._warmup, _fc_silent, Trigger.FC_SILENT,
+         {F.FC_FLIES_STREAM: False}),
+    Case("FC silent in warmup, PX4 flies", S(), _warmup_flown, _fc_silent, Trigger.FC_SILENT,
+         {F.FC_FLIES_STREAM: True}),
+    Case("FC unheard at warm-up ends", S(), walk._warmup, _unheard_at_ends,
+         Trigger.WARMUP_UNHEARD, {F.FC_FLIES_STREAM: False}),
+    Case("FC unheard at warm-up ends, PX4 flies", S(), _warmup_flown, _unheard_at_ends,
+         Trigger.WARMUP_UNHEARD, {F.FC_FLIES_STREAM: True}),
     Case("release in warmup, PX4 flies", S(), _warmup_flown,
          lambda b: b.feed(Release("r1")), Trigger.RELEASE, {F.FC_FLIES_STREAM: True}),
     *[Case(f"{asked.value} in warmup, PX4 flies", S(), _warmup_flown, _ask(asked), asked,
