@@ -241,14 +241,16 @@ class OffboardClient:
     async def release(self) -> Reply:
         return await self._stop(Release(self.new_command_id()))
 
+    # hold, land and rtl quote the daemon's token when one was read, as `arm` does: after a
+    # pilot, a GCS or a failsafe took the vehicle, only a mode request written since is taken.
     async def hold(self) -> Reply:
-        return await self._stop(Hold(self.new_command_id()))
+        return await self._stop(Hold(self.new_command_id(), resume=self.inbox.resume_token))
 
     async def land(self) -> Reply:
-        return await self._stop(Land(self.new_command_id()))
+        return await self._stop(Land(self.new_command_id(), resume=self.inbox.resume_token))
 
     async def rtl(self) -> Reply:
-        return await self._stop(Rtl(self.new_command_id()))
+        return await self._stop(Rtl(self.new_command_id(), resume=self.inbox.resume_token))
 
     async def arm(self) -> Reply:
         """Arm. It quotes the daemon's token when one was read, as `engage` does: after a
@@ -351,6 +353,14 @@ class OffboardClient:
             phase = (self.state or {}).get("phase")
             raise NoToken(f"no token to take control with (phase {phase}): engage instead")
         return token
+
+    async def known_token(self) -> str | None:
+        """The daemon's token, once its retained state was read (waiting for it if none was
+        yet): what an arm, a hold, a land or an rtl written now quotes. None: nobody took
+        the vehicle from a commander since the last engage; none is needed."""
+        if self.inbox.resume_token is None and self.inbox.state is None:
+            await self.wait_for_state(lambda _: True, self.reply_timeout_s)
+        return self.inbox.resume_token
 
     def keep_lease(self) -> None:
         """Renew the lease in the background from now on (as after an engage): for a

@@ -65,6 +65,9 @@ class Hold:
     """Release into AUTO.LOITER (escalating to AUTO.LAND if PX4 refuses)."""
 
     command_id: str
+    # After a pilot, a GCS or a failsafe took the vehicle, the token made then (as `Arm`):
+    # one written before, delivered late, must not switch a pilot's vehicle to a mode.
+    resume: str | None = None
     kind: ClassVar[CommandKind] = CommandKind.HOLD
 
     def __post_init__(self) -> None:
@@ -76,6 +79,7 @@ class Land:
     """Release into AUTO.LAND."""
 
     command_id: str
+    resume: str | None = None  # the token after a takeover, as `Hold`
     kind: ClassVar[CommandKind] = CommandKind.LAND
 
     def __post_init__(self) -> None:
@@ -87,6 +91,7 @@ class Rtl:
     """Release into AUTO.RTL (escalating to Hold, then Land, if PX4 refuses)."""
 
     command_id: str
+    resume: str | None = None  # the token after a takeover, as `Hold`
     kind: ClassVar[CommandKind] = CommandKind.RTL
 
     def __post_init__(self) -> None:

@@ -48,6 +48,10 @@ if TYPE_CHECKING:
 
 ALLOWED: dict[CommandKind, frozenset[Phase]] = {k: MACHINE.allowed(k) for k in CommandKind}
 _TRIGGERS = {k: Trigger.of_command(k) for k in CommandKind}
+# In FAILSAFE / PREEMPTED these quote the token themselves (machine_table: an arm or a mode
+# request written before the takeover must not act on the vehicle); the rest re-engage.
+_QUOTE_THEMSELVES = frozenset({CommandKind.ARM, CommandKind.HOLD, CommandKind.LAND,
+                               CommandKind.RTL})
 
 # The mode chain each hand-over command asks for (None: the configured release_mode).
 _MODE_CHAINS: dict[CommandKind, str | None] = {
@@ -104,7 +108,7 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
             token = eng.resume_token
             then = ("engage to fly" if token is None
                     else f'{cmd.kind.value} with "resume": "{token}"'
-                    if eng.phase in TAKEN and cmd.kind is CommandKind.ARM
+                    if eng.phase in TAKEN and cmd.kind in _QUOTE_THEMSELVES
                     else f'engage with "resume": "{token}"' if eng.phase in TAKEN
                     else f'to resume, send a setpoint or motion with "resume": "{token}"')
             eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,

@@ -115,9 +115,18 @@ for _trigger, _reason in ((T.HOLD, R.COMMANDED_HOLD), (T.LAND, R.COMMANDED_LAND)
             when=(yes(Fact.SAME_ASK_PENDING),),
             why="a repeat: answered with the pending one (a flood of holds sent 1,200 "
                 "DO_SET_MODEs before)"),
-        row(NOT_ENGAGED, _trigger, P.RELEASING, _reason, D.HAND_OVER,
+        row(P.IDLE, _trigger, P.RELEASING, _reason, D.HAND_OVER,
             when=(no(Fact.FC_IN_ASKED_MODE),),
             why="a plain mode request: the vehicle is not ours, no escalation"),
+        row(TAKEN, _trigger, P.RELEASING, _reason, D.HAND_OVER,
+            when=(no(Fact.FC_IN_ASKED_MODE), Fact.RESUME_QUOTED),
+            why="a plain mode request written after the vehicle was taken (it quotes this "
+                "phase's token), as from idle"),
+        row(TAKEN, _trigger, REFUSE, R.NOT_IN_CONTROL,
+            when=(no(Fact.FC_IN_ASKED_MODE), no(Fact.RESUME_QUOTED)),
+            why="taken by a pilot, a GCS or a failsafe: a mode request without this phase's "
+                "token may be one written before, delivered late; never switch a pilot's "
+                "vehicle (nor reach idle, where an arm needs no token: review)"),
         row(NOT_ENGAGED, _trigger, STAY, None, D.REPLY_OK, when=(yes(Fact.FC_IN_ASKED_MODE),),
             why="already there: answered at once, nothing to the FC (a flood of holds "
                 "asked for AUTO.LOITER again and again)"),

@@ -66,9 +66,10 @@ EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_TIMEOUT, EXIT_UNREACHABLE = 0, 1, 2, 3, 
 EXIT_BROKER_REFUSED = 5
 EXIT_CONTROL_LOST = 6  # --keep-lease: a pilot, a GCS, a failsafe or a restart took control
 EXIT_OFFLINE = 7  # `state`: the daemon is offline, the state printed is its last
+_QUOTING: dict[str, type[Hold | Land | Rtl | Arm]] = {
+    "hold": Hold, "land": Land, "rtl": Rtl, "arm": Arm}
 _SIMPLE: dict[str, type[Release | Hold | Land | Rtl | Arm | CommanderHeartbeat]] = {
-    "release": Release, "hold": Hold, "land": Land, "rtl": Rtl, "arm": Arm,
-           "heartbeat": CommanderHeartbeat}
+    "release": Release, **_QUOTING, "heartbeat": CommanderHeartbeat}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -234,6 +235,8 @@ async def _act(c: OffboardClient, args: argparse.Namespace) -> int:
         command = Disarm(command_id, force=args.force)
     elif action == "emergency-stop":
         command = EmergencyStop(command_id, confirm=args.confirm)
+    elif action in _QUOTING:  # written now, by an operator: it quotes the token (mqtt-api.md)
+        command = _QUOTING[action](command_id, resume=await c.known_token())
     else:
         command = _SIMPLE[action](command_id)
     return _print_reply(await c.send(command, check=False))
@@ -262,6 +265,7 @@ async def _flown(c: OffboardClient, args: argparse.Namespace) -> int:
 
 async def _engage(c: OffboardClient, args: argparse.Namespace) -> int:
     setpoint = None if args.setpoint is None else _setpoint_json(args.setpoint, "--setpoint")
+    await c.known_token()  # the state read first: after a takeover the engage quotes it
     try:
         reply = await c.engage(setpoint, arm=args.arm)
     except CommandRefused as exc:

@@ -81,8 +81,7 @@ def _command(name: str, *fields: FieldSpec, sequenced: bool = False) -> ObjectSp
                              choice("cmd", name, wrong=MqttErrorCode.UNKNOWN_COMMAND), *fields))
 
 
-_BARE: dict[str, type[Release | Hold | Land | Rtl]] = {
-    "release": Release, "hold": Hold, "land": Land, "rtl": Rtl}
+_HANDOVERS: dict[str, type[Hold | Land | Rtl]] = {"hold": Hold, "land": Land, "rtl": Rtl}
 _COMMAND_SPECS: dict[str, ObjectSpec] = {
     # "setpoint": null on engage means none: hold where the vehicle is
     "engage": _command("engage", flag("arm", False),
@@ -94,7 +93,8 @@ _COMMAND_SPECS: dict[str, ObjectSpec] = {
     "disarm": _command("disarm", flag("force", False)),
     "emergency_stop": _command("emergency_stop", flag("confirm", False)),
     "heartbeat": _command("heartbeat", flag("ack", True)),
-    **{name: _command(name) for name in _BARE},
+    "release": _command("release"),
+    **{name: _command(name, RESUME) for name in _HANDOVERS},
     **{name: _command(name, *fields, RESUME) for name, fields in MOTION_FIELDS.items()},
     "flights": _command("flights", integer("limit", 1, FLIGHTS_LIMIT_MAX, 20)),
 }
@@ -242,8 +242,9 @@ class CommandDecoder:
             return CommanderHeartbeat(command_id, ack=fields["ack"])
         if name == "flights":
             return FlightsQuery(command_id, limit=fields["limit"])
-        command: Command = _BARE[name](command_id)
-        return command
+        if name in _HANDOVERS:
+            return _HANDOVERS[name](command_id, resume=fields["resume"])
+        return Release(command_id)
 
     def _decode_sequenced(self, name: str, fields: dict[str, Any], command_id: str,
                           commander: str) -> Command | Rejection:
@@ -339,7 +340,7 @@ def encode_command(command: Command, *, session: str | None = None,
             doc["setpoint"] = setpoint_to_wire(command.setpoint)
         if command.resume is not None:
             doc["resume"] = command.resume
-    elif isinstance(command, Arm):
+    elif isinstance(command, Arm | Hold | Land | Rtl):
         if command.resume is not None:
             doc["resume"] = command.resume
     elif isinstance(command, Disarm):

@@ -540,7 +540,7 @@ def test_the_engine_stands_by_only_the_requests_it_would_still_make() -> None:
     assert not b.engine.still_wants(ArmDisarm(target, arm=True))
     b.set_mode(Px4Mode.AUTO_RTL)  # a GCS presses Return
     assert b.phase() is Phase.PREEMPTED and not b.engine.still_wants(offboard)
-    b.feed(Land("l"))
+    b.feed(Land("l", resume=b.engine.resume_token))  # written after the takeover
     assert b.engine.still_wants(RequestMode(target, Px4Mode.AUTO_LAND))
     assert not b.engine.still_wants(RequestMode(target, Px4Mode.AUTO_LOITER))
 

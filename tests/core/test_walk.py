@@ -215,7 +215,8 @@ def test_fc_events_in_every_phase_do_what_the_table_says(
 QUOTED = [*[(Phase.HOLDING, t) for t in (Trigger.SETPOINT, Trigger.GOTO, Trigger.PATH,
                                           Trigger.ORBIT, Trigger.STOP)],
           *[(p, t) for p in (Phase.FAILSAFE, Phase.PREEMPTED)
-            for t in (Trigger.ENGAGE, Trigger.GOTO)]]  # (the walk's goto has engage: true)
+            for t in (Trigger.ENGAGE, Trigger.GOTO,  # (the walk's goto has engage: true)
+                      Trigger.HOLD, Trigger.LAND, Trigger.RTL)]]
 
 
 @pytest.mark.parametrize(("phase", "trigger"), QUOTED)
@@ -227,7 +228,8 @@ def test_what_quotes_the_token_takes_control(phase: Phase, trigger: Trigger) -> 
     b.engine.command_in_hand = command
     rule = b.engine.rule(trigger, b.now)
     b.engine.command_in_hand = None
-    assert rule.to in (Phase.ACTIVE, Phase.WARMUP) and rule in MACHINE.listed(phase, trigger)
+    assert rule.to in (Phase.ACTIVE, Phase.WARMUP, Phase.RELEASING)
+    assert rule in MACHINE.listed(phase, trigger)
     b.feed(command)
     assert b.no_reply("c") or b.reply("c").ok
     expect(b, rule, phase)

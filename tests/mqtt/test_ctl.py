@@ -12,7 +12,7 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
-from offboardd.core.commands import Disarm, Engage, Hold, SetSetpoint
+from offboardd.core.commands import Arm, Disarm, Engage, Hold, Land, Rtl, SetSetpoint
 from offboardd.core.motion_commands import Goto
 from offboardd.core.setpoints import PositionNed, VelocityNed
 from tests.conftest import Broker, free_port
@@ -119,8 +119,10 @@ async def test_state_of_an_offline_daemon_says_so_and_exits_7(mosquitto: Broker)
 
 
 async def test_no_daemon_times_out_and_no_broker_is_unreachable(mosquitto: Broker) -> None:
-    status, _, err = await ctl(mosquitto.port, "hold")
+    status, _, err = await ctl(mosquitto.port, "release")
     assert status == 3 and "no reply" in err
+    status, _, err = await ctl(mosquitto.port, "hold")  # reads the state first, for its token
+    assert status == 3 and "no state retained on offboardd/v1/state" in err
     status, _, err = await ctl(free_port(socket.SOCK_STREAM), "hold")
     assert status == 4 and "broker" in err
 
@@ -144,3 +146,24 @@ async def test_setpoint_and_goto_resume_quote_the_holds_token(
     assert status == 0, (out, err)
     assert isinstance(engine.commands[-1], Goto)
     assert engine.commands[-1].resume == "tok-2"
+
+
+async def test_arm_hold_land_rtl_and_engage_quote_the_token_they_read(
+    mosquitto: Broker, engine: FakeEngine
+) -> None:
+    """After a pilot, a GCS or a failsafe took the vehicle the daemon takes these only with
+    that phase's token (mqtt-api.md): an operator's `ctl` reads the state first and quotes
+    it; in idle there is none, and none is sent."""
+    assert engine.bridge is not None
+    status, _, _ = await ctl(mosquitto.port, "hold")
+    assert status == 0 and engine.commands[-1] == Hold(engine.commands[-1].command_id)
+    for action, kind in (("arm", Arm), ("hold", Hold), ("land", Land), ("rtl", Rtl)):
+        engine.bridge.publish_state({"phase": "preempted", "resume_token": f"tok-{action}"})
+        status, out, err = await ctl(mosquitto.port, action)
+        assert status == 0, (action, out, err)
+        sent = engine.commands[-1]
+        assert sent == kind(sent.command_id, resume=f"tok-{action}"), sent
+    engine.bridge.publish_state({"phase": "failsafe", "resume_token": "tok-engage"})
+    status, out, err = await ctl(mosquitto.port, "engage")
+    assert status == 0, (out, err)
+    assert isinstance(engine.commands[-1], Engage) and engine.commands[-1].resume == "tok-engage"

@@ -72,6 +72,7 @@ COMMANDS: list[Command] = [
     Engage("e2"),
     SetSetpoint("s1", VelocityNed(1, 0, 0)),
     Release("r1"), Hold("h1"), Land("l1"), Rtl("t1"), Arm("a1"), Arm("a2", resume="K_iJzR5GgeXs"),
+    Hold("h2", resume="tok"), Land("l2", resume="tok"), Rtl("t2", resume="tok"),
     Disarm("d1"), Disarm("d2", force=True),
     EmergencyStop("x1", confirm=True),
     CommanderHeartbeat("hb1"),
