@@ -391,7 +391,10 @@ def _velocity_ned(sp: Setpoint, yaw_rad: float) -> Vec3:
 
 
 def _motionless(sp: Setpoint) -> Setpoint:
-    """The same kind of setpoint with every motion component zero (yaw kept)."""
+    """The same kind of setpoint with every motion component zero (yaw kept); for an
+    acceleration, a zero velocity: a zero acceleration coasts on at the speed it has, out
+    of a fence no position can be judged against (review). PX4 needs the same estimate
+    for both (local velocity)."""
     if isinstance(sp, VelocityBody):
         return dataclasses.replace(sp, forward_m_s=0.0, right_m_s=0.0, down_m_s=0.0)
     if isinstance(sp, PositionVelocityNed):
@@ -400,7 +403,7 @@ def _motionless(sp: Setpoint) -> Setpoint:
     if isinstance(sp, VelocityNed):
         return dataclasses.replace(sp, north_m_s=0.0, east_m_s=0.0, down_m_s=0.0)
     if isinstance(sp, AccelerationNed):
-        return dataclasses.replace(sp, north_m_s2=0.0, east_m_s2=0.0, down_m_s2=0.0)
+        return VelocityNed(0.0, 0.0, 0.0, sp.yaw_rad, sp.yaw_rate_rad_s)
     return sp
 
 

@@ -14,7 +14,13 @@ from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAttitude, FcHeartbeat, FcHomePosition, FcLocalPosition
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Reason
-from offboardd.core.setpoints import PositionNed, PositionVelocityNed, VelocityBody, VelocityNed
+from offboardd.core.setpoints import (
+    AccelerationNed,
+    PositionNed,
+    PositionVelocityNed,
+    VelocityBody,
+    VelocityNed,
+)
 from offboardd.core.vehicle import VehicleState
 
 from .bench import FC
@@ -116,3 +122,16 @@ def test_blind_at_the_fence_a_feed_forward_stops_with_its_acceleration() -> None
     assert isinstance(sp, PositionVelocityNed)
     assert (sp.north_m_s, sp.east_m_s, sp.down_m_s) == (0.0, 0.0, 0.0)
     assert (sp.north_m_s2, sp.east_m_s2, sp.down_m_s2) == (0.0, 0.0, 0.0)
+
+
+def test_blind_at_the_fence_an_acceleration_stops_instead_of_coasting() -> None:
+    """A zero acceleration keeps the speed the vehicle has: blind, with a fence to keep,
+    an acceleration setpoint streams as a zero velocity (yaw kept), which PX4 brakes to
+    (it needs the local velocity for both; review)."""
+    env = fence()
+    vs = VehicleState(estimate_timeout_s=0.5)  # no position heard at all
+    sp, why = env.shape(AccelerationNed(1.0, 0.5, 0.0, yaw_rad=0.3), vs, 1.0)
+    assert sp == VelocityNed(0.0, 0.0, 0.0, yaw_rad=0.3)
+    assert why is not None and why[0] is Reason.FENCE_STOP
+    sp, _ = env.shape(AccelerationNed(1.0, 0.0, 0.0, yaw_rate_rad_s=0.2), vs, 1.0)
+    assert sp == VelocityNed(0.0, 0.0, 0.0, yaw_rate_rad_s=0.2)
