@@ -161,7 +161,9 @@ def warmup_over(eng: OffboardEngine, now: float, silence_limit_s: float) -> None
     feed, seq = eng.feed, eng.engage
     # The gate passed at the engage; a GCS's PARAM_SET since (PX4 broadcasts it) may have
     # made the stream one PX4 ignores or judges lost: never ask for OFFBOARD then.
-    blocker = eng.checks.engage_blocker(eng.settings.stream_period_s)
+    blocker = eng.checks.engage_blocker(
+        eng.settings.stream_period_s,
+        motor_cut_allowed=eng.settings.allow_motor_cut_loss_action)
     if blocker is not None:
         fail_engage(eng, Trigger.WARMUP_BLOCKED, now, blocker[1], blocker[0])
         return

@@ -31,6 +31,8 @@ from offboardd.core.actions import (
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAutopilotVersion
 from offboardd.core.px4_rules import (
+    COM_OBL_RC_ACT_NAMES,
+    CUTS_MOTORS,
     MIN_SUPPORTED,
     Px4Rules,
     format_version,
@@ -261,8 +263,8 @@ class FcChecks:
             out.append(override)
         if int(self.params.get("COM_RCL_EXCEPT", 0)) & 4:
             out.append("COM_RCL_EXCEPT has bit 2 set: RC loss is ignored while in OFFBOARD")
-        if self.stream_period_s is not None:
-            blocker = self.engage_blocker(self.stream_period_s)
+        if self.stream_period_s is not None:  # (a motor-cutting loss action: loss_warnings)
+            blocker = self.engage_blocker(self.stream_period_s, motor_cut_allowed=True)
             if blocker is not None:
                 out.append(blocker[1])
         return out + loss_warnings(rules, self.params)
@@ -278,8 +280,10 @@ class FcChecks:
         """What PX4 does on offboard loss, for this release and its parameters."""
         return loss_action(self.rules, self.params)
 
-    def engage_blocker(self, stream_period_s: float) -> tuple[Reason, str] | None:
-        """Why offboard cannot work with this FC, or None."""
+    def engage_blocker(self, stream_period_s: float, *, motor_cut_allowed: bool
+                       ) -> tuple[Reason, str] | None:
+        """Why offboard cannot work with this FC, or None. `motor_cut_allowed`: the config
+        lets it fly with a loss action that cuts the motors (EngineSettings)."""
         missing = [n for n in REQUIRED_PARAMS if n not in self.params]
         if missing:
             return (
@@ -302,5 +306,14 @@ class FcChecks:
                 f"{LOSS_TIMEOUT_MARGIN:g} = {loss_t / LOSS_TIMEOUT_MARGIN:.3f} s (a few "
                 "late setpoints would trigger PX4's offboard-loss action): raise "
                 "setpoint_rate_hz or COM_OF_LOSS_T",
+            )
+        action = int(self.params["COM_OBL_RC_ACT"])
+        if action in CUTS_MOTORS and not motor_cut_allowed:
+            return (
+                Reason.LOSS_ACTION_CUTS_MOTORS,
+                f"COM_OBL_RC_ACT={action} ({COM_OBL_RC_ACT_NAMES[action]}): PX4 would cut the "
+                "motors in the air whenever the stream stops (the daemon stops it on purpose "
+                "after a failed hand-over, on the px4 loss action, on the FC's silence); set "
+                "COM_OBL_RC_ACT=5 (Hold) or 4 (Land), or allow_motor_cut_loss_action = true",
             )
         return None

@@ -71,7 +71,8 @@ NOT_FINISHING = (Fact.MOTION_FINISHING, False)
 # After a pilot, a GCS or a failsafe took the vehicle, an engage written before (delivered
 # late by a stalled network) would ask for OFFBOARD over the pilot (found by review): a new
 # engage quotes the token made as the phase was entered, which no earlier message holds.
-_BLOCKED = (R.FWDEXTSP_DISABLED, R.STREAM_TOO_SLOW, R.FC_PARAMS_UNKNOWN)  # the gate, again
+_BLOCKED = (R.FWDEXTSP_DISABLED, R.STREAM_TOO_SLOW, R.LOSS_ACTION_CUTS_MOTORS,
+            R.FC_PARAMS_UNKNOWN)  # the gate, again
 _LATE_ENGAGE = ("taken by a pilot, a GCS or a failsafe: an engage without this phase's "
                 "token may be one written before, delivered late; never over the pilot")
 _STALE_BACKLOG = ("without the engine's token it may be a stale backlog (a bridge, a stalled "
@@ -270,9 +271,9 @@ TIMERS = [
         why=_FLOWN_IN_WARMUP + "the engage fails, the vehicle goes to release_mode"),
     row(P.WARMUP, T.WARMUP_BLOCKED, P.IDLE, _BLOCKED, D.STOP_STREAM, D.REPLY_FAIL,
         when=(NOT_FLOWN,),
-        why="the engage gate, judged again: a GCS set MAV_FWDEXTSP=0 or COM_OF_LOSS_T too "
-            "short for the stream during the warm-up (PX4 broadcasts it), so PX4 took no "
-            "steady stream of ours; OFFBOARD is never asked for then"),
+        why="the engage gate, judged again: a GCS set MAV_FWDEXTSP=0, COM_OF_LOSS_T too "
+            "short for the stream or COM_OBL_RC_ACT to cut the motors during the warm-up "
+            "(PX4 broadcasts it); OFFBOARD is never asked for then"),
     row(P.WARMUP, T.WARMUP_BLOCKED, P.RELEASING, _BLOCKED, D.REPLY_FAIL, D.NOTICE,
         D.HAND_OVER, when=(FLOWN,),
         why=_FLOWN_IN_WARMUP + "the gate, judged again, fails the engage; the vehicle "

@@ -30,7 +30,7 @@ _MANUAL_ACTIONS = frozenset({0, 1, 2})
 # request TEMPORARILY_REJECTED], so a companion that dies leaves the vehicle hovering.
 _NO_FAILSAFE_RCL = frozenset({0, 7})
 _STAYS = "no failsafe: stays in OFFBOARD, armed, holding"
-_CUTS_MOTORS = frozenset({6, 7})
+CUTS_MOTORS = frozenset({6, 7})  # COM_OBL_RC_ACT Terminate, Disarm
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def loss_warnings(rules: Px4Rules | None, params: Mapping[str, int | float]) -> 
         return []
     action = int(params["COM_OBL_RC_ACT"])
     name = COM_OBL_RC_ACT_NAMES.get(action, f"unknown({action})")
-    if action in _CUTS_MOTORS:
+    if action in CUTS_MOTORS:
         return [f"COM_OBL_RC_ACT={action} ({name}): on offboard loss PX4 cuts the motors "
                 "in the air"]
     if action not in _MANUAL_ACTIONS:

@@ -46,6 +46,9 @@ class Reason(StrEnum):
     FC_PARAMS_UNKNOWN = "fc_params_unknown"
     FWDEXTSP_DISABLED = "fwdextsp_disabled"
     STREAM_TOO_SLOW = "stream_too_slow"
+    # COM_OBL_RC_ACT Terminate / Disarm: every stop of our stream would cut the motors in the
+    # air ([envelope]-like opt-in: allow_motor_cut_loss_action)
+    LOSS_ACTION_CUTS_MOTORS = "loss_action_cuts_motors"
     ESTIMATE_MISSING = "estimate_missing"
     CONFIRMATION_MISSING = "confirmation_missing"
     SUPERSEDED = "superseded"
@@ -101,6 +104,7 @@ _ERROR_CODES: dict[Reason, ErrorCode] = {
     Reason.FC_PARAMS_UNKNOWN: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.FWDEXTSP_DISABLED: ErrorCode.FC_REFUSED,
     Reason.STREAM_TOO_SLOW: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.LOSS_ACTION_CUTS_MOTORS: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.ESTIMATE_MISSING: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.CONFIRMATION_MISSING: ErrorCode.COMMAND_INVALID,
     Reason.SUPERSEDED: ErrorCode.COMMAND_NOT_ALLOWED,

@@ -57,6 +57,10 @@ class EngineSettings:
     hold_s: float = 5.0
     command_loss_action: LossAction = LossAction.HOLD
     release_mode: ReleaseMode = ReleaseMode.HOLD
+    # Engage when PX4's offboard-loss action (COM_OBL_RC_ACT) is Terminate or Disarm: the
+    # daemon stops its stream on purpose at times (an escalation's end, the px4 loss
+    # action, the FC's silence), and each such stop would then cut the motors in the air.
+    allow_motor_cut_loss_action: bool = False
     # HEARTBEAT is 1 Hz and CURRENT_MODE may be missing, so a mode can take > 1 s to show.
     mode_confirm_timeout_s: float = 1.5
     mode_retries: int = 2  # extra attempts after the first
@@ -103,6 +107,9 @@ class EngineSettings:
         _range("param_retry_s", self.param_retry_s, 0.1, 60.0)
         _range("param_retries", self.param_retries, 0, 100)
         _range("current_mode_interval_s", self.current_mode_interval_s, 0.01, 10.0)
+        if not isinstance(self.allow_motor_cut_loss_action, bool):
+            raise ConfigError("allow_motor_cut_loss_action must be true or false, got "
+                              f"{self.allow_motor_cut_loss_action!r}")
         if not isinstance(self.envelope, EnvelopeSettings):
             raise ConfigError(f"envelope must be an EnvelopeSettings, got {self.envelope!r}")
         if not isinstance(self.motion, MotionSettings):

@@ -14,6 +14,7 @@ from offboardd.core.events import FcCurrentMode, FcExtendedSysState, FcParamValu
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import PositionNed
+from offboardd.core.settings import EngineSettings
 
 from .bench import FC, PX4_PARAMS, Bench
 
@@ -75,7 +76,8 @@ def test_mav_fwdextsp_0_during_the_warmup_never_lets_offboard_be_asked() -> None
     the warm-up's setpoints, so asking for OFFBOARD would break the 1 s rule in PX4's
     eyes (and freezes SIH's lockstep, docs/px4.md)."""
     for name, value, reason in (("MAV_FWDEXTSP", 0, Reason.FWDEXTSP_DISABLED),
-                                ("COM_OF_LOSS_T", 0.1, Reason.STREAM_TOO_SLOW)):
+                                ("COM_OF_LOSS_T", 0.1, Reason.STREAM_TOO_SLOW),
+                                ("COM_OBL_RC_ACT", 7, Reason.LOSS_ACTION_CUTS_MOTORS)):
         b = Bench()
         b.connect()
         b.commander_alive = True
@@ -162,3 +164,26 @@ def test_an_engage_refused_on_the_gates_parameters_reads_them_again() -> None:
     assert b.phase() is Phase.WARMUP
     b.step(0.5)
     assert len(b.param_requests()) == asked + 1
+
+
+def test_a_loss_action_that_cuts_the_motors_refuses_the_engage_unless_allowed() -> None:
+    """COM_OBL_RC_ACT Terminate (6) or Disarm (7): the daemon stops its stream on purpose
+    at times (an escalation's end, command_loss_action = px4, the FC's silence), and PX4
+    would then cut the motors in the air (review). Refused, coded, nothing streamed;
+    allow_motor_cut_loss_action = true flies as asked (the warning stays)."""
+    for action in (6, 7):
+        b = Bench()
+        b.fc.params = {**PX4_PARAMS, "COM_OBL_RC_ACT": action}
+        b.connect()
+        b.commander_alive = True
+        b.feed(Engage("e", UP))
+        reply = b.reply("e")
+        assert not reply.ok and reply.reason is Reason.LOSS_ACTION_CUTS_MOTORS
+        assert f"COM_OBL_RC_ACT={action}" in reply.message
+        assert "allow_motor_cut_loss_action" in reply.message
+        assert b.phase() is Phase.IDLE and b.setpoint_times() == []
+    b = Bench(EngineSettings(allow_motor_cut_loss_action=True))
+    b.fc.params = {**PX4_PARAMS, "COM_OBL_RC_ACT": 7}
+    b.engage(UP, arm=True)
+    assert b.phase() is Phase.ACTIVE
+    assert any("COM_OBL_RC_ACT=7 (Disarm)" in w for w in _warnings(b))

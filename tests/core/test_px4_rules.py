@@ -169,7 +169,7 @@ def test_a_return_altitude_above_the_envelopes_ceiling_is_named() -> None:
 def test_px4_limits_never_answered_are_asked_twice_and_delay_nothing() -> None:
     checks = FcChecks(1.0, 3, 0.05, envelope=EnvelopeSettings(max_tilt_deg=20.0))
     _read_all(checks, 0.0)
-    assert checks.engage_blocker(0.05) is None
+    assert checks.engage_blocker(0.05, motor_cut_allowed=False) is None
     asked = [_requested(checks.poll(t, FC)[0]) for t in (0.0, 0.5, 1.0, 2.0, 3.0)]
     assert asked == [tuple(PX4_LIMIT_PARAMS), (), tuple(PX4_LIMIT_PARAMS), (), ()]
     assert checks.settled()
