@@ -93,6 +93,20 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different. With a key given twice Python keeps the last,
+    while whatever read the message on its way (an ACL, a proxy, a log) may have taken the
+    first: `{"id":"a","id":"b"}` was answered as `b` (review). Refused as malformed."""
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"key {echo(key)} is given twice in one object")
+            seen.add(key)
+    return doc
+
+
 def load_document(payload: bytes, *, max_bytes: int) -> dict[str, Any] | Rejection:
     """Bytes -> a JSON object with `"v": 1`, or a coded rejection (never raises)."""
     if len(payload) > max_bytes:
@@ -102,13 +116,16 @@ def load_document(payload: bytes, *, max_bytes: int) -> dict[str, Any] | Rejecti
         )
     try:
         text = payload.decode("utf-8")
-        doc = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        doc = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
+                         object_pairs_hook=_unique_keys)
     except UnicodeDecodeError:
         return Rejection(MqttErrorCode.MALFORMED_JSON, "payload is not UTF-8")
     except ValueError as exc:  # JSONDecodeError is a ValueError; so are NaN/Infinity
         if "not allowed" in str(exc):
             return Rejection(MqttErrorCode.NOT_FINITE, f"JSON NaN/Infinity refused: {exc}",
                              _lenient_id(text))
+        if "given twice" in str(exc):
+            return Rejection(MqttErrorCode.MALFORMED_JSON, f"payload refused: {exc}")
         return Rejection(MqttErrorCode.MALFORMED_JSON, f"payload is not JSON: {exc}")
     except RecursionError:
         return Rejection(MqttErrorCode.MALFORMED_JSON, "payload is nested too deeply")
