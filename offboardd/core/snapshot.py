@@ -51,7 +51,12 @@ class EngineSnapshot:
         # (`asdict` deep-copied them, leaf by leaf: most of the 1 Hz state's own cost).
         out: dict[str, object] = {name: getattr(self, name) for name in _FIELD_NAMES}
         out["warnings"] = list(self.warnings)
+        for name in _FLOAT_NAMES:  # ages and distances to the millisecond / millimetre, not
+            value = getattr(self, name)  # 0.29989441000361694 (review)
+            if value is not None:
+                out[name] = round(value, 3) + 0.0  # (+ 0.0: never "-0.0")
         return out
 
 
 _FIELD_NAMES = tuple(f.name for f in fields(EngineSnapshot))
+_FLOAT_NAMES = tuple(f.name for f in fields(EngineSnapshot) if "float" in str(f.type))

@@ -61,11 +61,29 @@ def decode_plan(
     return frozenset(wanted), gaps_s
 
 
-def _num(value: float, scale: float = 1.0, unknown: float | None = None) -> float | None:
+# Telemetry carries what PX4's fields hold, not their binary noise: its float32 metres
+# and m/s to the millimetre (5.251, not 5.250687599182129), radians to 0.0001 (0.006°),
+# and integer fields divided to the shortest decimal they are (47.3977421, not
+# 47.397742100000004): shorter JSON, and what a reader expects (found by review).
+MM = 3
+RAD = 4
+
+
+def _num(value: float, scale: float = 1.0, unknown: float | None = None,
+         digits: int = MM) -> float | None:
     if unknown is not None and value == unknown:
         return None
     scaled = float(value) * scale
-    return scaled if math.isfinite(scaled) else None
+    return round(scaled, digits) + 0.0 if math.isfinite(scaled) else None  # (-0.0 -> 0.0)
+
+
+def _deg(value_e7: int) -> float:
+    """A degE7 field in degrees (a division is rounded once: the shortest decimal)."""
+    return value_e7 / 1e7
+
+
+def _milli(value: int) -> float:
+    return value / 1e3
 
 
 class TelemetryCache:
@@ -103,11 +121,11 @@ class TelemetryCache:
         doc: Document = {}
         if glob is not None:
             doc.update(
-                lat_deg=glob.lat * 1e-7,
-                lon_deg=glob.lon * 1e-7,
-                alt_amsl_m=glob.alt * 1e-3,
-                alt_rel_m=glob.relative_alt * 1e-3,
-                heading_deg=_num(glob.hdg, 0.01, unknown=65535),
+                lat_deg=_deg(glob.lat),
+                lon_deg=_deg(glob.lon),
+                alt_amsl_m=_milli(glob.alt),
+                alt_rel_m=_milli(glob.relative_alt),
+                heading_deg=_num(glob.hdg, 0.01, unknown=65535, digits=2),
             )
         if local is not None:
             doc.update(
@@ -126,8 +144,8 @@ class TelemetryCache:
         if glob is None:
             return None
         return {
-            "north_m_s": glob.vx * 0.01, "east_m_s": glob.vy * 0.01,
-            "down_m_s": glob.vz * 0.01, "frame": "global",
+            "north_m_s": glob.vx / 100, "east_m_s": glob.vy / 100,
+            "down_m_s": glob.vz / 100, "frame": "global",
         }
 
     def _attitude(self) -> Document | None:
@@ -135,9 +153,11 @@ class TelemetryCache:
         if att is None:
             return None
         return {
-            "roll_rad": _num(att.roll), "pitch_rad": _num(att.pitch), "yaw_rad": _num(att.yaw),
-            "roll_rate_rad_s": _num(att.rollspeed), "pitch_rate_rad_s": _num(att.pitchspeed),
-            "yaw_rate_rad_s": _num(att.yawspeed),
+            "roll_rad": _num(att.roll, digits=RAD), "pitch_rad": _num(att.pitch, digits=RAD),
+            "yaw_rad": _num(att.yaw, digits=RAD),
+            "roll_rate_rad_s": _num(att.rollspeed, digits=RAD),
+            "pitch_rate_rad_s": _num(att.pitchspeed, digits=RAD),
+            "yaw_rate_rad_s": _num(att.yawspeed, digits=RAD),
         }
 
     def _battery(self) -> Document | None:
@@ -145,15 +165,15 @@ class TelemetryCache:
         if bat is not None:
             cells = [v for v in bat.voltages if v not in (65535, 0)]
             return {
-                "voltage_v": sum(cells) * 1e-3 if cells else None,
-                "current_a": _num(bat.current_battery, 0.01, unknown=-1),
+                "voltage_v": _milli(sum(cells)) if cells else None,
+                "current_a": _num(bat.current_battery, 0.01, unknown=-1, digits=2),
                 "remaining_pct": None if bat.battery_remaining < 0 else bat.battery_remaining,
             }
         if sys_status is None:
             return None
         return {
             "voltage_v": _num(sys_status.voltage_battery, 1e-3, unknown=65535),
-            "current_a": _num(sys_status.current_battery, 0.01, unknown=-1),
+            "current_a": _num(sys_status.current_battery, 0.01, unknown=-1, digits=2),
             "remaining_pct": (
                 None if sys_status.battery_remaining < 0 else sys_status.battery_remaining
             ),
@@ -166,9 +186,9 @@ class TelemetryCache:
         return {
             "fix_type": gps.fix_type,
             "satellites": None if gps.satellites_visible == 255 else gps.satellites_visible,
-            "lat_deg": gps.lat * 1e-7, "lon_deg": gps.lon * 1e-7, "alt_amsl_m": gps.alt * 1e-3,
-            "eph_m": _num(gps.eph, 0.01, unknown=65535),
-            "epv_m": _num(gps.epv, 0.01, unknown=65535),
+            "lat_deg": _deg(gps.lat), "lon_deg": _deg(gps.lon), "alt_amsl_m": _milli(gps.alt),
+            "eph_m": _num(gps.eph, 0.01, unknown=65535, digits=2),
+            "epv_m": _num(gps.epv, 0.01, unknown=65535, digits=2),
         }
 
     def _home(self) -> Document | None:
@@ -176,8 +196,8 @@ class TelemetryCache:
         if home is None:
             return None
         return {
-            "lat_deg": home.latitude * 1e-7, "lon_deg": home.longitude * 1e-7,
-            "alt_amsl_m": home.altitude * 1e-3,
+            "lat_deg": _deg(home.latitude), "lon_deg": _deg(home.longitude),
+            "alt_amsl_m": _milli(home.altitude),
             "north_m": _num(home.x), "east_m": _num(home.y), "down_m": _num(home.z),
         }
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 from offboardd.mavlink import translate
 from offboardd.mavlink.codec import MavlinkCodec, dialect
-from offboardd.mavlink.telemetry import decode_plan
+from offboardd.mavlink.telemetry import TelemetryCache, decode_plan
 from offboardd.mqtt.settings import DEFAULT_TELEMETRY_RATES_HZ
 
 SYS_STATUS = dialect.MAVLINK_MSG_ID_SYS_STATUS
@@ -51,3 +53,26 @@ def test_px4s_5_hz_sys_status_is_decoded_about_twice_a_second() -> None:
         decoded += len(daemon.decode(fc.encode(status), now_s=k * 0.2))
     assert 16 <= decoded <= 20
     assert daemon.stats.thinned == 50 - decoded
+
+
+def test_telemetry_numbers_are_the_decimals_px4_sent_not_their_binary_noise() -> None:
+    """float32 metres to the millimetre, radians to 0.0001, integer fields as the shortest
+    decimal they are (review: "north_m":5.250687599182129, "lat_deg":47.397742100000004)."""
+    cache = TelemetryCache()
+    cache.update(dialect.MAVLink_local_position_ned_message(
+        1000, 5.2506876, -0.0004, -10.0, 0.31234, 0.0, -0.1))
+    cache.update(dialect.MAVLink_global_position_int_message(
+        1000, 473977421, 85455941, 488123, 10123, 31, 0, -10, 9012))
+    cache.update(dialect.MAVLink_attitude_message(1000, 0.012345, -0.5, 3.1415927, 0.0, 0.0,
+                                                  0.25))
+    position = cache.document("position")
+    assert position == {"lat_deg": 47.3977421, "lon_deg": 8.5455941, "alt_amsl_m": 488.123,
+                        "alt_rel_m": 10.123, "heading_deg": 90.12,
+                        "north_m": 5.251, "east_m": 0.0, "down_m": -10.0}
+    assert cache.document("velocity") == {"north_m_s": 0.312, "east_m_s": 0.0,
+                                          "down_m_s": -0.1, "frame": "local_ned"}
+    assert cache.document("attitude") == {
+        "roll_rad": 0.0123, "pitch_rad": -0.5, "yaw_rad": 3.1416,
+        "roll_rate_rad_s": 0.0, "pitch_rate_rad_s": 0.0, "yaw_rate_rad_s": 0.25}
+    assert json.dumps(position["lat_deg"]) == "47.3977421"
+    assert json.dumps(position["east_m"]) == "0.0"  # not "-0.0"
