@@ -47,7 +47,7 @@ class Reason(StrEnum):
     FWDEXTSP_DISABLED = "fwdextsp_disabled"
     STREAM_TOO_SLOW = "stream_too_slow"
     # COM_OBL_RC_ACT Terminate / Disarm: every stop of our stream would cut the motors in the
-    # air ([envelope]-like opt-in: allow_motor_cut_loss_action)
+    # air (opt in with [engine] allow_motor_cut_loss_action)
     LOSS_ACTION_CUTS_MOTORS = "loss_action_cuts_motors"
     ESTIMATE_MISSING = "estimate_missing"
     CONFIRMATION_MISSING = "confirmation_missing"
