@@ -121,7 +121,7 @@ async def fly_on_the_sim(mosquitto: Broker, tmp_path: Path) -> dict[str, float]:
 # (figure, how far the sim's may be from PX4's: a share of PX4's, or metres / seconds)
 # The worst corner is one corner's luck against PX4's own timing: PX4 itself read 0.948
 # and 0.383 m in two runs of v1.17.0 (0.732 and 0.946 on v1.16.2, 0.619 and 0.624 on
-# main) while the sim, deterministic, reads 0.651; the corners' median is steadier.
+# main) while the sim, deterministic, reads 0.651.
 COMPARED = {
     "goto_3_cruise_lag_s": (0.3, 0.0), "goto_3_cruise_lag_m": (0.3, 0.0),
     "goto_10_cruise_lag_s": (0.3, 0.0), "goto_10_cruise_lag_m": (0.3, 0.0),
