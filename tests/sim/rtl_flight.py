@@ -190,7 +190,9 @@ def _check_land_delay(track: ReturnTrack, case: ReturnCase) -> None:
     landing = next(s for s in after if s[0] > reached[0] + 1.0
                    and track.above_home_m(s) < waited_m - 0.3)  # fmt: skip
     assert delay_s <= landing[0] - reached[0] <= delay_s + 2.0, (reached, landing)
-    assert track.from_home_m(landing) < 0.5, landing
+    # over home (not on the way in, up to NAV_ACC_RAD out): main within 0.05 m, release/1.18's
+    # wandering estimate 0.52 m once (as at touchdown, check_return)
+    assert track.from_home_m(landing) < 1.5, landing
 
 
 async def fly_return(peer: Peer, case: ReturnCase) -> ReturnTrack:
