@@ -96,6 +96,9 @@ STATE_SILENCE_S = 3.0
 _ALWAYS_SENT = SAFETY_KINDS | {"disarm"}
 
 
+# The phases in which arm / hold / land / rtl need the daemon's token (machine_table TAKEN).
+TAKEN_PHASES = frozenset({"failsafe", "preempted"})
+
 class OffboardClient:
     def __init__(
         self,
@@ -241,22 +244,22 @@ class OffboardClient:
     async def release(self) -> Reply:
         return await self._stop(Release(self.new_command_id()))
 
-    # hold, land and rtl quote the daemon's token when one was read, as `arm` does: after a
-    # pilot, a GCS or a failsafe took the vehicle, only a mode request written since is taken.
+    # hold, land and rtl quote the daemon's token after a takeover, as `arm` does: then only
+    # a mode request written since is taken (`taken_token`).
     async def hold(self) -> Reply:
-        return await self._stop(Hold(self.new_command_id(), resume=self.inbox.resume_token))
+        return await self._stop(Hold(self.new_command_id(), resume=self.taken_token()))
 
     async def land(self) -> Reply:
-        return await self._stop(Land(self.new_command_id(), resume=self.inbox.resume_token))
+        return await self._stop(Land(self.new_command_id(), resume=self.taken_token()))
 
     async def rtl(self) -> Reply:
-        return await self._stop(Rtl(self.new_command_id(), resume=self.inbox.resume_token))
+        return await self._stop(Rtl(self.new_command_id(), resume=self.taken_token()))
 
     async def arm(self) -> Reply:
         """Arm. It quotes the daemon's token when one was read, as `engage` does: after a
         pilot, a GCS or a failsafe took (or disarmed) the vehicle, only an arm written
         since is taken."""
-        return await self.send(Arm(self.new_command_id(), resume=self.inbox.resume_token))
+        return await self.send(Arm(self.new_command_id(), resume=self.taken_token()))
 
     async def disarm(self, *, force: bool = False) -> Reply:
         return await self.send(Disarm(self.new_command_id(), force=force))
@@ -354,13 +357,20 @@ class OffboardClient:
             raise NoToken(f"no token to take control with (phase {phase}): engage instead")
         return token
 
-    async def known_token(self) -> str | None:
-        """The daemon's token, once its retained state was read (waiting for it if none was
-        yet): what an arm, a hold, a land or an rtl written now quotes. None: nobody took
-        the vehicle from a commander since the last engage; none is needed."""
-        if self.inbox.resume_token is None and self.inbox.state is None:
-            await self.wait_for_state(lambda _: True, self.reply_timeout_s)
-        return self.inbox.resume_token
+    def taken_token(self) -> str | None:
+        """The token an arm, a hold, a land or an rtl quotes: the daemon's, when its state
+        says a pilot, a GCS or a failsafe took the vehicle (`failsafe`, `preempted`); else
+        none, which is all a daemon before 2026-11-28 takes on them."""
+        phase = (self.inbox.state or {}).get("phase")
+        return self.inbox.resume_token if phase in TAKEN_PHASES else None
+
+    async def read_state(self, timeout_s: float = 1.0) -> None:
+        """Wait (at most `timeout_s`) for the daemon's retained state if none was read yet,
+        so that what is sent next quotes the token it holds (a one-shot `ctl`). Without
+        one, the command goes out as it is and the daemon decides."""
+        if self.inbox.state is None:
+            with contextlib.suppress(ReplyTimeout):
+                await self.wait_for_state(lambda _: True, timeout_s)
 
     def keep_lease(self) -> None:
         """Renew the lease in the background from now on (as after an engage): for a

@@ -31,13 +31,12 @@ from offboardd.core.actions import (
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAutopilotVersion
 from offboardd.core.px4_rules import (
-    COM_OBL_RC_ACT_NAMES,
-    CUTS_MOTORS,
     MIN_SUPPORTED,
     Px4Rules,
     format_version,
     loss_action,
     loss_warnings,
+    motor_cut,
     override_warning,
     px4_version,
     rules_for,
@@ -307,13 +306,13 @@ class FcChecks:
                 "late setpoints would trigger PX4's offboard-loss action): raise "
                 "setpoint_rate_hz or COM_OF_LOSS_T",
             )
-        action = int(self.params["COM_OBL_RC_ACT"])
-        if action in CUTS_MOTORS and not motor_cut_allowed:
+        cut = motor_cut(self.rules, self.params)
+        if cut is not None and not motor_cut_allowed:
             return (
                 Reason.LOSS_ACTION_CUTS_MOTORS,
-                f"COM_OBL_RC_ACT={action} ({COM_OBL_RC_ACT_NAMES[action]}): PX4 would cut the "
-                "motors in the air whenever the stream stops (the daemon stops it on purpose "
-                "after a failed hand-over, on the px4 loss action, on the FC's silence); set "
-                "COM_OBL_RC_ACT=5 (Hold) or 4 (Land), or allow_motor_cut_loss_action = true",
+                f"{cut}: PX4 would cut the motors in the air whenever the stream stops (the "
+                "daemon stops it on purpose after a failed hand-over, on the px4 loss action, "
+                "on the FC's silence); set COM_OBL_RC_ACT=5 (Hold) or 4 (Land), or "
+                "allow_motor_cut_loss_action = true",
             )
         return None

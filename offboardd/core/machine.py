@@ -106,6 +106,7 @@ class Fact(StrEnum):
     # the OFFBOARD it still intended after a failsafe, 20-40 ms after our first setpoint
     # (§3). Disarmed, OFFBOARD is no flight (PX4 reports it on the ground after a landing).
     FC_FLIES_STREAM = "FC flies our stream"
+    FC_ARMED = "FC armed"  # as last reported (a silent FC's OFFBOARD since is not seen)
     ARM_WANTED = "arm wanted"  # the engage asked to arm and the FC reports disarmed
     # The last OFFBOARD attempt was refused by an ACK (TEMPORARILY_REJECTED, DENIED...): PX4
     # did not switch (it ACKs an OFFBOARD it is in already ACCEPTED), and in ENGAGING the FC

@@ -242,13 +242,16 @@ FC_EVENTS += [
         D.REPLY_FAIL, D.NOTICE,
         why="streaming, nothing heard for 0.9 × COM_OF_LOSS_T: if the link is down both ways "
             "PX4 fails safe now, and a stream the link brought back would take the vehicle "
-            "back (§3). Judged only while streaming, once OFFBOARD was asked for"),
+            "back (§3). Judged while streaming, once OFFBOARD was asked for (and in an "
+            "armed warm-up, below)"),
     row(P.WARMUP, T.FC_SILENT, P.FAILSAFE, R.FC_SILENT, D.STOP_STREAM, D.REPLY_FAIL, D.NOTICE,
-        when=(FLOWN,), why=_FLOWN_IN_WARMUP + "judged as once OFFBOARD was asked for "
-                                              "(it was not: review)"),
-    row(P.WARMUP, T.FC_SILENT, IGNORE, when=(NOT_FLOWN,),
-        why="nothing of ours flies: the warm-up's end judges an unheard FC (it waits, at "
-            "most 3 ends in a row), fc_lost a lost one"),
+        when=(yes(Fact.FC_ARMED),),
+        why="armed: PX4 may fly the stream, having re-entered OFFBOARD by itself (§3), "
+            "unseen while the FC is silent; judged as once OFFBOARD was asked for (it was "
+            "not: review)"),
+    row(P.WARMUP, T.FC_SILENT, IGNORE, when=(no(Fact.FC_ARMED),),
+        why="disarmed, nothing of ours flies: the warm-up's end judges an unheard FC (it "
+            "waits, at most 3 ends in a row), fc_lost a lost one"),
 ]
 
 TIMERS = [

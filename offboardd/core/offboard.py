@@ -313,6 +313,8 @@ class OffboardEngine:
             return self.vehicle.in_offboard
         if fact is Fact.FC_FLIES_STREAM:
             return self.vehicle.in_offboard and self.vehicle.armed
+        if fact is Fact.FC_ARMED:
+            return bool(self.vehicle.armed)
         if fact is Fact.ENGAGE_ASKED:
             return bool(getattr(self.command_in_hand, "engage", False))
         if fact is Fact.RESUME_QUOTED:

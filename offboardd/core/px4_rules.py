@@ -31,6 +31,7 @@ _MANUAL_ACTIONS = frozenset({0, 1, 2})
 _NO_FAILSAFE_RCL = frozenset({0, 7})
 _STAYS = "no failsafe: stays in OFFBOARD, armed, holding"
 CUTS_MOTORS = frozenset({6, 7})  # COM_OBL_RC_ACT Terminate, Disarm
+RCL_CUTS_MOTORS = frozenset({5, 6})  # NAV_RCL_ACT Terminate, Disarm
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,25 @@ def loss_action(rules: Px4Rules | None, params: Mapping[str, int | float]) -> st
     return f"{name} (without RC: {rcl_name}, NAV_RCL_ACT={rcl})"
 
 
+def motor_cut(rules: Px4Rules | None, params: Mapping[str, int | float]) -> str | None:
+    """The parameters by which PX4 cuts the motors in the air on an offboard loss, in words,
+    or None: COM_OBL_RC_ACT Terminate / Disarm; or, from v1.17 without RC, COM_OBL_RC_ACT
+    0-2 handing over to NAV_RCL_ACT Terminate (5) / Disarm (6). (Whether RC is there is not
+    known here: a vehicle flown by a companion usually has none.)"""
+    if "COM_OBL_RC_ACT" not in params:
+        return None
+    action = int(params["COM_OBL_RC_ACT"])
+    if action in CUTS_MOTORS:
+        return f"COM_OBL_RC_ACT={action} ({COM_OBL_RC_ACT_NAMES[action]})"
+    rcl = params.get("NAV_RCL_ACT")
+    if (action in _MANUAL_ACTIONS and rules is not None and rcl is not None
+            and rules.manual_loss_action_without_rc_uses_nav_rcl_act
+            and int(rcl) in RCL_CUTS_MOTORS):  # fmt: skip
+        return (f"COM_OBL_RC_ACT={action} ({COM_OBL_RC_ACT_NAMES[action]}) with, without RC, "
+                f"NAV_RCL_ACT={int(rcl)} ({NAV_RCL_ACT_NAMES[int(rcl)]})")
+    return None
+
+
 def loss_warnings(rules: Px4Rules | None, params: Mapping[str, int | float]) -> list[str]:
     """The offboard-loss surprises: what PX4 will really do, and what to set instead."""
     if "COM_OBL_RC_ACT" not in params:
@@ -123,7 +143,7 @@ def loss_warnings(rules: Px4Rules | None, params: Mapping[str, int | float]) -> 
     name = COM_OBL_RC_ACT_NAMES.get(action, f"unknown({action})")
     if action in CUTS_MOTORS:
         return [f"COM_OBL_RC_ACT={action} ({name}): on offboard loss PX4 cuts the motors "
-                "in the air"]
+                "in the air (engage refused unless allow_motor_cut_loss_action)"]
     if action not in _MANUAL_ACTIONS:
         return []
     fix = "set COM_OBL_RC_ACT=5 (Hold) or 4 (Land) to choose the action yourself"
@@ -133,8 +153,9 @@ def loss_warnings(rules: Px4Rules | None, params: Mapping[str, int | float]) -> 
                 f"NAV_RCL_ACT={int(rcl)} ({NAV_RCL_ACT_NAMES.get(int(rcl), 'unknown')})")
         out = [f"COM_OBL_RC_ACT={action} ({name}): without RC, {rules.label} takes {then} "
                f"on offboard loss instead; {fix}"]
-        if rcl is not None and int(rcl) in (5, 6):
-            out.append(f"NAV_RCL_ACT={int(rcl)}: without RC an offboard loss cuts the motors")
+        if rcl is not None and int(rcl) in RCL_CUTS_MOTORS:
+            out.append(f"NAV_RCL_ACT={int(rcl)}: without RC an offboard loss cuts the motors "
+                       "(engage refused unless allow_motor_cut_loss_action)")
         if rcl is not None and int(rcl) in _NO_FAILSAFE_RCL:
             out.append(f"NAV_RCL_ACT={int(rcl)}: without RC PX4 takes {_STAYS} on offboard "
                        "loss: if offboardd or its computer dies the vehicle hovers until "

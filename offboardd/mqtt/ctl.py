@@ -236,7 +236,8 @@ async def _act(c: OffboardClient, args: argparse.Namespace) -> int:
     elif action == "emergency-stop":
         command = EmergencyStop(command_id, confirm=args.confirm)
     elif action in _QUOTING:  # written now, by an operator: it quotes the token (mqtt-api.md)
-        command = _QUOTING[action](command_id, resume=await c.known_token())
+        await c.read_state()
+        command = _QUOTING[action](command_id, resume=c.taken_token())
     else:
         command = _SIMPLE[action](command_id)
     return _print_reply(await c.send(command, check=False))
@@ -265,7 +266,7 @@ async def _flown(c: OffboardClient, args: argparse.Namespace) -> int:
 
 async def _engage(c: OffboardClient, args: argparse.Namespace) -> int:
     setpoint = None if args.setpoint is None else _setpoint_json(args.setpoint, "--setpoint")
-    await c.known_token()  # the state read first: after a takeover the engage quotes it
+    await c.read_state()  # first: after a takeover the engage quotes the token
     try:
         reply = await c.engage(setpoint, arm=args.arm)
     except CommandRefused as exc:

@@ -93,6 +93,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object whose keys are all different. With a key given twice Python keeps the last,
     while whatever read the message on its way (an ACL, a proxy, a log) may have taken the
@@ -102,7 +106,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise ValueError(f"key {echo(key)} is given twice in one object")
+                raise _DuplicateKey(f"key {echo(key)} is given twice in one object")
             seen.add(key)
     return doc
 
@@ -120,12 +124,12 @@ def load_document(payload: bytes, *, max_bytes: int) -> dict[str, Any] | Rejecti
                          object_pairs_hook=_unique_keys)
     except UnicodeDecodeError:
         return Rejection(MqttErrorCode.MALFORMED_JSON, "payload is not UTF-8")
+    except _DuplicateKey as exc:
+        return Rejection(MqttErrorCode.MALFORMED_JSON, f"payload refused: {exc}")
     except ValueError as exc:  # JSONDecodeError is a ValueError; so are NaN/Infinity
         if "not allowed" in str(exc):
             return Rejection(MqttErrorCode.NOT_FINITE, f"JSON NaN/Infinity refused: {exc}",
                              _lenient_id(text))
-        if "given twice" in str(exc):
-            return Rejection(MqttErrorCode.MALFORMED_JSON, f"payload refused: {exc}")
         return Rejection(MqttErrorCode.MALFORMED_JSON, f"payload is not JSON: {exc}")
     except RecursionError:
         return Rejection(MqttErrorCode.MALFORMED_JSON, "payload is nested too deeply")

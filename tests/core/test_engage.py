@@ -430,18 +430,33 @@ def test_a_stall_is_judged_in_stream_periods_not_in_a_raised_com_of_loss_t() -> 
 def test_offboard_is_never_asked_of_an_fc_unheard_at_the_warmups_end() -> None:
     """An attitude stream needs no estimate that would go stale: an FC whose downlink died
     in the warm-up was asked for OFFBOARD, then left at once as silent (found by review).
-    The warm-up waits for it instead."""
+    The warm-up waits for it instead (armed, a silence of 0.9 x COM_OF_LOSS_T stops it:
+    the next test)."""
     b = Bench()
     b.fc.armed = True
     start(b, Attitude(1.0, 0.0, 0.0, 0.0, 0.5))
     b.step(0.2)
     b.fc_alive = False
-    b.step(1.0)
+    b.step(0.8)  # the warm-up's end at 1.0 s, the FC unheard for ~0.75 s
     assert b.mode_requests() == [] and b.phase() is Phase.WARMUP
     assert b.engine.feed.running
     b.fc_alive = True
     b.step(1.2)
     assert len(b.mode_requests()) == 1
+
+
+def test_an_armed_warmup_stops_for_the_fc_silent_though_px4_was_not_seen_in_offboard() -> None:
+    """Armed after a failsafe, PX4 re-enters OFFBOARD by itself once our setpoints come
+    (§3); with the FC silent that switch is never seen, so an armed warm-up is judged as
+    one PX4 flies (found by review: it streamed on, unheard, until fc_lost at 2.8 s)."""
+    b = Bench()
+    b.fc.armed, b.fc.custom_mode = True, Px4Mode.AUTO_RTL.custom_mode
+    start(b)
+    b.step(0.05)
+    b.fc_alive = False
+    b.step(0.95)
+    assert b.phase() is Phase.FAILSAFE and not b.engine.feed.running
+    assert b.reply("e").reason is Reason.FC_SILENT
 
 
 def test_a_warmup_px4_flies_stops_for_the_fc_silent() -> None:

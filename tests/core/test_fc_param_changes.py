@@ -10,7 +10,13 @@ import itertools
 
 from offboardd.core.actions import NoticeKind
 from offboardd.core.commands import Engage
-from offboardd.core.events import FcCurrentMode, FcExtendedSysState, FcParamValue, LandedState
+from offboardd.core.events import (
+    FcAutopilotVersion,
+    FcCurrentMode,
+    FcExtendedSysState,
+    FcParamValue,
+    LandedState,
+)
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import PositionNed
@@ -187,3 +193,25 @@ def test_a_loss_action_that_cuts_the_motors_refuses_the_engage_unless_allowed() 
     b.engage(UP, arm=True)
     assert b.phase() is Phase.ACTIVE
     assert any("COM_OBL_RC_ACT=7 (Disarm)" in w for w in _warnings(b))
+
+
+def test_from_v1_17_nav_rcl_act_cutting_the_motors_refuses_the_engage_too() -> None:
+    """From v1.17, COM_OBL_RC_ACT 0-2 without RC hands an offboard loss to NAV_RCL_ACT:
+    Disarm (6) there cuts the motors as COM_OBL_RC_ACT=7 does (found by review)."""
+    b = Bench()
+    b.step(0.0)
+    params = dict(PX4_PARAMS, COM_OBL_RC_ACT=0, NAV_RCL_ACT=6)
+    for name, value in params.items():
+        b.feed(FcParamValue(name, value, **FC))
+    b.feed(FcAutopilotVersion(0x01110000, 0xFFFF, **FC))  # v1.17.0
+    b.step(0.5)
+    for name, value in params.items():  # (the limits' and rules' reads, answered)
+        b.feed(FcParamValue(name, value, **FC))
+    b.step(0.2)
+    blocker = b.engine.checks.engage_blocker(0.05, motor_cut_allowed=False)
+    assert blocker is not None and blocker[0] is Reason.LOSS_ACTION_CUTS_MOTORS
+    assert "NAV_RCL_ACT=6 (Disarm)" in blocker[1]
+    assert b.engine.checks.engage_blocker(0.05, motor_cut_allowed=True) is None
+    b.commander_alive = True
+    b.feed(Engage("e", UP))
+    assert b.reply("e").reason is Reason.LOSS_ACTION_CUTS_MOTORS

@@ -121,8 +121,8 @@ async def test_state_of_an_offline_daemon_says_so_and_exits_7(mosquitto: Broker)
 async def test_no_daemon_times_out_and_no_broker_is_unreachable(mosquitto: Broker) -> None:
     status, _, err = await ctl(mosquitto.port, "release")
     assert status == 3 and "no reply" in err
-    status, _, err = await ctl(mosquitto.port, "hold")  # reads the state first, for its token
-    assert status == 3 and "no state retained on offboardd/v1/state" in err
+    status, _, err = await ctl(mosquitto.port, "hold")  # no state to read: sent as it is
+    assert status == 3 and "no reply" in err
     status, _, err = await ctl(free_port(socket.SOCK_STREAM), "hold")
     assert status == 4 and "broker" in err
 
@@ -153,7 +153,7 @@ async def test_arm_hold_land_rtl_and_engage_quote_the_token_they_read(
 ) -> None:
     """After a pilot, a GCS or a failsafe took the vehicle the daemon takes these only with
     that phase's token (mqtt-api.md): an operator's `ctl` reads the state first and quotes
-    it; in idle there is none, and none is sent."""
+    it there; elsewhere none is sent."""
     assert engine.bridge is not None
     status, _, _ = await ctl(mosquitto.port, "hold")
     assert status == 0 and engine.commands[-1] == Hold(engine.commands[-1].command_id)
@@ -163,6 +163,9 @@ async def test_arm_hold_land_rtl_and_engage_quote_the_token_they_read(
         assert status == 0, (action, out, err)
         sent = engine.commands[-1]
         assert sent == kind(sent.command_id, resume=f"tok-{action}"), sent
+    engine.bridge.publish_state({"phase": "holding", "resume_token": "tok-hold"})
+    status, _, _ = await ctl(mosquitto.port, "land")  # not taken: nothing quoted (a daemon
+    assert status == 0 and engine.commands[-1].resume is None  # before 11-28 refused it)
     engine.bridge.publish_state({"phase": "failsafe", "resume_token": "tok-engage"})
     status, out, err = await ctl(mosquitto.port, "engage")
     assert status == 0, (out, err)

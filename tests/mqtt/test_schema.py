@@ -160,6 +160,7 @@ ENGAGE = {"v": 1, "id": "a", "cmd": "engage"}
          b'"east_m":0,"down_m":0}}', "not_finite"),
         (b'{"v":1,"id":"a","cmd":"hold","x":-Infinity}', "not_finite"),
         (b'{"v":1,"id":"dup","id":"dup2","cmd":"hold"}', "malformed_json"),
+        (b'{"v":1,"id":"a","cmd":"hold","not allowed":1,"not allowed":2}', "malformed_json"),
         (b'{"v":1,"id":"a","cmd":"engage","setpoint":{"kind":"position_ned","north_m":1,'
          b'"east_m":0,"down_m":-5,"down_m":-50}}', "malformed_json"),
         ({"id": "a", "cmd": "hold"}, "missing_field"),
