@@ -52,6 +52,7 @@ from offboardd.core.commands import (
     Rtl,
     SetSetpoint,
 )
+from offboardd.core.machine_table import TAKEN
 from offboardd.core.motion_commands import (
     FACE_CENTER_YAW,
     KEEP_YAW,
@@ -96,8 +97,9 @@ STATE_SILENCE_S = 3.0
 _ALWAYS_SENT = SAFETY_KINDS | {"disarm"}
 
 
-# The phases in which arm / hold / land / rtl need the daemon's token (machine_table TAKEN).
-TAKEN_PHASES = frozenset({"failsafe", "preempted"})
+# The phases in which arm / hold / land / rtl need the daemon's token: the table's own.
+TAKEN_PHASES = frozenset(str(phase) for phase in TAKEN)
+
 
 class OffboardClient:
     def __init__(
@@ -256,9 +258,8 @@ class OffboardClient:
         return await self._stop(Rtl(self.new_command_id(), resume=self.taken_token()))
 
     async def arm(self) -> Reply:
-        """Arm. It quotes the daemon's token when one was read, as `engage` does: after a
-        pilot, a GCS or a failsafe took (or disarmed) the vehicle, only an arm written
-        since is taken."""
+        """Arm. After a pilot, a GCS or a failsafe took (or disarmed) the vehicle, only an
+        arm written since is taken: it quotes the daemon's token then (`taken_token`)."""
         return await self.send(Arm(self.new_command_id(), resume=self.taken_token()))
 
     async def disarm(self, *, force: bool = False) -> Reply:

@@ -391,7 +391,7 @@ class OffboardEngine:
 
     def _silence_judged(self, now: float) -> bool:
         """Is FC_SILENT armed? Streaming, in a phase whose row judges it (in WARMUP only
-        once PX4 flies the stream: else its end judges an unheard FC)."""
+        while the vehicle is armed: else the warm-up's end judges an unheard FC)."""
         return (self.phase in _SILENCE_PHASES and self.feed.running
                 and self.rule(Trigger.FC_SILENT, now).to is not Outcome.IGNORE)
 
