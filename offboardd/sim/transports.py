@@ -84,28 +84,36 @@ class UdpEndpoint(asyncio.DatagramProtocol):
 
 
 _RX_CHUNK = 64  # bytes: resume reading once this much fits on the emulated line
+# A flight controller's UART buffers, as NuttX configures PX4's telemetry ports (FMUv5 and
+# v6X defconfigs: RX 600 bytes; TX 1500 on the smallest, 3000-10000 on others). PX4 sends
+# a message only while its TX buffer has room for all of it (Mavlink::send_bytes), so a
+# burst of streams falling due together waits in that buffer, not on the line; a buffer of
+# a tenth of a second's bytes (576) dropped such bursts that PX4 carries.
+_RX_BUFFER_BYTES = 600
+_TX_BUFFER_BYTES = 1500
 
 
 class _Allowance:
-    """Bytes a line of `bytes_per_s` may carry now (None: unlimited), at most 0.1 s worth
-    saved up: a UART has a small FIFO, not a reservoir. A longer gap since the last call is
-    this process late (a loaded host stalls the sim; a flight controller does not stall),
-    not a quiet line: what the line carried meanwhile may go now."""
+    """Bytes a line of `bytes_per_s` may carry now (None: unlimited): what its UART buffer
+    of `buffer_bytes` has room for, refilled at the line's rate. A gap since the last call
+    longer than the buffer takes to drain is this process late (a loaded host stalls the
+    sim; a flight controller does not stall), not a quiet line: what the line carried
+    meanwhile may go now."""
 
-    def __init__(self, bytes_per_s: float | None) -> None:
+    def __init__(self, bytes_per_s: float | None, buffer_bytes: int) -> None:
         self.bytes_per_s = bytes_per_s
+        self.buffer_bytes = buffer_bytes
         self._credit = 0.0
         self._stamp_s: float | None = None
 
     def take(self, now: float, wanted: int) -> int:
         if self.bytes_per_s is None:
             return wanted
-        if self._stamp_s is None:  # an idle line: its FIFO empty
-            self._credit = self.bytes_per_s * 0.1
+        if self._stamp_s is None:  # an idle line: its buffer empty
+            self._credit = float(self.buffer_bytes)
         else:
-            idle_s = max(0.0, now - self._stamp_s)
-            self._credit = min(self.bytes_per_s * max(0.1, idle_s),
-                               self._credit + idle_s * self.bytes_per_s)
+            carried = max(0.0, now - self._stamp_s) * self.bytes_per_s
+            self._credit = min(max(self.buffer_bytes, carried), self._credit + carried)
         self._stamp_s = now
         granted = min(wanted, int(self._credit))
         self._credit -= granted
@@ -130,8 +138,8 @@ class PtyEndpoint:
         # faster, so a companion writing more backs up in its serial buffer as on a real
         # radio link, and we write no more (the rest is dropped, as a full UART drops).
         self._bytes_per_s = None if baud is None else baud / 10.0
-        self._rx = _Allowance(self._bytes_per_s)
-        self._tx = _Allowance(self._bytes_per_s)
+        self._rx = _Allowance(self._bytes_per_s, _RX_BUFFER_BYTES)
+        self._tx = _Allowance(self._bytes_per_s, _TX_BUFFER_BYTES)
         self._paused = False
         self.master_fd, self._slave_fd = os.openpty()
         tty.setraw(self._slave_fd)  # no echo, no line editing: a plain byte pipe
