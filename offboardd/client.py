@@ -247,20 +247,20 @@ class OffboardClient:
         return await self._stop(Release(self.new_command_id()))
 
     # hold, land and rtl quote the daemon's token after a takeover, as `arm` does: then only
-    # a mode request written since is taken (`taken_token`).
+    # a mode request written since is taken (`_token_after_takeover`).
     async def hold(self) -> Reply:
-        return await self._stop(Hold(self.new_command_id(), resume=self.taken_token()))
+        return await self._stop(Hold(self.new_command_id(), resume=self._token_after_takeover()))
 
     async def land(self) -> Reply:
-        return await self._stop(Land(self.new_command_id(), resume=self.taken_token()))
+        return await self._stop(Land(self.new_command_id(), resume=self._token_after_takeover()))
 
     async def rtl(self) -> Reply:
-        return await self._stop(Rtl(self.new_command_id(), resume=self.taken_token()))
+        return await self._stop(Rtl(self.new_command_id(), resume=self._token_after_takeover()))
 
     async def arm(self) -> Reply:
         """Arm. After a pilot, a GCS or a failsafe took (or disarmed) the vehicle, only an
         arm written since is taken: it quotes the daemon's token then (`taken_token`)."""
-        return await self.send(Arm(self.new_command_id(), resume=self.taken_token()))
+        return await self.send(Arm(self.new_command_id(), resume=self._token_after_takeover()))
 
     async def disarm(self, *, force: bool = False) -> Reply:
         return await self.send(Disarm(self.new_command_id(), force=force))
@@ -364,6 +364,17 @@ class OffboardClient:
         none, which is all a daemon before 2026-11-28 takes on them."""
         phase = (self.inbox.state or {}).get("phase")
         return self.inbox.resume_token if phase in TAKEN_PHASES else None
+
+    def _token_after_takeover(self) -> str | None:
+        """`taken_token`, once the script knows of the takeover: a script that flew the
+        vehicle and was never told it lost it (no call raised ControlLost, `lost()` never
+        returned) gets ControlLost here, once, instead of a hold, land, rtl or arm its
+        client would quote the token for: the script never decided to act over the pilot
+        (review). Called again, the command goes, quoting it."""
+        token = self.taken_token()
+        if token is not None and (lost := self.control.take_unnoticed()) is not None:
+            raise lost
+        return token
 
     async def read_state(self, timeout_s: float = 1.0) -> None:
         """Wait (at most `timeout_s`) for the daemon's retained state if none was read yet,

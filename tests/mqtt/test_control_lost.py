@@ -186,3 +186,28 @@ async def test_a_late_engage_never_takes_the_vehicle_back_from_a_pilot(
         assert s.runtime.engine is not None and s.runtime.engine.phase.value == "preempted"
         assert (await c.engage(UP)).ok  # written now: it quotes the token it read
         await c.land()
+
+
+async def test_a_script_that_never_noticed_a_takeover_is_told_before_its_land_goes(
+    mosquitto: Broker,
+) -> None:
+    """Found by review: after a pilot took over, the client quoted the token it read for a
+    hold, land, rtl or arm, so a script that never noticed the takeover (written as
+    "goto, then land") switched the pilot's vehicle to Land. Its first such call raises
+    ControlLost instead, sending nothing; called again (it knows now), it goes."""
+    async with stack(mosquitto) as s, s.client() as c:
+        await flying(s, c)
+        s.sim.pilot_mode_switch("POSCTL")
+        await c.wait_for_state(lambda st: st["phase"] == "preempted", 8)  # read, not told
+        asked_before = _mode_requests(s)
+        with pytest.raises(ControlLost, match="preempted"):
+            await c.land()
+        await asyncio.sleep(0.5)
+        assert _mode_requests(s) == asked_before
+        assert s.sim.vehicle.mode_name == "POSCTL"  # the pilot keeps it
+        assert (await c.land()).ok  # a deliberate land, quoting the token
+        assert _mode_requests(s) > asked_before
+
+
+def _mode_requests(s: Stack) -> int:
+    return sum(1 for e in s.sim.record.commands if e.command == MAV_CMD_DO_SET_MODE)
