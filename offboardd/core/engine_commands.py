@@ -246,7 +246,7 @@ def _handover_command(
     if Do.STOP_STREAM in rule.does:
         # OFFBOARD was never requested (WARMUP): nothing to hand back, just stop.
         eng.stop_stream()
-        if rule.to is Phase.IDLE:
+        if rule.to is Outcome.BACK:
             eng.move(rule, "released during the warm-up")
             eng.out.reply_ok(cmd.command_id, "released", rule.reason_for(None))
             return True

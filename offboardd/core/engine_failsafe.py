@@ -68,7 +68,7 @@ def abandon(eng: OffboardEngine, trigger: Trigger, now: float, message: str) -> 
 def lease_lapsed(eng: OffboardEngine, now: float) -> None:
     eng.lease.end()
     rule = eng.rule(Trigger.LEASE_LAPSED, now)
-    if rule.to is Phase.IDLE:  # no (more) requests for a vanished commander; nothing flies
+    if rule.to is Outcome.BACK:  # no (more) requests for a vanished commander; nothing flies
         message = f"commander lease lapsed in {eng.phase.value}"
         eng.stop_stream()
         eng.out.reply_fail(eng.engage.take_id(), Reason.LEASE_LAPSED, message)
@@ -265,7 +265,7 @@ def _handover_exhausted(eng: OffboardEngine, now: float) -> None:
     assert h is not None
     refused = h.target_mode
     reason = Reason.MODE_REFUSED if h.retrier.last_refused else Reason.MODE_TIMEOUT
-    if rule.to is Phase.IDLE:  # a plain mode request (the vehicle was not ours): no failsafe
+    if rule.to is Outcome.BACK:  # a plain mode request (the vehicle was not ours): no failsafe
         message = f"FC did not take {refused.label}: {eng.diagnosis(now)}"
         eng.move(rule, message, reason)
         for waiting in h.command_ids:

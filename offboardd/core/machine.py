@@ -175,6 +175,10 @@ class Outcome(Enum):
     STAY = "stay"  # accepted; the phase does not change and no transition is reported
     IGNORE = "ignore"  # nothing happens in this phase (`why` says why)
     REFUSE = "refuse"  # a command refused with phase_not_allowed, naming phase and command
+    # A move: back to the phase the engage (or plain mode request) was made from: idle, or
+    # the failsafe / preempted, with a new token. One that fails leaves the vehicle where it
+    # was: taken by a pilot, a GCS or a failsafe, if it was. Reported as a TRANSITION.
+    BACK = "back"
 
 
 @dataclass(frozen=True)
@@ -190,7 +194,7 @@ class Rule:
     @property
     def moves(self) -> bool:
         """A phase change (possibly to the same phase), reported as a TRANSITION."""
-        return isinstance(self.to, Phase)
+        return isinstance(self.to, Phase) or self.to is Outcome.BACK
 
     def applies(self, fact: Callable[[Fact], bool]) -> bool:
         return all(fact(c.fact) is c.holds for c in self.when)

@@ -11,6 +11,7 @@ reviewer sees (they come out in table order).
 from __future__ import annotations
 
 from offboardd.core.machine import Machine, Outcome, Rule
+from offboardd.core.machine_table import NOT_ENGAGED
 from offboardd.core.reasons import Phase
 
 # How docs/engine.md delimits the generated parts (embedded() finds them).
@@ -45,13 +46,17 @@ def render_mermaid(machine: Machine) -> str:
     takes it. STAY / IGNORE / REFUSE rules change no phase and are left to the table."""
     edges: dict[tuple[Phase, Phase], list[str]] = {}
     for rule in machine.rules:
-        if not isinstance(rule.to, Phase):
+        if not rule.moves:
             continue
+        # BACK: one edge to each phase an engage or plain mode request is made from
+        targets = ([rule.to] if isinstance(rule.to, Phase)
+                   else sorted(NOT_ENGAGED, key=_PHASE_ORDER.__getitem__))
+        label = _trigger_label(rule) + ("" if isinstance(rule.to, Phase) else " (back)")
         for phase in sorted(rule.phases, key=_PHASE_ORDER.__getitem__):
-            labels = edges.setdefault((phase, rule.to), [])
-            label = _trigger_label(rule)
-            if label not in labels:
-                labels.append(label)
+            for to in targets:
+                labels = edges.setdefault((phase, to), [])
+                if label not in labels:
+                    labels.append(label)
     lines = ["stateDiagram-v2", f"    [*] --> {Phase.IDLE.value}"]
     for (src, dst), labels in edges.items():
         lines.append(f"    {src.value} --> {dst.value}: " + "<br/>".join(labels))

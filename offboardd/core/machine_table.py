@@ -21,7 +21,7 @@ from offboardd.core.machine import Do, Fact, Machine, Outcome, Rule, Source, Tri
 from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
 
 P, T, R = Phase, Trigger, Reason
-STAY, IGNORE, REFUSE = Outcome.STAY, Outcome.IGNORE, Outcome.REFUSE
+STAY, IGNORE, REFUSE, BACK = Outcome.STAY, Outcome.IGNORE, Outcome.REFUSE, Outcome.BACK
 ALL = frozenset(Phase)
 NOT_ENGAGED = frozenset({P.IDLE, P.FAILSAFE, P.PREEMPTED})  # nothing of ours in control
 TAKEN = frozenset({P.FAILSAFE, P.PREEMPTED})  # ...because someone or something took it
@@ -94,7 +94,7 @@ COMMANDS = [
             "heartbeat never resumes"),
     row(P.HOLDING, T.SETPOINT, REFUSE, R.NOT_IN_CONTROL, when=(no(Fact.RESUME_QUOTED),),
         why=_STALE_BACKLOG),
-    row(P.WARMUP, T.RELEASE, P.IDLE, R.RELEASED, D.STOP_STREAM, D.REPLY_OK,
+    row(P.WARMUP, T.RELEASE, BACK, R.RELEASED, D.STOP_STREAM, D.REPLY_OK,
         when=(NOT_FLOWN,), why="OFFBOARD was never requested: nothing to hand back"),
     row(P.WARMUP, T.RELEASE, P.RELEASING, R.RELEASED, D.HAND_OVER, when=(FLOWN,),
         why=_FLOWN_IN_WARMUP + "release_mode, as from engaging"),
@@ -202,7 +202,7 @@ FC_EVENTS = [
         why="a pilot, a GCS or a PX4 failsafe took over: never take it back ourselves"),
     row(P.RELEASING, T.FC_MODE_TAKEN, P.PREEMPTED, R.PREEMPTED_MODE, D.STOP_STREAM,
         D.REPLY_FAIL, when=(Fact.STREAMING,), why="taken over during the hand-over"),
-    row(P.RELEASING, T.FC_MODE_TAKEN, P.IDLE, R.PREEMPTED_MODE, D.REPLY_FAIL,
+    row(P.RELEASING, T.FC_MODE_TAKEN, BACK, R.PREEMPTED_MODE, D.REPLY_FAIL,
         when=(NOT_STREAMING,), why="a plain mode request: someone else chose a mode "
         "meanwhile; asking on would pull the vehicle out of it"),
     row(IN_OFFBOARD, T.FC_DISARMED, P.PREEMPTED, R.PREEMPTED_DISARMED, D.STOP_STREAM,
@@ -231,7 +231,7 @@ for _trigger, _reason in ((T.FC_LOST, R.FC_LINK_LOST), (T.FC_REBOOTED, R.FC_REBO
             why="we were flying it: stop; a new engage is needed"),
         row(P.RELEASING, _trigger, P.FAILSAFE, _reason, D.FORGET_FC, D.REPLY_FAIL,
             D.STOP_STREAM, when=(Fact.STREAMING,), why="we were flying it: stop"),
-        row(P.RELEASING, _trigger, P.IDLE, _reason, D.FORGET_FC, D.REPLY_FAIL,
+        row(P.RELEASING, _trigger, BACK, _reason, D.FORGET_FC, D.REPLY_FAIL,
             when=(NOT_STREAMING,), why="a plain mode request that will not be answered"),
         row(NOT_ENGAGED, _trigger, STAY, _reason, D.FORGET_FC, D.REPLY_FAIL,
             why="nothing of ours to stop; waiting commands fail with the reason"),
@@ -266,13 +266,13 @@ TIMERS = [
         why="a gap > COM_OF_LOSS_T / 2, or > 4 stream periods (0.25 s at least), was not "
             "warmup_s of steady streaming; an FC unheard for 0.45 × COM_OF_LOSS_T is not "
             "asked (it would be left as silent at once)"),
-    row(P.WARMUP, T.WARMUP_ESTIMATE_LOST, P.IDLE, R.ESTIMATE_MISSING, D.STOP_STREAM,
+    row(P.WARMUP, T.WARMUP_ESTIMATE_LOST, BACK, R.ESTIMATE_MISSING, D.STOP_STREAM,
         D.REPLY_FAIL, when=(NOT_FLOWN,),
         why="the setpoint's estimate went invalid during the warm-up"),
     row(P.WARMUP, T.WARMUP_ESTIMATE_LOST, P.RELEASING, R.ESTIMATE_MISSING, D.REPLY_FAIL,
         D.NOTICE, D.HAND_OVER, when=(FLOWN,),
         why=_FLOWN_IN_WARMUP + "the engage fails, the vehicle goes to release_mode"),
-    row(P.WARMUP, T.WARMUP_BLOCKED, P.IDLE, _BLOCKED, D.STOP_STREAM, D.REPLY_FAIL,
+    row(P.WARMUP, T.WARMUP_BLOCKED, BACK, _BLOCKED, D.STOP_STREAM, D.REPLY_FAIL,
         when=(NOT_FLOWN,),
         why="the engage gate, judged again: a GCS set MAV_FWDEXTSP=0, COM_OF_LOSS_T too "
             "short for the stream or COM_OBL_RC_ACT to cut the motors during the warm-up "
@@ -281,16 +281,16 @@ TIMERS = [
         D.HAND_OVER, when=(FLOWN,),
         why=_FLOWN_IN_WARMUP + "the gate, judged again, fails the engage; the vehicle "
             "goes to release_mode (a mode request, which MAV_FWDEXTSP does not stop)"),
-    row(P.WARMUP, T.WARMUP_UNHEARD, P.IDLE, R.FC_SILENT, D.STOP_STREAM, D.REPLY_FAIL,
+    row(P.WARMUP, T.WARMUP_UNHEARD, BACK, R.FC_SILENT, D.STOP_STREAM, D.REPLY_FAIL,
         when=(NOT_FLOWN,),
         why="the FC unheard for half the silence limit at 3 warm-up ends in a row: an FC "
             "heard only in bursts kept the warm-up restarting, the engage unanswered (review)"),
     row(P.WARMUP, T.WARMUP_UNHEARD, P.RELEASING, R.FC_SILENT, D.REPLY_FAIL, D.NOTICE,
         D.HAND_OVER, when=(FLOWN,),
         why=_FLOWN_IN_WARMUP + "the engage fails, the vehicle goes to release_mode"),
-    row(P.WARMUP, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
+    row(P.WARMUP, T.LEASE_LAPSED, BACK, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
         when=(NOT_FLOWN,), why="never ask for OFFBOARD for a commander that vanished"),
-    row(P.ENGAGING, T.LEASE_LAPSED, P.IDLE, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
+    row(P.ENGAGING, T.LEASE_LAPSED, BACK, R.LEASE_LAPSED, D.STOP_STREAM, D.REPLY_FAIL,
         when=(no(Fact.OFFBOARD_UNSEEN),),
         why="no more requests for a commander that vanished; disarmed, refused, or a report "
             "since the request showed the mode PX4 stayed in: nothing of ours flies (a "
@@ -334,7 +334,7 @@ TIMERS += [
         when=(Fact.PX4_LOSS_ACTION,), why="PX4's offboard-loss action follows"),
     row(P.HOLDING, T.HOLD_EXPIRED, P.RELEASING, R.LOSS_ACTION, D.NOTICE, D.HAND_OVER,
         when=((Fact.PX4_LOSS_ACTION, False),), why="command_loss_action"),
-    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.IDLE, R.MODE_REFUSED, D.STOP_STREAM,
+    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, BACK, R.MODE_REFUSED, D.STOP_STREAM,
         D.REPLY_FAIL, when=(Fact.OFFBOARD_REFUSED,),
         why="with a diagnosis; PX4 said no and still reports its mode: nothing to hand back"),
     row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.RELEASING, R.MODE_TIMEOUT, D.REPLY_FAIL,
@@ -342,12 +342,12 @@ TIMERS += [
         why="with a diagnosis; no answer either way, armed: PX4 may have switched with its "
             "reports lost, so release_mode, streaming, rather than its offboard-loss action "
             "(review)"),
-    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, P.IDLE, R.MODE_TIMEOUT, D.STOP_STREAM,
+    row(P.ENGAGING, T.OFFBOARD_RETRIES_EXHAUSTED, BACK, R.MODE_TIMEOUT, D.STOP_STREAM,
         D.REPLY_FAIL, when=((Fact.OFFBOARD_REFUSED, False), no(Fact.OFFBOARD_UNSEEN)),
         why="with a diagnosis; disarmed, or a report since the request showed the mode PX4 "
             "stayed in: nothing of ours flies, and a hand-over would switch a pilot's "
             "vehicle (review)"),
-    row(P.ARMING, T.ARM_RETRIES_EXHAUSTED, P.IDLE, R.ARM_REFUSED, D.STOP_STREAM, D.REPLY_FAIL,
+    row(P.ARMING, T.ARM_RETRIES_EXHAUSTED, BACK, R.ARM_REFUSED, D.STOP_STREAM, D.REPLY_FAIL,
         when=(Fact.ARM_REFUSED,), why="with a diagnosis; PX4 said no: disarmed, nothing flies"),
     row(P.ARMING, T.ARM_RETRIES_EXHAUSTED, P.RELEASING, R.ARM_TIMEOUT, D.REPLY_FAIL,
         D.NOTICE, D.HAND_OVER, when=((Fact.ARM_REFUSED, False),),
@@ -358,7 +358,7 @@ TIMERS += [
         why="hold -> land -> stop streaming"),
     row(P.RELEASING, T.HANDOVER_EXHAUSTED, P.FAILSAFE, R.ESCALATED, D.STOP_STREAM, D.NOTICE,
         D.REPLY_FAIL, when=(Fact.STREAMING,), why="PX4's offboard-loss action follows"),
-    row(P.RELEASING, T.HANDOVER_EXHAUSTED, P.IDLE, (R.MODE_REFUSED, R.MODE_TIMEOUT),
+    row(P.RELEASING, T.HANDOVER_EXHAUSTED, BACK, (R.MODE_REFUSED, R.MODE_TIMEOUT),
         D.REPLY_FAIL, when=(NOT_STREAMING,), why="a plain mode request the FC did not take"),
 ]
 

@@ -52,7 +52,7 @@ from offboardd.core.events import FC_MESSAGE_TYPES, Event, FcLinkDown, LandedSta
 from offboardd.core.fc_link import FcChecks
 from offboardd.core.lease import Lease
 from offboardd.core.machine import Do, Fact, MisuseError, Outcome, Rule, Trigger
-from offboardd.core.machine_table import LEASED, MACHINE, TAKEN
+from offboardd.core.machine_table import LEASED, MACHINE, NOT_ENGAGED, TAKEN
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.px4_rules import format_version
 from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
@@ -117,6 +117,10 @@ class OffboardEngine:
         self.streams = StreamPlanner(settings.stream_plan)  # issue 18: only what we need
         self.phase = Phase.IDLE  # changed by `move` only
         self.reason: Reason | None = None
+        # The phase the last engage or plain mode request was made from (idle, failsafe,
+        # preempted): one that fails goes back there (Outcome.BACK), so that a vehicle taken
+        # from us stays taken, a message written before the takeover refused as before.
+        self.left_from = Phase.IDLE
         self.px4_failsafe_named = False  # this takeover was said to be PX4's failsafe
         self.hold_end_s: float | None = None  # HOLDING's deadline; cleared on leaving it
         # The token that takes control (resumes from HOLDING, takes over from the lease's
@@ -337,22 +341,26 @@ class OffboardEngine:
         table's promises about the stream are checked here, on every move."""
         if rule.to is Outcome.STAY:
             return
-        if not isinstance(rule.to, Phase) or self.phase not in rule.phases:
+        if not rule.moves or self.phase not in rule.phases:
             raise MisuseError(f"{self.phase.value} + {rule.trigger}: not a move ({rule.to})")
+        to = self.left_from if rule.to is Outcome.BACK else rule.to
+        assert isinstance(to, Phase)
         why = rule.reason_for(reason)
-        if self.feed.running and (Do.STOP_STREAM in rule.does or rule.to not in _STREAM_ALLOWED):
-            raise MisuseError(f"{rule.trigger} to {rule.to.value} with the stream still on")
+        if self.feed.running and (Do.STOP_STREAM in rule.does or to not in _STREAM_ALLOWED):
+            raise MisuseError(f"{rule.trigger} to {to.value} with the stream still on")
         previous = self.phase
-        self.phase = self.out.phase = rule.to
+        if previous in NOT_ENGAGED:
+            self.left_from = previous
+        self.phase = self.out.phase = to
         self.reason = why
         self.feed.report_stopped(why, message)
-        if rule.to is not Phase.HOLDING:
+        if to is not Phase.HOLDING:
             self.hold_end_s = None
-        if rule.to not in _TOKEN_PHASES:
+        if to not in _TOKEN_PHASES:
             self.resume_token = None  # idle, releasing: an engage takes it
-        elif not (previous in LEASED and rule.to in LEASED):  # the engage's steps keep it
-            self.new_epoch()  # engaged, held, resumed, taken: control changed hands
-        self.out.emit(Notice(NoticeKind.TRANSITION, message, rule.to, why, previous))
+        elif not (previous in LEASED and to in LEASED):  # the engage's steps keep it
+            self.new_epoch()  # engaged, held, resumed, taken (again): control changed hands
+        self.out.emit(Notice(NoticeKind.TRANSITION, message, to, why, previous))
 
     def quotes_token(self, command: object) -> bool:
         """Does `command` quote the current token (a sender alive since control last

@@ -16,7 +16,7 @@ from offboardd.core.actions import (
     SendCompanionHeartbeat,
     SendSetpoint,
 )
-from offboardd.core.commands import Arm, Engage, Land, Release, SetSetpoint
+from offboardd.core.commands import Arm, Engage, Hold, Land, Release, SetSetpoint
 from offboardd.core.engine_engage import warmup_gap_limit_s
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
@@ -215,6 +215,47 @@ def test_after_a_disarm_under_us_only_an_arm_quoting_the_new_token_arms() -> Non
     assert len(b.actions(ArmDisarm)) == arms
     b.feed(Arm("now", resume=b.engine.resume_token))
     assert len(b.actions(ArmDisarm)) == arms + 1 and b.no_reply("now")
+
+
+@pytest.mark.parametrize("failure", ["lease lapsed", "released", "OFFBOARD refused"])
+def test_an_engage_from_a_taken_phase_that_fails_leaves_the_vehicle_taken(failure: str) -> None:
+    """Found by review: a re-engage quoting the token after a GCS disarmed the vehicle
+    that failed went to IDLE, where an arm or a hold written before the takeover (no token)
+    acts again. It goes back to `preempted` instead, with a new token."""
+    b = Bench()
+    b.fc.down_m = 0.0
+    start(b, arm=True)
+    b.auto_fc()
+    b.step(3.0)
+    b.set_armed(False)  # a GCS disarms it
+    b.set_mode(Px4Mode.POSCTL)  # and a pilot has the sticks
+    b.step(1.5)
+    assert b.phase() is Phase.PREEMPTED
+    b.feed(Engage("re", UP, arm=True, resume=b.engine.resume_token))  # written since
+    assert b.phase() is Phase.WARMUP and b.engine.resume_token is not None
+    engaged_token = b.engine.resume_token
+    if failure == "lease lapsed":
+        b.commander_alive = False
+        b.step(b.settings.command_timeout_s + 0.1)
+    elif failure == "released":
+        b.feed(Release("rel"))
+        assert b.reply("rel").ok
+    else:
+        b.hooks.clear()  # PX4 refuses OFFBOARD from now on
+        b.step(b.settings.warmup_s + 0.05)
+        for _ in range(20):  # every attempt
+            if b.phase() is not Phase.ENGAGING:
+                break
+            b.ack(MAV_CMD_DO_SET_MODE, AckResult.DENIED)
+            b.step(1.0)
+    assert b.phase() is Phase.PREEMPTED, failure
+    assert b.engine.resume_token not in (None, engaged_token)  # taken again: a new token
+    arms = len(b.actions(ArmDisarm))
+    b.feed(Arm("late-arm"))  # written before the takeover, delivered now
+    b.feed(Hold("late-hold"))
+    for late in ("late-arm", "late-hold"):
+        assert b.reply(late).reason is Reason.NOT_IN_CONTROL, late
+    assert len(b.actions(ArmDisarm)) == arms
 
 
 def test_a_current_mode_after_an_accepted_arm_is_no_disarm() -> None:
