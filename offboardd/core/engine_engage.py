@@ -163,7 +163,7 @@ def warmup_over(eng: OffboardEngine, now: float, silence_limit_s: float) -> None
     # made the stream one PX4 ignores or judges lost: never ask for OFFBOARD then.
     blocker = eng.checks.engage_blocker(
         eng.settings.stream_period_s,
-        motor_cut_allowed=eng.settings.allow_motor_cut_loss_action)
+        motor_cut_allowed=eng.settings.allow_motor_cut_loss_action, before_offboard=True)
     if blocker is not None:
         fail_engage(eng, Trigger.WARMUP_BLOCKED, now, blocker[1], blocker[0])
         return

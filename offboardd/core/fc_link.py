@@ -37,6 +37,7 @@ from offboardd.core.px4_rules import (
     loss_action,
     loss_warnings,
     motor_cut,
+    motor_cut_unread,
     override_warning,
     px4_version,
     rules_for,
@@ -279,11 +280,16 @@ class FcChecks:
         """What PX4 does on offboard loss, for this release and its parameters."""
         return loss_action(self.rules, self.params)
 
-    def engage_blocker(self, stream_period_s: float, *, motor_cut_allowed: bool
-                       ) -> tuple[Reason, str] | None:
+    def engage_blocker(self, stream_period_s: float, *, motor_cut_allowed: bool,
+                       before_offboard: bool = False) -> tuple[Reason, str] | None:
         """Why offboard cannot work with this FC, or None. `motor_cut_allowed`: the config
-        lets it fly with a loss action that cuts the motors (EngineSettings)."""
+        lets it fly with a loss action that cuts the motors (EngineSettings).
+        `before_offboard`: the last judgement, at the warm-up's end: what the motor-cut
+        judgement still waits for (the version, then NAV_RCL_ACT, read after it) blocks
+        while it is being read. At the engage it does not: it comes during the warm-up."""
         missing = [n for n in REQUIRED_PARAMS if n not in self.params]
+        if before_offboard and not motor_cut_allowed and self._rounds <= self.retries:
+            missing += filter(None, [motor_cut_unread(self.rules, self.params)])
         if missing:
             return (
                 Reason.FC_PARAMS_UNKNOWN,

@@ -135,6 +135,18 @@ def motor_cut(rules: Px4Rules | None, params: Mapping[str, int | float]) -> str 
     return None
 
 
+def motor_cut_unread(rules: Px4Rules | None, params: Mapping[str, int | float]) -> str | None:
+    """What `motor_cut` cannot judge without yet, or None: behind COM_OBL_RC_ACT 0-2 the
+    release (AUTOPILOT_VERSION), and from v1.17 NAV_RCL_ACT, read once the version is."""
+    if "COM_OBL_RC_ACT" not in params or int(params["COM_OBL_RC_ACT"]) not in _MANUAL_ACTIONS:
+        return None
+    if rules is None:
+        return "AUTOPILOT_VERSION"
+    if rules.manual_loss_action_without_rc_uses_nav_rcl_act and "NAV_RCL_ACT" not in params:
+        return "NAV_RCL_ACT"
+    return None
+
+
 def loss_warnings(rules: Px4Rules | None, params: Mapping[str, int | float]) -> list[str]:
     """The offboard-loss surprises: what PX4 will really do, and what to set instead."""
     if "COM_OBL_RC_ACT" not in params:

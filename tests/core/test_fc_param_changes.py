@@ -215,3 +215,52 @@ def test_from_v1_17_nav_rcl_act_cutting_the_motors_refuses_the_engage_too() -> N
     b.commander_alive = True
     b.feed(Engage("e", UP))
     assert b.reply("e").reason is Reason.LOSS_ACTION_CUTS_MOTORS
+
+
+def _px4_v1_17_without_nav_rcl_act(b: Bench) -> None:
+    """COM_OBL_RC_ACT 0 read; AUTOPILOT_VERSION (v1.17) came, NAV_RCL_ACT asked, not yet."""
+    b.step(0.0)
+    for name, value in dict(PX4_PARAMS, COM_OBL_RC_ACT=0).items():
+        b.feed(FcParamValue(name, value, **FC))
+    b.feed(FcAutopilotVersion(0x01110000, 0xFFFF, **FC))
+    b.step(0.2)
+
+
+def test_offboard_waits_for_nav_rcl_act_behind_a_manual_loss_action() -> None:
+    """Found by review: NAV_RCL_ACT is read after the version, so an engage could pass the
+    gate before it was known and fly with a loss action that cuts the motors. The engage
+    is taken (it comes during the warm-up), but OFFBOARD is asked for only once it is known;
+    still unread at the warm-up's end, the engage fails with fc_params_unknown."""
+    b = Bench()
+    _px4_v1_17_without_nav_rcl_act(b)
+    b.commander_alive = True
+    b.feed(Engage("e", UP))
+    assert b.phase() is Phase.WARMUP
+    b.step(b.settings.warmup_s + 0.1)
+    reply = b.reply("e")
+    assert reply.reason is Reason.FC_PARAMS_UNKNOWN and "NAV_RCL_ACT" in reply.message
+    assert b.phase() is Phase.IDLE and b.mode_requests() == []
+
+    for nav_rcl_act, asked in ((6, False), (2, True)):  # Disarm: refused; Return: flies
+        b = Bench()
+        _px4_v1_17_without_nav_rcl_act(b)
+        b.commander_alive = True
+        b.feed(Engage("e", UP))
+        b.step(0.5)
+        b.feed(FcParamValue("NAV_RCL_ACT", nav_rcl_act, **FC))  # read during the warm-up
+        b.step(b.settings.warmup_s)
+        assert bool(b.mode_requests()) is asked, nav_rcl_act
+        if not asked:
+            assert b.reply("e").reason is Reason.LOSS_ACTION_CUTS_MOTORS
+
+
+def test_an_fc_that_never_answers_for_nav_rcl_act_is_judged_on_what_came() -> None:
+    # the reading given up (a warning said so): the gate judges on what it has
+    b = Bench(EngineSettings(param_retries=1, param_retry_s=0.2))
+    _px4_v1_17_without_nav_rcl_act(b)
+    b.step(1.0)
+    assert any("NAV_RCL_ACT could not be read" in w for w in _warnings(b))
+    b.commander_alive = True
+    b.feed(Engage("e", UP))
+    b.step(b.settings.warmup_s + 0.1)
+    assert b.mode_requests() and b.phase() is Phase.ENGAGING
