@@ -240,8 +240,8 @@ def engaged(eng: OffboardEngine, rule: Rule, message: str) -> None:
 def fail_engage(
     eng: OffboardEngine, trigger: Trigger, now: float, message: str, reason: Reason | None = None
 ) -> None:
-    """Fail the waiting engage; stop, back to where the table says (IDLE), or hand the
-    vehicle over when PX4 may fly our stream (engine_failsafe.hand_back)."""
+    """Fail the waiting engage; stop, back to the phase it was made from (the table's
+    BACK), or hand the vehicle over when PX4 may fly our stream (engine_failsafe.hand_back)."""
     rule = eng.rule(trigger, now)
     why = rule.reason_for(reason)
     assert why is not None  # every engage failure row names its reasons
