@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
@@ -246,21 +246,49 @@ class OffboardClient:
     async def release(self) -> Reply:
         return await self._stop(Release(self.new_command_id()))
 
-    # hold, land and rtl quote the daemon's token after a takeover, as `arm` does: then only
-    # a mode request written since is taken (`_token_after_takeover`).
-    async def hold(self) -> Reply:
-        return await self._stop(Hold(self.new_command_id(), resume=self._token_after_takeover()))
+    # hold, land, rtl and arm with `resume`: after a pilot, a GCS or a failsafe took the
+    # vehicle, you act over them on purpose (see `_mode_token`).
+    async def hold(self, *, resume: bool = False) -> Reply:
+        return await self._asking(Hold, resume, self._stop)
 
-    async def land(self) -> Reply:
-        return await self._stop(Land(self.new_command_id(), resume=self._token_after_takeover()))
+    async def land(self, *, resume: bool = False) -> Reply:
+        return await self._asking(Land, resume, self._stop)
 
-    async def rtl(self) -> Reply:
-        return await self._stop(Rtl(self.new_command_id(), resume=self._token_after_takeover()))
+    async def rtl(self, *, resume: bool = False) -> Reply:
+        return await self._asking(Rtl, resume, self._stop)
 
-    async def arm(self) -> Reply:
-        """Arm. After a pilot, a GCS or a failsafe took (or disarmed) the vehicle, only an
-        arm written since is taken: it quotes the daemon's token then (`taken_token`)."""
-        return await self.send(Arm(self.new_command_id(), resume=self._token_after_takeover()))
+    async def arm(self, *, resume: bool = False) -> Reply:
+        """Arm. After a pilot, a GCS or a failsafe took (or disarmed) the vehicle, only
+        with `resume` (see `hold`)."""
+        return await self._asking(Arm, resume, self.send)
+
+    async def _asking(self, kind: type[Hold | Land | Rtl | Arm], resume: bool,
+                      send: Callable[[Command], Awaitable[Reply]]) -> Reply:
+        """A hold, land, rtl or arm quoting `_mode_token`. With `resume`, a refusal
+        `not_in_control` naming a token is tried once more with it: the vehicle was taken
+        (again) between our read of the state and the command's arrival (an engage from
+        `preempted` that failed goes back there, with a new token). That token came from
+        the daemon just now, so it is still a live commander that quotes it."""
+        token = await self._mode_token(resume)
+        try:
+            return await send(kind(self.new_command_id(), resume=token))
+        except CommandRefused as exc:
+            fresh = exc.reply.extra.get("resume")
+            if not (resume and exc.reply.code == "not_in_control" and isinstance(fresh, str)
+                    and fresh != token):
+                raise
+        return await send(kind(self.new_command_id(), resume=fresh))
+
+    async def _mode_token(self, resume: bool) -> str | None:
+        """The token a hold, land, rtl or arm quotes. Without `resume`, none: after a pilot,
+        a GCS or a failsafe took the vehicle it is refused `not_in_control`, so a script
+        written as "goto, then land" that never noticed the takeover does not switch the
+        pilot's vehicle (review: the client quoted the token for it). With `resume` (you
+        know, and act over them on purpose), the daemon's while its state says so."""
+        if not resume:
+            return None
+        await self.read_state()
+        return self.taken_token()
 
     async def disarm(self, *, force: bool = False) -> Reply:
         return await self.send(Disarm(self.new_command_id(), force=force))
@@ -364,17 +392,6 @@ class OffboardClient:
         none, which is all a daemon before 2026-11-28 takes on them."""
         phase = (self.inbox.state or {}).get("phase")
         return self.inbox.resume_token if phase in TAKEN_PHASES else None
-
-    def _token_after_takeover(self) -> str | None:
-        """`taken_token`, once the script knows of the takeover: a script that flew the
-        vehicle and was never told it lost it (no call raised ControlLost, `lost()` never
-        returned) gets ControlLost here, once, instead of a hold, land, rtl or arm its
-        client would quote the token for: the script never decided to act over the pilot
-        (review). Called again, the command goes, quoting it."""
-        token = self.taken_token()
-        if token is not None and (lost := self.control.take_unnoticed()) is not None:
-            raise lost
-        return token
 
     async def read_state(self, timeout_s: float = 1.0) -> None:
         """Wait (at most `timeout_s`) for the daemon's retained state if none was read yet,

@@ -43,21 +43,18 @@ class ControlWatch:
         self._run_id: str | None = None
         self._event = asyncio.Event()
         self._reported: ControlLost | None = None  # what `wait()` returns
-        self._noticed = True  # the script was told of the loss (a call raised it, or wait())
 
     def engaging(self) -> None:
         """An engage is sent: control is taken afresh, an earlier loss is behind us (and the
         lease loop must run through the warm-up)."""
         self.watching = False
         self.lost = self._reported = None
-        self._noticed = True
         self._event.clear()
 
     def engaged(self) -> None:
         """An engage succeeded: control is ours until we hand it back."""
         self.watching, self._confirmed, self._run_id = True, False, None
         self.lost = self._reported = None
-        self._noticed = True
         self._event.clear()
 
     @property
@@ -72,23 +69,12 @@ class ControlWatch:
     def take(self) -> ControlLost | None:
         """The loss not yet reported to a call, once: the next engage may start afresh."""
         lost, self.lost = self.lost, None
-        if lost is not None:
-            self._noticed = True
         return lost
-
-    def take_unnoticed(self) -> ControlLost | None:
-        """The loss, if the script was never told of it (no call raised it, no `wait()`
-        returned it), once; it counts as told from then on."""
-        if self._noticed:
-            return None
-        self._noticed, self.lost = True, None
-        return self._reported
 
     async def wait(self) -> ControlLost:
         """Until control is lost (for a script to race against its mission)."""
         await self._event.wait()
         assert self._reported is not None
-        self._noticed = True
         return self._reported
 
     def _lose(self, reason: str) -> None:
@@ -96,7 +82,6 @@ class ControlWatch:
             return
         self.watching = False
         self.lost = self._reported = ControlLost(reason)
-        self._noticed = False
         for listener in self.on_lost:
             listener(self._reported)
         self._event.set()

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from offboardd.client import ControlLost, OffboardClient
+from offboardd.client import CommandRefused, ControlLost, OffboardClient
 from offboardd.config import DaemonConfig, MavlinkSettings
 from offboardd.core.setpoints import PositionNed
 from offboardd.mavlink.links import parse_link_url
@@ -188,25 +188,44 @@ async def test_a_late_engage_never_takes_the_vehicle_back_from_a_pilot(
         await c.land()
 
 
-async def test_a_script_that_never_noticed_a_takeover_is_told_before_its_land_goes(
-    mosquitto: Broker,
-) -> None:
+async def test_after_a_takeover_only_a_land_with_resume_goes(mosquitto: Broker) -> None:
     """Found by review: after a pilot took over, the client quoted the token it read for a
     hold, land, rtl or arm, so a script that never noticed the takeover (written as
-    "goto, then land") switched the pilot's vehicle to Land. Its first such call raises
-    ControlLost instead, sending nothing; called again (it knows now), it goes."""
+    "goto, then land") switched the pilot's vehicle to Land. Without `resume` it is refused
+    `not_in_control` and nothing reaches the FC; `land(resume=True)` (acting over the pilot
+    on purpose) goes."""
     async with stack(mosquitto) as s, s.client() as c:
         await flying(s, c)
         s.sim.pilot_mode_switch("POSCTL")
         await c.wait_for_state(lambda st: st["phase"] == "preempted", 8)  # read, not told
         asked_before = _mode_requests(s)
-        with pytest.raises(ControlLost, match="preempted"):
-            await c.land()
+        with pytest.raises(ControlLost):  # an arm raises the loss first (it is not a stop)
+            await c.arm()
+        for late in (c.land, c.hold, c.rtl, c.arm):
+            with pytest.raises(CommandRefused) as refused:
+                await late()
+            assert refused.value.reply.code == "not_in_control", late
         await asyncio.sleep(0.5)
         assert _mode_requests(s) == asked_before
         assert s.sim.vehicle.mode_name == "POSCTL"  # the pilot keeps it
-        assert (await c.land()).ok  # a deliberate land, quoting the token
+        assert (await c.land(resume=True)).ok  # a deliberate land, quoting the token
         assert _mode_requests(s) > asked_before
+
+
+async def test_a_land_with_resume_follows_a_token_made_after_its_read(
+    mosquitto: Broker,
+) -> None:
+    """The vehicle taken again between the script's read of the token and its land's
+    arrival (an engage from `preempted` that failed goes back there with a new token): the
+    refusal names the new token and `land(resume=True)` tries once more with it."""
+    async with stack(mosquitto) as s, s.client() as c, observer(mosquitto.port) as pub:
+        await flying(s, c)
+        s.sim.pilot_mode_switch("POSCTL")
+        state = await c.wait_for_state(lambda st: st["phase"] == "preempted", 8)
+        await pub.publish(T.state, dumps({**state, "resume_token": "gone-already"}), qos=1,
+                          retain=True)
+        await c.wait_for_state(lambda st: st.get("resume_token") == "gone-already", 5)
+        assert (await c.land(resume=True)).ok
 
 
 def _mode_requests(s: Stack) -> int:
