@@ -163,9 +163,16 @@ def warmup_over(eng: OffboardEngine, now: float, silence_limit_s: float) -> None
     # made the stream one PX4 ignores or judges lost: never ask for OFFBOARD then.
     blocker = eng.checks.engage_blocker(
         eng.settings.stream_period_s,
-        motor_cut_allowed=eng.settings.allow_motor_cut_loss_action, before_offboard=True)
+        motor_cut_allowed=eng.settings.allow_motor_cut_loss_action)
     if blocker is not None:
         fail_engage(eng, Trigger.WARMUP_BLOCKED, now, blocker[1], blocker[0])
+        return
+    pending = eng.checks.motor_cut_pending()
+    if pending is not None and not eng.settings.allow_motor_cut_loss_action:
+        # Read after the version, NAV_RCL_ACT may come after the engage: never ask for
+        # OFFBOARD before we know whether PX4 cuts the motors on an offboard loss (review).
+        _restart_warmup(eng, now, f"{pending} not read yet (whether PX4 cuts the motors on "
+                        "an offboard loss): OFFBOARD not asked for; warming up again")
         return
     silence_s = eng.vehicle.silence_s(now) or 0.0
     unheard = silence_s >= silence_limit_s / 2

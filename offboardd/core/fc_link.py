@@ -172,7 +172,7 @@ class FcChecks:
 
     def on_version(self, event: FcAutopilotVersion) -> list[str]:
         """Record the version; the release's own parameters are asked for at once."""
-        self.version = event
+        first, self.version = self.version is None, event
         out = []
         if not event.capabilities & _CAP_SET_POSITION_TARGET_LOCAL_NED:
             out.append("the FC does not announce SET_POSITION_TARGET_LOCAL_NED support")
@@ -180,8 +180,9 @@ class FcChecks:
         if (major, minor) != (0, 0) and (major, minor) < MIN_SUPPORTED:
             out.append(f"PX4 {format_version(event.flight_sw_version)} is older than "
                        f"v{MIN_SUPPORTED[0]}.{MIN_SUPPORTED[1]}, which offboardd needs")
-        if self.missing() and self._next_s is not None:
-            self._next_s = self._last_poll_s  # due now: the release's parameters
+        if first and self.missing():  # the release's parameters: due now, attempts their own
+            self._rounds = min(self._rounds, 1)  # (a late version once left them none: review)
+            self._next_s = self._last_poll_s
         return out + self._after_update()
 
     def _ask_limits(self, now: float, target: Target) -> list[FcAction]:
@@ -280,16 +281,21 @@ class FcChecks:
         """What PX4 does on offboard loss, for this release and its parameters."""
         return loss_action(self.rules, self.params)
 
-    def engage_blocker(self, stream_period_s: float, *, motor_cut_allowed: bool,
-                       before_offboard: bool = False) -> tuple[Reason, str] | None:
+    def reading(self) -> bool:
+        """Still asking for (or waiting on an answer to) what `wanted` names."""
+        return self._next_s is not None and (self.version is None or bool(self.missing()))
+
+    def motor_cut_pending(self) -> str | None:
+        """What the motor-cut judgement (engage_blocker) still waits for while it is being
+        read: the version, then NAV_RCL_ACT, asked for once the version came. OFFBOARD
+        waits for it (the warm-up restarts); given up, the gate judges on what came."""
+        return motor_cut_unread(self.rules, self.params) if self.reading() else None
+
+    def engage_blocker(self, stream_period_s: float, *, motor_cut_allowed: bool
+                       ) -> tuple[Reason, str] | None:
         """Why offboard cannot work with this FC, or None. `motor_cut_allowed`: the config
-        lets it fly with a loss action that cuts the motors (EngineSettings).
-        `before_offboard`: the last judgement, at the warm-up's end: what the motor-cut
-        judgement still waits for (the version, then NAV_RCL_ACT, read after it) blocks
-        while it is being read. At the engage it does not: it comes during the warm-up."""
+        lets it fly with a loss action that cuts the motors (EngineSettings)."""
         missing = [n for n in REQUIRED_PARAMS if n not in self.params]
-        if before_offboard and not motor_cut_allowed and self._rounds <= self.retries:
-            missing += filter(None, [motor_cut_unread(self.rules, self.params)])
         if missing:
             return (
                 Reason.FC_PARAMS_UNKNOWN,

@@ -265,7 +265,8 @@ TIMERS = [
     row(P.WARMUP, T.WARMUP_STALLED, STAY, None, D.RESTART_WARMUP,
         why="a gap > COM_OF_LOSS_T / 2, or > 4 stream periods (0.25 s at least), was not "
             "warmup_s of steady streaming; an FC unheard for 0.45 × COM_OF_LOSS_T is not "
-            "asked (it would be left as silent at once)"),
+            "asked (it would be left as silent at once); nor one whose NAV_RCL_ACT (read "
+            "after the version) may still say it cuts the motors"),
     row(P.WARMUP, T.WARMUP_ESTIMATE_LOST, BACK, R.ESTIMATE_MISSING, D.STOP_STREAM,
         D.REPLY_FAIL, when=(NOT_FLOWN,),
         why="the setpoint's estimate went invalid during the warm-up"),

@@ -229,24 +229,17 @@ def _px4_v1_17_without_nav_rcl_act(b: Bench) -> None:
 def test_offboard_waits_for_nav_rcl_act_behind_a_manual_loss_action() -> None:
     """Found by review: NAV_RCL_ACT is read after the version, so an engage could pass the
     gate before it was known and fly with a loss action that cuts the motors. The engage
-    is taken (it comes during the warm-up), but OFFBOARD is asked for only once it is known;
-    still unread at the warm-up's end, the engage fails with fc_params_unknown."""
-    b = Bench()
-    _px4_v1_17_without_nav_rcl_act(b)
-    b.commander_alive = True
-    b.feed(Engage("e", UP))
-    assert b.phase() is Phase.WARMUP
-    b.step(b.settings.warmup_s + 0.1)
-    reply = b.reply("e")
-    assert reply.reason is Reason.FC_PARAMS_UNKNOWN and "NAV_RCL_ACT" in reply.message
-    assert b.phase() is Phase.IDLE and b.mode_requests() == []
-
+    is taken (it comes during the warm-up), but OFFBOARD is asked for only once it is known:
+    still unread at the warm-up's end, the warm-up starts again."""
     for nav_rcl_act, asked in ((6, False), (2, True)):  # Disarm: refused; Return: flies
         b = Bench()
         _px4_v1_17_without_nav_rcl_act(b)
         b.commander_alive = True
         b.feed(Engage("e", UP))
-        b.step(0.5)
+        b.step(b.settings.warmup_s + 0.1)
+        assert b.phase() is Phase.WARMUP and b.mode_requests() == [] and b.no_reply("e")
+        assert any("NAV_RCL_ACT not read yet" in n.message
+                   for n in b.notices(NoticeKind.WARNING))
         b.feed(FcParamValue("NAV_RCL_ACT", nav_rcl_act, **FC))  # read during the warm-up
         b.step(b.settings.warmup_s)
         assert bool(b.mode_requests()) is asked, nav_rcl_act
@@ -258,9 +251,28 @@ def test_an_fc_that_never_answers_for_nav_rcl_act_is_judged_on_what_came() -> No
     # the reading given up (a warning said so): the gate judges on what it has
     b = Bench(EngineSettings(param_retries=1, param_retry_s=0.2))
     _px4_v1_17_without_nav_rcl_act(b)
-    b.step(1.0)
-    assert any("NAV_RCL_ACT could not be read" in w for w in _warnings(b))
     b.commander_alive = True
     b.feed(Engage("e", UP))
     b.step(b.settings.warmup_s + 0.1)
+    assert any("NAV_RCL_ACT could not be read" in w for w in _warnings(b))
     assert b.mode_requests() and b.phase() is Phase.ENGAGING
+
+
+def test_a_version_late_still_gets_nav_rcl_act_read() -> None:
+    """Found by review: the rounds were counted from the FC's first appearance, so a
+    version that came after them left NAV_RCL_ACT never asked for (yet warned as unread)
+    and the gate judged without it. The release's parameters get attempts of their own."""
+    b = Bench(EngineSettings(param_retries=1, param_retry_s=0.2))
+    b.step(0.0)
+    for name, value in dict(PX4_PARAMS, COM_OBL_RC_ACT=0).items():
+        b.feed(FcParamValue(name, value, **FC))
+    b.step(1.0)  # the version never came: the reading is given up
+    assert not b.engine.checks.reading()
+    b.feed(FcAutopilotVersion(0x01110000, 0xFFFF, **FC))  # v1.17.0, late
+    b.step(0.1)
+    asked = [n for r in b.param_requests() for n in r.names]
+    assert "NAV_RCL_ACT" in asked and b.engine.checks.motor_cut_pending() == "NAV_RCL_ACT"
+    b.feed(FcParamValue("NAV_RCL_ACT", 6, **FC))
+    assert b.engine.checks.motor_cut_pending() is None
+    blocker = b.engine.checks.engage_blocker(0.05, motor_cut_allowed=False)
+    assert blocker is not None and blocker[0] is Reason.LOSS_ACTION_CUTS_MOTORS
