@@ -87,8 +87,10 @@ _RX_CHUNK = 64  # bytes: resume reading once this much fits on the emulated line
 # A flight controller's UART buffers, as NuttX configures PX4's telemetry ports (FMUv5 and
 # v6X defconfigs: RX 600 bytes; TX 1500 on the smallest, 3000-10000 on others). PX4 sends
 # a message only while its TX buffer has room for all of it (Mavlink::send_bytes), so a
-# burst of streams falling due together waits in that buffer, not on the line; a buffer of
-# a tenth of a second's bytes (576) dropped such bursts that PX4 carries.
+# burst of streams falling due together fits in that buffer and is not dropped; a buffer
+# of a tenth of a second's bytes (576) dropped such bursts that PX4 carries. What the
+# buffer holds is handed on at once: the line's delay is not modelled, only its rate and
+# what it drops.
 _RX_BUFFER_BYTES = 600
 _TX_BUFFER_BYTES = 1500
 

@@ -258,6 +258,27 @@ def test_an_engage_from_a_taken_phase_that_fails_leaves_the_vehicle_taken(failur
     assert len(b.actions(ArmDisarm)) == arms
 
 
+def test_a_plain_hold_from_preempted_that_a_pilot_overrides_goes_back_to_preempted() -> None:
+    # a hold quoting the token, asked for (not streaming); the pilot picks a mode meanwhile
+    b = Bench()
+    start(b)
+    b.auto_fc()
+    b.step(2.0)
+    b.hooks.clear()  # the FC takes no more requests by itself
+    b.set_mode(Px4Mode.POSCTL)  # a pilot
+    b.step(0.5)
+    assert b.phase() is Phase.PREEMPTED
+    taken_token = b.engine.resume_token
+    b.feed(Hold("h", resume=taken_token))
+    assert b.phase() is Phase.RELEASING and b.engine.resume_token is None
+    b.set_mode(Px4Mode.ALTCTL)  # the pilot again, before PX4 took the hold
+    b.step(0.1)
+    assert b.phase() is Phase.PREEMPTED and b.reply("h").reason is Reason.PREEMPTED_MODE
+    assert b.engine.resume_token not in (None, taken_token)
+    b.feed(Land("late"))  # written before: refused, the pilot keeps the vehicle
+    assert b.reply("late").reason is Reason.NOT_IN_CONTROL
+
+
 def test_a_current_mode_after_an_accepted_arm_is_no_disarm() -> None:
     """CURRENT_MODE has no armed flag: read 1 s after the ACK with a HEARTBEAT lost, the
     last HEARTBEAT's "disarmed" once stopped the stream of a vehicle climbing in OFFBOARD
