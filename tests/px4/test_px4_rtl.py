@@ -27,4 +27,4 @@ async def test_px4_returns_climbing_first_and_lands_while_closing(
     finally:
         peer.close()
     measured.update(case=case.name, **track.figures())
-    check_return(track, case, release)
+    check_return(track, case, release, real_px4=True)

@@ -56,7 +56,17 @@ MAIN_RULES = ReleaseRules(10.0, 0.0, 2.0, 0.2, True)
 OLDER_RULES = ReleaseRules(2.0, 2.5, 0.0, 0.4, False)
 
 
-def rules_of(release: Release) -> ReleaseRules:
+# Real release/1.18 SIH flies as main, but its estimate wanders (IMU noise while
+# thrusting): home 0.8-1.3 m off where it lands, NEAR's touchdown 21.4-26.1 s over 13
+# flights (2026-11-28: one of them 26.13 s, past main's 20 %), and in one tier run a climb
+# on the spot read as drifting more than main's 0.6 m. Judged with 2 m of slack and 30 %
+# (the sim, which has no such noise, is held to main's).
+PX4_R118_RULES = ReleaseRules(10.0, 2.0, 2.0, 0.3, True)
+
+
+def rules_of(release: Release, *, real_px4: bool = False) -> ReleaseRules:
+    if real_px4 and release == MAIN:
+        return PX4_R118_RULES
     return MAIN_RULES if release >= MAIN else OLDER_RULES
 
 
@@ -145,10 +155,11 @@ class ReturnTrack:
         }
 
 
-def check_return(track: ReturnTrack, case: ReturnCase, release: Release) -> None:
+def check_return(track: ReturnTrack, case: ReturnCase, release: Release, *,
+                 real_px4: bool = False) -> None:
     """What PX4 does (RtlDirect; measured on SIH main and v1.17.0), with the sim's slack."""
     f = track.figures()
-    rules = rules_of(release)
+    rules = rules_of(release, real_px4=real_px4)
     expect, slack_m = case.expect(release), rules.estimate_slack_m
     start = track.samples[0]
     climbs = expect.return_alt_m > case.up_m
