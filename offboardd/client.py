@@ -273,9 +273,8 @@ class OffboardClient:
         try:
             return await send(kind(self.new_command_id(), resume=token))
         except CommandRefused as exc:
-            fresh = exc.reply.extra.get("resume")
-            if not (resume and exc.reply.code == "not_in_control" and isinstance(fresh, str)
-                    and fresh != token):
+            fresh = exc.current_token()
+            if not (resume and fresh is not None and fresh != token):
                 raise
         return await send(kind(self.new_command_id(), resume=fresh))
 

@@ -49,6 +49,13 @@ class CommandRefused(ClientError):
         super().__init__(f"{reply.code}: {reply.message}")
         self.reply = reply
 
+    def current_token(self) -> str | None:
+        """The daemon's current token, when this is a `not_in_control` refusal naming it:
+        control changed hands since the token we quoted was read; a command written now
+        may quote this one (it came from the daemon just now: a live commander)."""
+        token = self.reply.extra.get("resume")
+        return token if self.reply.code == "not_in_control" and isinstance(token, str) else None
+
 
 class ReplyTimeout(ClientError):
     pass

@@ -258,8 +258,7 @@ async def _flown(c: OffboardClient, args: argparse.Namespace) -> int:
     try:
         return await once()
     except CommandRefused as exc:
-        fresh = exc.reply.extra.get("resume")
-        if not (args.resume and exc.reply.code == "not_in_control" and isinstance(fresh, str)):
+        if not (args.resume and exc.current_token() is not None):
             raise
     return await once()
 
