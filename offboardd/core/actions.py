@@ -94,11 +94,14 @@ class Reply:
     message: str
     code: ErrorCode | None = None
     reason: Reason | None = None
-    resume: str | None = None  # HOLDING's resume token, on a not_in_control refusal then
+    # The token to quote next: on a not_in_control refusal, and on the outcome of a command
+    # that left the vehicle taken (failsafe / preempted: OffboardEngine.reply_token)
+    resume: str | None = None
 
     @staticmethod
-    def success(command_id: str, message: str, reason: Reason | None = None) -> Reply:
-        return Reply(command_id, True, message, None, reason)
+    def success(command_id: str, message: str, reason: Reason | None = None, *,
+                resume: str | None = None) -> Reply:
+        return Reply(command_id, True, message, None, reason, resume)
 
     @staticmethod
     def failure(command_id: str, reason: Reason, message: str, *,

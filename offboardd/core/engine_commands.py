@@ -106,9 +106,12 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
         if rule.reasons == (Reason.NOT_IN_CONTROL,):
             ended = "never engaged" if eng.reason is None else eng.reason.value
             token = eng.resume_token
-            then = ("engage to fly" if token is None
-                    else f'{cmd.kind.value} with "resume": "{token}"'
-                    if eng.phase in TAKEN and cmd.kind in _QUOTE_THEMSELVES
+            releasing = eng.phase is Phase.RELEASING
+            then = (f'{cmd.kind.value} with "resume": "{token}"'
+                    if token is not None and cmd.kind in _QUOTE_THEMSELVES
+                    and (eng.phase in TAKEN or releasing)
+                    else "engage once the hand-over has ended" if releasing
+                    else "engage to fly" if token is None
                     else f'engage with "resume": "{token}"' if eng.phase in TAKEN
                     else f'to resume, send a setpoint or motion with "resume": "{token}"')
             eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
@@ -138,7 +141,7 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
     elif isinstance(cmd, Release | Hold | Land | Rtl):
         accepted = _handover_command(eng, rule, cmd, now)
     elif isinstance(cmd, Arm | Disarm):
-        accepted = _arm_disarm(eng, cmd, now)
+        accepted = _arm_disarm(eng, rule, cmd, now)
     elif isinstance(cmd, EmergencyStop):
         accepted = _emergency_stop(eng, rule, cmd, now)
     elif isinstance(cmd, MOTION_TYPES):
@@ -160,7 +163,7 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
 # which changes whenever control changes hands: a message written before (a dead
 # commander's late backlog) can never quote it (found by review, twice).
 _FLOWN = (SetSetpoint, *MOTION_TYPES)
-_TIED = (*_FLOWN, CommanderHeartbeat)
+_TIED = (*_FLOWN, CommanderHeartbeat, Arm)  # an arm in ACTIVE starts the holder's flight
 
 
 def _heartbeat(eng: OffboardEngine, cmd: CommanderHeartbeat) -> bool:
@@ -248,13 +251,14 @@ def _handover_command(
         eng.stop_stream()
         if rule.to is Outcome.BACK:
             eng.move(rule, "released during the warm-up")
-            eng.out.reply_ok(cmd.command_id, "released", rule.reason_for(None))
+            eng.out.reply_ok(cmd.command_id, "released", rule.reason_for(None),
+                             resume=eng.reply_token())
             return True
     start_handover(eng, rule, chain, cmd.command_id, now, failsafe=False)
     return True
 
 
-def _arm_disarm(eng: OffboardEngine, cmd: Arm | Disarm, now: float) -> bool:
+def _arm_disarm(eng: OffboardEngine, rule: Rule, cmd: Arm | Disarm, now: float) -> bool:
     v, out = eng.vehicle, eng.out
     if v.target is None or not eng.fc_up:
         return out.refuse(cmd.command_id, Reason.FC_UNKNOWN, "no flight controller heard")
@@ -267,6 +271,8 @@ def _arm_disarm(eng: OffboardEngine, cmd: Arm | Disarm, now: float) -> bool:
         out.reply_fail(superseded.command_id, Reason.SUPERSEDED, "superseded by a newer command")
     force = isinstance(cmd, Disarm) and cmd.force
     out.emit(ArmDisarm(v.target, arm=arm, force=force))
+    if Do.SPEND_TOKEN in rule.does:
+        eng.new_epoch()  # the reply names the new one (engine_fc)
     eng.arms.wait(PendingArm(cmd.command_id, arm, now + eng.settings.arm_confirm_timeout_s))
     return True
 

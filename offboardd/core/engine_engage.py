@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from offboardd.core.actions import ArmDisarm, FcAction, NoticeKind, RequestMode
-from offboardd.core.engine_failsafe import hand_back
+from offboardd.core.engine_failsafe import fail_back, hand_back
 from offboardd.core.machine import Do, Rule, Trigger
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
@@ -256,9 +256,7 @@ def fail_engage(
         eng.out.reply_fail(eng.engage.take_id(), why, message)
         hand_back(eng, rule, now, message, why)
         return
-    eng.stop_stream()
-    eng.out.reply_fail(eng.engage.take_id(), why, message)
-    eng.move(rule, f"engage failed: {message}", why)
+    fail_back(eng, rule, message, why)
 
 
 def step_offboard_request(eng: OffboardEngine, now: float) -> None:

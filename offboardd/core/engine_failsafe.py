@@ -18,7 +18,7 @@ from offboardd.core.actions import NoticeKind, RequestMode
 from offboardd.core.engine_handover import Step
 from offboardd.core.engine_motion import let_finish, smooth_hold
 from offboardd.core.machine import Do, Outcome, Rule, Trigger
-from offboardd.core.machine_table import MACHINE
+from offboardd.core.machine_table import ENGAGE_STEPS, MACHINE, TAKEN
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import Attitude, BodyRates, Setpoint
@@ -29,17 +29,19 @@ if TYPE_CHECKING:
 
 # Where the table looks at a breach at all: a cheap test for every LOCAL_POSITION_NED.
 _BREACH_PHASES = frozenset(p for p in Phase if MACHINE.listed(p, Trigger.FENCE_BREACH))
+_ENGAGE_PHASES = ENGAGE_STEPS | {Phase.ARMING}  # an engage under way (its hand-over ends it)
 
 
-def fail_pending(eng: OffboardEngine, reason: Reason, message: str) -> None:
+def fail_pending(eng: OffboardEngine, reason: Reason, message: str, *,
+                 resume: str | None = None) -> None:
     """Answer every operator command still waiting for the FC: it will not happen."""
-    eng.out.reply_fail(eng.engage.take_id(), reason, message)
+    eng.out.reply_fail(eng.engage.take_id(), reason, message, resume=resume)
     handover = eng.handover.take()
     for waiting in [] if handover is None else handover.command_ids:
-        eng.out.reply_fail(waiting, reason, message)
+        eng.out.reply_fail(waiting, reason, message, resume=resume)
     pending = eng.arms.take()
     if pending is not None:
-        eng.out.reply_fail(pending.command_id, reason, message)
+        eng.out.reply_fail(pending.command_id, reason, message, resume=resume)
 
 
 def preempt(eng: OffboardEngine, rule: Rule, message: str) -> None:
@@ -56,10 +58,18 @@ def abandon(eng: OffboardEngine, trigger: Trigger, now: float, message: str) -> 
     rule = eng.rule(trigger, now)
     reason = rule.reason_for(None)
     assert reason is not None
-    fail_pending(eng, reason, message)
     if Do.STOP_STREAM in rule.does:
         eng.stop_stream()
     eng.move(rule, message)
+    fail_pending(eng, reason, message, resume=eng.reply_token())
+
+
+def fail_back(eng: OffboardEngine, rule: Rule, message: str, reason: Reason) -> None:
+    """An engage that failed with nothing of ours flying (the table's BACK): stop, go back
+    where it was made from, and fail it naming the token to quote next there."""
+    eng.stop_stream()
+    eng.move(rule, f"engage failed: {message}", reason)
+    eng.out.reply_fail(eng.engage.take_id(), reason, message, resume=eng.reply_token())
 
 
 # -- lease, hold, loss action ----------------------------------------------------------------
@@ -69,10 +79,8 @@ def lease_lapsed(eng: OffboardEngine, now: float) -> None:
     eng.lease.end()
     rule = eng.rule(Trigger.LEASE_LAPSED, now)
     if rule.to is Outcome.BACK:  # no (more) requests for a vanished commander; nothing flies
-        message = f"commander lease lapsed in {eng.phase.value}"
-        eng.stop_stream()
-        eng.out.reply_fail(eng.engage.take_id(), Reason.LEASE_LAPSED, message)
-        eng.move(rule, f"engage failed: {message}")
+        fail_back(eng, rule, f"commander lease lapsed in {eng.phase.value}",
+                  Reason.LEASE_LAPSED)
         return
     if Do.REPLY_FAIL in rule.does:  # the engage's steps, PX4 perhaps in OFFBOARD: no engage
         # and no more requests, but no vehicle left to PX4's loss action either (review)
@@ -172,10 +180,15 @@ def start_handover(
     eng.lease.end()
     reason = rule.reason_for(reason)
     assert reason is not None  # every HAND_OVER row names its reasons
+    lapsed = failsafe or eng.phase is Phase.HOLDING  # the commander's lease is over
+    taken = (lapsed or eng.phase in TAKEN or (previous is not None and previous.taken)
+             or (eng.phase in _ENGAGE_PHASES and eng.left_from in TAKEN))
     eng.handover.start(
-        chain, command_id, reason, failsafe=failsafe, streaming=eng.feed.running,
-        start_custom_mode=eng.vehicle.custom_mode, now=now,
+        chain, command_id, reason, failsafe=failsafe, taken=taken,
+        streaming=eng.feed.running, start_custom_mode=eng.vehicle.custom_mode, now=now,
     )  # fmt: skip
+    if lapsed:  # a plain hold/land/rtl's success (no failsafe's) goes back to failsafe
+        eng.left_from = Phase.FAILSAFE
     eng.move(rule, f"requesting {chain[0].label}", reason)
 
 
@@ -226,7 +239,7 @@ def handover_progress(eng: OffboardEngine, now: float, *, reported: bool = False
         )
         eng.move(rule, message, h.reason)
         for waiting in h.command_ids:
-            eng.out.reply_ok(waiting, message, h.reason)
+            eng.out.reply_ok(waiting, message, h.reason, resume=eng.reply_token())
         return
     if seen is Step.TAKEN:
         rule = eng.rule(Trigger.FC_MODE_TAKEN, now)
@@ -240,7 +253,7 @@ def handover_progress(eng: OffboardEngine, now: float, *, reported: bool = False
             handovers.take()
             eng.move(rule, message)
             for waiting in h.command_ids:
-                eng.out.reply_fail(waiting, reason, message)
+                eng.out.reply_fail(waiting, reason, message, resume=eng.reply_token())
         return
     step = handovers.poll(now)
     if step is Step.SEND:
@@ -269,7 +282,7 @@ def _handover_exhausted(eng: OffboardEngine, now: float) -> None:
         message = f"FC did not take {refused.label}: {eng.diagnosis(now)}"
         eng.move(rule, message, reason)
         for waiting in h.command_ids:
-            eng.out.reply_fail(waiting, reason, message)
+            eng.out.reply_fail(waiting, reason, message, resume=eng.reply_token())
         return
     message = (
         f"FC refused {refused.label} and every fallback; stopped streaming, PX4's "

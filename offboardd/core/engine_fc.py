@@ -174,7 +174,8 @@ def _on_fc_state(eng: OffboardEngine, event: FcHeartbeat | FcCurrentMode, now: f
     pending = eng.arms.pending
     if pending is not None and v.armed == pending.arm:
         eng.arms.take()
-        eng.out.reply_ok(pending.command_id, "armed" if pending.arm else "disarmed")
+        eng.out.reply_ok(pending.command_id, "armed" if pending.arm else "disarmed",
+                         resume=eng.reply_token())
     if eng.phase is Phase.RELEASING:
         if eng.handover.current is not None:
             handover_progress(eng, now, reported=True)

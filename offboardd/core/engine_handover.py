@@ -34,6 +34,10 @@ class Handover:
     streaming: bool  # keep the stream alive until the FC reports the mode
     reason: Reason  # what the move recorded; the success keeps it
     failsafe: bool  # a failsafe's (loss action, fence breach), not an operator command's
+    # Asked while the vehicle was taken (a failsafe's, a plain request from failsafe or
+    # preempted, the end of an engage made from there, or superseding one of these): a
+    # request superseding it quotes the token, and its success leaves the vehicle taken.
+    taken: bool
     command_id: str | None
     start_custom_mode: int | None  # the mode when we started: not a takeover if it stays
     index: int = 0
@@ -71,6 +75,10 @@ class Handovers:
     def failsafe(self) -> bool:
         return self.current is not None and self.current.failsafe
 
+    @property
+    def taken(self) -> bool:
+        return self.current is not None and self.current.taken
+
     def start(
         self,
         chain: tuple[Px4Mode, ...],
@@ -78,6 +86,7 @@ class Handovers:
         reason: Reason,
         *,
         failsafe: bool,
+        taken: bool,
         streaming: bool,
         start_custom_mode: int | None,
         now: float,
@@ -88,7 +97,7 @@ class Handovers:
         retrier = self._retrier()
         retrier.begin(now)
         self.current = Handover(
-            chain, retrier, streaming, reason, failsafe, command_id, start_custom_mode
+            chain, retrier, streaming, reason, failsafe, taken, command_id, start_custom_mode
         )
 
     def join(self, command_id: str) -> bool:

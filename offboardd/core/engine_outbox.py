@@ -44,13 +44,15 @@ class Outbox:
         self.actions.append(Notice(kind, message, self.phase, reason, severity=severity,
                                    command_id=command_id))
 
-    def reply_ok(self, command_id: str, message: str, reason: Reason | None = None) -> None:
-        self.actions.append(Reply.success(command_id, message, reason))
+    def reply_ok(self, command_id: str, message: str, reason: Reason | None = None, *,
+                 resume: str | None = None) -> None:
+        self.actions.append(Reply.success(command_id, message, reason, resume=resume))
 
-    def reply_fail(self, command_id: str | None, reason: Reason, message: str) -> None:
+    def reply_fail(self, command_id: str | None, reason: Reason, message: str, *,
+                   resume: str | None = None) -> None:
         """Fail `command_id`'s reply; None (no command waiting) is a no-op, for brevity."""
         if command_id is not None:
-            self.actions.append(Reply.failure(command_id, reason, message))
+            self.actions.append(Reply.failure(command_id, reason, message, resume=resume))
 
     def refuse(self, command_id: str, reason: Reason, message: str, *,
                resume: str | None = None) -> bool:

@@ -119,6 +119,10 @@ class Fact(StrEnum):
     # it arms, Commander::handle_command).
     ARM_REFUSED = "arming refused"
     FAILSAFE_HANDOVER = "failsafe hand-over"  # asked by the loss action or a fence breach
+    # The hand-over was asked while the vehicle was taken: a failsafe's, a plain request from
+    # failsafe/preempted, the end of an engage made from there, or one superseding any of
+    # these. Superseding it needs the token; its success goes back to a taken phase.
+    TAKEN_HANDOVER = "hand-over of a taken vehicle"
     SAME_ASK_PENDING = "same mode pending"  # a command's hand-over to this mode is under way
     FC_IN_ASKED_MODE = "FC in that mode"  # the FC already reports the mode a command asks for
     ENGAGE_ASKED = "engage asked"  # a goto / path with engage: true
@@ -163,6 +167,7 @@ class Do(StrEnum):
     ESCALATE = "ask for the next mode of the chain"
     STOP_STREAM = "stop streaming, end the lease"
     ARM_DISARM = "send arm / disarm"
+    SPEND_TOKEN = "a new token: the quoted one is spent, a repeat of it cannot act again"
     FORCE_DISARM = "force-disarm"
     FORGET_FC = "forget estimates and home"
     NOTICE = "failsafe notice"
@@ -177,7 +182,9 @@ class Outcome(Enum):
     REFUSE = "refuse"  # a command refused with phase_not_allowed, naming phase and command
     # A move: back to the phase the engage (or plain mode request) was made from: idle, or
     # the failsafe / preempted, with a new token. One that fails leaves the vehicle where it
-    # was: taken by a pilot, a GCS or a failsafe, if it was. Reported as a TRANSITION.
+    # was: taken by a pilot, a GCS or a failsafe, if it was; a plain request made from there
+    # that succeeds, too (a failsafe's hand-over that a request quoting the token
+    # superseded goes back to failsafe). Reported as a TRANSITION.
     BACK = "back"
 
 

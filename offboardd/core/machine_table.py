@@ -75,6 +75,9 @@ _BLOCKED = (R.FWDEXTSP_DISABLED, R.STREAM_TOO_SLOW, R.LOSS_ACTION_CUTS_MOTORS,
             R.FC_PARAMS_UNKNOWN)  # the gate, again
 _LATE_ENGAGE = ("taken by a pilot, a GCS or a failsafe: an engage without this phase's "
                 "token may be one written before, delivered late; never over the pilot")
+_LATE_REQUEST = ("taken by a pilot, a GCS or a failsafe: a mode request without the token may "
+                 "be one written before, delivered late (a dead commander's backlog); never "
+                 "switch a pilot's vehicle or undo a failsafe's choice (review)")
 _STALE_BACKLOG = ("without the engine's token it may be a stale backlog (a bridge, a stalled "
                   "network) from a commander that died: refused, the token in the reply")
 
@@ -111,7 +114,15 @@ for _trigger, _reason in ((T.HOLD, R.COMMANDED_HOLD), (T.LAND, R.COMMANDED_LAND)
         row(HANDING_BACK, _trigger, P.RELEASING, _reason, D.HAND_OVER,
             why="a hand-over with escalation; a waiting engage is cancelled"),
         row(P.RELEASING, _trigger, P.RELEASING, _reason, D.HAND_OVER,
-            when=(no(Fact.SAME_ASK_PENDING),), why="supersedes the hand-over in progress"),
+            when=(no(Fact.SAME_ASK_PENDING), no(Fact.TAKEN_HANDOVER)),
+            why="supersedes the hand-over in progress"),
+        row(P.RELEASING, _trigger, P.RELEASING, _reason, D.HAND_OVER,
+            when=(no(Fact.SAME_ASK_PENDING), Fact.TAKEN_HANDOVER, Fact.RESUME_QUOTED),
+            why="supersedes a taken vehicle's hand-over: it quotes the token (written after "
+                "the takeover or the failsafe)"),
+        row(P.RELEASING, _trigger, REFUSE, R.NOT_IN_CONTROL,
+            when=(no(Fact.SAME_ASK_PENDING), Fact.TAKEN_HANDOVER, no(Fact.RESUME_QUOTED)),
+            why=_LATE_REQUEST),
         row(P.RELEASING, _trigger, STAY, None, D.JOIN_HANDOVER,
             when=(yes(Fact.SAME_ASK_PENDING),),
             why="a repeat: answered with the pending one (a flood of holds sent 1,200 "
@@ -124,10 +135,7 @@ for _trigger, _reason in ((T.HOLD, R.COMMANDED_HOLD), (T.LAND, R.COMMANDED_LAND)
             why="a plain mode request written after the vehicle was taken (it quotes this "
                 "phase's token), as from idle"),
         row(TAKEN, _trigger, REFUSE, R.NOT_IN_CONTROL,
-            when=(no(Fact.FC_IN_ASKED_MODE), no(Fact.RESUME_QUOTED)),
-            why="taken by a pilot, a GCS or a failsafe: a mode request without this phase's "
-                "token may be one written before, delivered late; never switch a pilot's "
-                "vehicle (nor reach idle, where an arm needs no token: review)"),
+            when=(no(Fact.FC_IN_ASKED_MODE), no(Fact.RESUME_QUOTED)), why=_LATE_REQUEST),
         row(NOT_ENGAGED, _trigger, STAY, None, D.REPLY_OK, when=(yes(Fact.FC_IN_ASKED_MODE),),
             why="already there: answered at once, nothing to the FC (a flood of holds "
                 "asked for AUTO.LOITER again and again)"),
@@ -135,8 +143,9 @@ for _trigger, _reason in ((T.HOLD, R.COMMANDED_HOLD), (T.LAND, R.COMMANDED_LAND)
 COMMANDS += [
     row(frozenset({P.IDLE, P.ACTIVE}), T.ARM, STAY, None, D.ARM_DISARM,
         why="answered when HEARTBEAT shows it"),
-    row(TAKEN, T.ARM, STAY, None, D.ARM_DISARM, when=(Fact.RESUME_QUOTED,),
-        why="an arm written after the vehicle was taken; answered when HEARTBEAT shows it"),
+    row(TAKEN, T.ARM, STAY, None, D.ARM_DISARM, D.SPEND_TOKEN, when=(Fact.RESUME_QUOTED,),
+        why="an arm written after the vehicle was taken; answered when HEARTBEAT shows it, "
+            "with the new token (a repeat re-armed after the pilot disarmed again: review)"),
     row(TAKEN, T.ARM, REFUSE, R.NOT_IN_CONTROL, when=(no(Fact.RESUME_QUOTED),),
         why="taken (or disarmed) by a pilot, a GCS or a failsafe: an arm without this phase's "
             "token may be one written before, delivered late; never re-arm over them"),
@@ -187,6 +196,8 @@ for _trigger in (T.GOTO, T.PATH, T.ORBIT, T.STOP):
             why=_STALE_BACKLOG),
     ]
 
+_HANDED_OVER = (R.RELEASED, R.COMMANDED_HOLD, R.COMMANDED_LAND, R.COMMANDED_RTL,
+                R.MODE_TIMEOUT, R.ARM_TIMEOUT, R.ESTIMATE_MISSING, R.FC_SILENT, *_BLOCKED)
 FC_EVENTS = [
     row(P.WARMUP, T.FC_OFFBOARD, IGNORE, when=(NOT_FLOWN,),
         why="PX4 may enter OFFBOARD by itself once setpoints flow (§3): judged at warm-up end"),
@@ -211,11 +222,13 @@ FC_EVENTS = [
         why="streaming on would let a later arm fly off to the old setpoint"),
     row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.FAILSAFE, (R.LOSS_ACTION, R.FENCE_BREACH),
         D.STOP_STREAM, when=(Fact.FAILSAFE_HANDOVER,), why="the failsafe's mode took over"),
-    row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.IDLE,
-        (R.RELEASED, R.COMMANDED_HOLD, R.COMMANDED_LAND, R.COMMANDED_RTL, R.MODE_TIMEOUT,
-         R.ARM_TIMEOUT, R.ESTIMATE_MISSING, R.FC_SILENT, *_BLOCKED),
-        D.STOP_STREAM, D.REPLY_OK, when=((Fact.FAILSAFE_HANDOVER, False),),
+    row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.IDLE, _HANDED_OVER, D.STOP_STREAM, D.REPLY_OK,
+        when=((Fact.FAILSAFE_HANDOVER, False), no(Fact.TAKEN_HANDOVER)),
         why="the commanded mode took over (or release_mode, after an engage that failed)"),
+    row(P.RELEASING, T.FC_MODE_HANDED_OVER, BACK, _HANDED_OVER, D.STOP_STREAM, D.REPLY_OK,
+        when=((Fact.FAILSAFE_HANDOVER, False), Fact.TAKEN_HANDOVER),
+        why="asked while the vehicle was taken: it stays taken, with a new token the reply "
+            "names (idle let an engage or arm written before the takeover act: review)"),
     row(P.ENGAGING, T.FC_MODE_REFUSED, STAY, None, D.RETRY_LATER,
         why="one refusal per attempt (PX4 v1.16 ACKs twice, §4)"),
     row(P.RELEASING, T.FC_MODE_REFUSED, STAY, None, D.RETRY_LATER,

@@ -89,7 +89,8 @@ _SILENCE_PHASES = _armed_in(Trigger.FC_SILENT)
 # Where the stream may run: the streaming phases, and RELEASING until the FC takes the mode.
 _STREAM_ALLOWED = STREAMING_PHASES | {Phase.RELEASING}
 # Where a token takes control: a commander flies the vehicle (engine_commands), or it was
-# taken from us and a new engage must be written after that (machine_table._LATE_ENGAGE).
+# taken from us and a new engage must be written after that (machine_table._LATE_ENGAGE);
+# also RELEASING while it hands over a taken vehicle (Handover.taken).
 _TOKEN_PHASES = STREAMING_PHASES | TAKEN
 # Where a planned motion's clock runs: the vehicle is ours (before: it waits at its start).
 _MOTION_PHASES = frozenset({Phase.ACTIVE, Phase.HOLDING})
@@ -333,6 +334,8 @@ class OffboardEngine:
             return self.engage.offboard_unseen(self.vehicle.armed, self.vehicle.mode_heard_s)
         if fact is Fact.ARM_REFUSED:
             return self.engage.arm_try.last_refused
+        if fact is Fact.TAKEN_HANDOVER:
+            return self.handover.taken
         assert fact is Fact.FAILSAFE_HANDOVER
         return self.handover.failsafe
 
@@ -356,7 +359,11 @@ class OffboardEngine:
         self.feed.report_stopped(why, message)
         if to is not Phase.HOLDING:
             self.hold_end_s = None
-        if to not in _TOKEN_PHASES:
+        if to is Phase.RELEASING and self.handover.taken:
+            if previous not in TAKEN | {Phase.RELEASING} or self.resume_token is None:
+                self.new_epoch()  # a failsafe's: control changed hands
+            # (from failsafe / preempted, or superseding: the quoting commander's token holds)
+        elif to not in _TOKEN_PHASES:
             self.resume_token = None  # idle, releasing: an engage takes it
         elif not (previous in LEASED and to in LEASED):  # the engage's steps keep it
             self.new_epoch()  # engaged, held, resumed, taken (again): control changed hands
@@ -367,6 +374,12 @@ class OffboardEngine:
         changed hands)? Fact.RESUME_QUOTED, and a takeover (engine_commands)."""
         quoted = getattr(command, "resume", None)
         return quoted is not None and quoted == self.resume_token
+
+    def reply_token(self) -> str | None:
+        """The token a reply names: in failsafe / preempted, where the next hold, land,
+        rtl, arm or engage must quote it (a failed engage went back there, an arm spent
+        the last one); else None."""
+        return self.resume_token if self.phase in TAKEN else None
 
     def new_epoch(self) -> None:
         """Control changed hands (an engage, a lapse, a resume, a takeover): a new token,

@@ -114,8 +114,8 @@ class ClientInbox:
     def on_reply(self, reply: Reply) -> None:
         if not reply.ok:
             self.control.on_refusal(reply)
-            if isinstance(token := reply.extra.get("resume"), str):
-                self.resume_token = token
+        if isinstance(token := reply.extra.get("resume"), str):  # a refusal, or an outcome
+            self.resume_token = token  # that left the vehicle taken (the next one to quote)
         future = self.pending.get(reply.id or "")
         if future is not None and not future.done():
             future.set_result(reply)

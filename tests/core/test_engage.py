@@ -270,11 +270,13 @@ def test_a_plain_hold_from_preempted_that_a_pilot_overrides_goes_back_to_preempt
     assert b.phase() is Phase.PREEMPTED
     taken_token = b.engine.resume_token
     b.feed(Hold("h", resume=taken_token))
-    assert b.phase() is Phase.RELEASING and b.engine.resume_token is None
+    # the quoting commander's token holds while its request is under way (it may land instead)
+    assert b.phase() is Phase.RELEASING and b.engine.resume_token == taken_token
     b.set_mode(Px4Mode.ALTCTL)  # the pilot again, before PX4 took the hold
     b.step(0.1)
     assert b.phase() is Phase.PREEMPTED and b.reply("h").reason is Reason.PREEMPTED_MODE
     assert b.engine.resume_token not in (None, taken_token)
+    assert b.reply("h").resume == b.engine.resume_token  # the token to quote next
     b.feed(Land("late"))  # written before: refused, the pilot keeps the vehicle
     assert b.reply("late").reason is Reason.NOT_IN_CONTROL
 

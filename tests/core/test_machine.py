@@ -29,7 +29,7 @@ from offboardd.core.machine_diagram import (
     render_markdown,
     render_mermaid,
 )
-from offboardd.core.machine_table import MACHINE, NOT_ENGAGED
+from offboardd.core.machine_table import MACHINE, NOT_ENGAGED, TAKEN
 from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
 from offboardd.core.setpoints import PositionNed
 
@@ -112,23 +112,36 @@ def test_every_row_is_well_formed() -> None:
 
 # (phase, streaming, warmed up since the stream started, or PX4 took OFFBOARD by itself
 # during the warm-up: a row that holds only when the FC flies our stream, §3; the phase
-# the last engage or plain mode request was made from, where BACK goes)
-State = tuple[Phase, bool, bool, Phase]
+# the last engage or plain mode request was made from, where BACK goes; in RELEASING,
+# whether the hand-over was asked while the vehicle was taken)
+State = tuple[Phase, bool, bool, Phase, bool]
+_FAILSAFE_HANDOVERS = frozenset({Reason.LOSS_ACTION, Reason.FENCE_BREACH})
+_ENGAGE_PHASES = frozenset({Phase.WARMUP, Phase.ENGAGING, Phase.ARMING})
 
 
 def _steps(state: State, skip: frozenset[Trigger] = frozenset()) -> list[tuple[Rule, State]]:
     """Every row the table allows from `state`, with the state it leads to. Facts other
-    than STREAMING may take either value; STREAMING is the model's own."""
-    phase, streaming, warmed, left_from = state
+    than STREAMING and TAKEN_HANDOVER may take either value; those two are the model's."""
+    phase, streaming, warmed, left_from, taken = state
     out = []
     for rule in MACHINE.rules:
         if phase not in rule.phases or rule.trigger in skip:
             continue
-        if any(c.fact is Fact.STREAMING and c.holds is not streaming for c in rule.when):
+        if any((c.fact is Fact.STREAMING and c.holds is not streaming)
+               or (c.fact is Fact.TAKEN_HANDOVER and c.holds is not taken) for c in rule.when):
             continue
         to = (rule.to if isinstance(rule.to, Phase)
               else left_from if rule.to is Outcome.BACK else phase)
         left = phase if phase in NOT_ENGAGED and rule.moves else left_from
+        failsafe = bool(_FAILSAFE_HANDOVERS & set(rule.reasons))
+        hands_over = Do.HAND_OVER in rule.does
+        lapsed = hands_over and (failsafe or phase is Phase.HOLDING)
+        if lapsed:
+            left = Phase.FAILSAFE  # a plain request's success (no failsafe's) goes back there
+        now_taken = to is Phase.RELEASING and (
+            (taken and phase is Phase.RELEASING and not hands_over)
+            or (hands_over and (lapsed or phase in TAKEN or (phase is Phase.RELEASING and taken)
+                               or (phase in _ENGAGE_PHASES and left_from in TAKEN))))
         on = streaming
         if Do.STOP_STREAM in rule.does:
             on = False
@@ -137,7 +150,7 @@ def _steps(state: State, skip: frozenset[Trigger] = frozenset()) -> list[tuple[R
         if rule.trigger is Trigger.WARMUP_DONE or (
                 rule.moves and yes(Fact.FC_FLIES_STREAM) in rule.when):
             warmed = True  # PX4 is in OFFBOARD already: it is never asked for after this
-        out.append((rule, (to, on, warmed, left)))
+        out.append((rule, (to, on, warmed, left, now_taken)))
     return out
 
 
@@ -152,13 +165,13 @@ def _reachable(start: State, skip: frozenset[Trigger] = frozenset()) -> list[tup
     return taken
 
 
-START: State = (Phase.IDLE, False, False, Phase.IDLE)
+START: State = (Phase.IDLE, False, False, Phase.IDLE, False)
 
 
 def test_offboard_is_never_asked_for_before_the_warmup_on_any_path() -> None:
     taken = _reachable(START)
     assert taken
-    for rule, (phase, _, warmed, _) in taken:
+    for rule, (phase, _, warmed, _, _) in taken:
         if Do.REQUEST_OFFBOARD in rule.does or phase in {Phase.ENGAGING, Phase.ARMING,
                                                          Phase.ACTIVE, Phase.HOLDING}:
             assert warmed, (rule, phase)
@@ -167,7 +180,7 @@ def test_offboard_is_never_asked_for_before_the_warmup_on_any_path() -> None:
 def test_the_stream_runs_only_where_the_table_allows_it_on_any_path() -> None:
     """Every way out of ACTIVE (and HOLDING, and a streaming hand-over) stops the stream
     or hands it over: no path reaches IDLE, FAILSAFE or PREEMPTED still streaming."""
-    for rule, (phase, streaming, _, _) in _reachable(START):
+    for rule, (phase, streaming, _, _, _) in _reachable(START):
         assert not streaming or phase in STREAM_ALLOWED, (rule, phase)
         if phase in STREAMING_PHASES:
             assert streaming, (rule, phase)
@@ -178,8 +191,8 @@ def test_the_stream_runs_only_where_the_table_allows_it_on_any_path() -> None:
 
 @pytest.mark.parametrize("phase", [Phase.PREEMPTED, Phase.FAILSAFE])
 def test_control_is_never_taken_back_without_a_new_engage(phase: Phase) -> None:
-    taken = _reachable((phase, False, False, phase), skip=ENGAGES)
-    for rule, (to, streaming, _, _) in taken:
+    taken = _reachable((phase, False, False, phase, False), skip=ENGAGES)
+    for rule, (to, streaming, _, _, _) in taken:
         assert not streaming and to not in STREAMING_PHASES, rule
         assert not {Do.START_STREAM, Do.REQUEST_OFFBOARD, Do.REQUEST_ARM} & set(rule.does)
 
@@ -190,13 +203,13 @@ def test_a_vehicle_taken_from_us_stays_taken_until_we_fly_it_or_hand_it_over(
 ) -> None:
     """Found by review: an engage (or a plain mode request) made from a taken phase, quoting
     its token, that failed went to IDLE, where a message written before the takeover (a
-    hold, an arm without a token) acts again. On every path from a taken phase, IDLE comes
-    only after we flew the vehicle (ACTIVE) or the FC took the mode we asked for."""
-    start: State = (phase, False, False, phase)
+    hold, an arm without a token) acts again; then (review again) one that succeeded did.
+    On every path from a taken phase, IDLE comes only after we flew the vehicle (ACTIVE)."""
+    start: State = (phase, False, False, phase, False)
     seen, todo = {start}, [start]
-    success = frozenset({Trigger.FC_MODE_HANDED_OVER, Trigger.FC_DISARMED_ON_COMMAND})
+    unreachable = frozenset({Trigger.FC_DISARMED_ON_COMMAND})  # in ARMING (test_walk_timers)
     while todo:
-        for rule, nxt in _steps(todo.pop(), skip=success):
+        for rule, nxt in _steps(todo.pop(), skip=unreachable):
             assert nxt[0] is not Phase.IDLE, rule
             if nxt[0] is not Phase.ACTIVE and nxt not in seen:
                 seen.add(nxt)

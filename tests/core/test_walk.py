@@ -125,11 +125,12 @@ def in_phase(phase: Phase) -> Bench:
     return b
 
 
-def expect(b: Bench, rule: Rule, before: Phase) -> None:
+def expect(b: Bench, rule: Rule, before: Phase, back: Phase = Phase.IDLE) -> None:
     """The engine did what `rule` says: moved to its phase with one of its reasons and a
-    TRANSITION naming where it came from, or stayed."""
-    if rule.moves:  # BACK: where the engage or plain mode request was made from; every
-        to = rule.to if isinstance(rule.to, Phase) else Phase.IDLE  # recipe's is idle
+    TRANSITION naming where it came from, or stayed. `back`: where BACK leads, the phase
+    the engage or plain mode request was made from (every recipe's is idle)."""
+    if rule.moves:
+        to = rule.to if isinstance(rule.to, Phase) else back
         assert b.phase() is to
         moves = [a for _, a in b.log if isinstance(a, Notice) and a.kind is NoticeKind.TRANSITION]
         assert moves and moves[0].previous_phase is before and moves[0].phase is to

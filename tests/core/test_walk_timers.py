@@ -47,6 +47,7 @@ class Case:
     fire: Callable[[Bench], object]  # makes the trigger happen
     trigger: Trigger
     facts: dict[Fact, bool] = field(default_factory=dict)
+    back: Phase = Phase.IDLE  # where the table's BACK leads from this setup
 
 
 def _flying_a_goto(b: Bench) -> None:
@@ -187,6 +188,20 @@ def _holding_loss_releasing(b: Bench) -> None:
     b.engage(UP)
     _commander_gone(b)
     _hold_over(b)
+
+
+def _taken_hold_request(b: Bench) -> None:
+    walk._preempted(b)
+    b.feed(Hold("h0", resume=b.engine.resume_token))
+
+
+def _quoting(kind: type[Hold | Land | Rtl], quote: bool) -> Callable[[Bench], object]:
+    return lambda b: b.feed(kind("c", resume=b.engine.resume_token if quote else None))
+
+
+def _loss_handover_superseded(b: Bench) -> None:
+    _holding_loss_releasing(b)
+    b.feed(Land("l0", resume=b.engine.resume_token))
 
 
 def _disarm_on_command(b: Bench) -> None:
@@ -360,10 +375,27 @@ CASES = [
          Trigger.FC_DISARMED_ON_COMMAND),
     Case("commanded mode taken", S(), walk._releasing,
          lambda b: b.set_mode(Px4Mode.AUTO_LOITER), Trigger.FC_MODE_HANDED_OVER,
-         {F.FAILSAFE_HANDOVER: False}),
+         {F.FAILSAFE_HANDOVER: False, F.TAKEN_HANDOVER: False}),
     *[Case(f"{asked.value} while {pending.value} is pending", S(),
-           _pending(pending), _ask(asked), asked, {F.SAME_ASK_PENDING: asked is pending})
+           _pending(pending), _ask(asked), asked,
+           {F.SAME_ASK_PENDING: asked is pending, F.TAKEN_HANDOVER: False})
       for pending, asked in itertools.product(COMMANDS, COMMANDS)],
+    # asked while the vehicle was taken: superseded only quoting the token; it stays taken
+    Case("commanded mode taken, asked from preempted", S(), _taken_hold_request,
+         lambda b: b.set_mode(Px4Mode.AUTO_LOITER), Trigger.FC_MODE_HANDED_OVER,
+         {F.FAILSAFE_HANDOVER: False, F.TAKEN_HANDOVER: True}, back=Phase.PREEMPTED),
+    *[Case(f"land while preempted's hold is pending (token: {quote})", S(),
+           _taken_hold_request, _quoting(Land, quote), Trigger.LAND,
+           {F.SAME_ASK_PENDING: False, F.TAKEN_HANDOVER: True, F.RESUME_QUOTED: quote})
+      for quote in (False, True)],
+    *[Case(f"{asked.value} during the loss action's hand-over (token: {quote})",
+           S(hold_s=1.0), _holding_loss_releasing, _quoting(COMMANDS[asked], quote), asked,
+           {F.SAME_ASK_PENDING: False, F.TAKEN_HANDOVER: True, F.RESUME_QUOTED: quote})
+      for asked in COMMANDS for quote in (False, True)],
+    Case("a land superseding the loss action's hand-over taken", S(hold_s=1.0),
+         _loss_handover_superseded, lambda b: b.set_mode(Px4Mode.AUTO_LAND),
+         Trigger.FC_MODE_HANDED_OVER, {F.FAILSAFE_HANDOVER: False, F.TAKEN_HANDOVER: True},
+         back=Phase.FAILSAFE),
     *[Case(f"{asked.value} in {phase.value}, FC already there", S(),
            _in_phase_fc_in(phase, asked), _ask(asked), asked, {F.FC_IN_ASKED_MODE: True})
       for phase in (Phase.IDLE, Phase.FAILSAFE, Phase.PREEMPTED) for asked in COMMANDS],
@@ -394,7 +426,7 @@ def run_case(case: Case) -> None:
     case.fire(b)
     rule = MACHINE.rule(before, case.trigger, case.facts.__getitem__)
     assert rule in MACHINE.listed(before, case.trigger), "a case must exercise a row"
-    walk.expect(b, rule, before)
+    walk.expect(b, rule, before, case.back)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
