@@ -104,10 +104,13 @@ class Commander:
                 self._resume_at_s = now_s + RESUME_DELAY_S
 
     def request_mode(self, mode: FlightMode, now_s: float, cause: str) -> bool:
-        """A user/GCS mode change: disarmed always accepted; armed only if it can run."""
+        """A user/GCS mode change: disarmed always accepted; armed only if it can run, but
+        Land always: PX4 forces it (Commander::handle_command, DO_SET_MODE AUTO.LAND and
+        NAV_LAND, "always allow to switch into it such that if used as emergency mode it is
+        always available"; v1.16 to main), descending blind (Descend) without a position."""
         if mode is modes.OFFBOARD:
             self._offboard_ok = self.offboard_signal_ok(now_s)
-        if self.armed and not self.can_run(mode):
+        if self.armed and not self.can_run(mode) and mode is not modes.LAND:
             return False
         self._set_intent(mode, now_s)
         self._update_mode(now_s, cause)

@@ -82,10 +82,11 @@ MISSION = FlightMode("AUTO.MISSION", MAIN_AUTO, SUB_MISSION, needs_position=True
 RTL = FlightMode(
     "AUTO.RTL", MAIN_AUTO, SUB_RTL, needs_position=True, allows_arming=False, standard_mode=5
 )
-# A *requested* LAND needs a (relaxed) local position and altitude, as PX4's mode
-# requirements say (ModeUtil/mode_requirements.cpp: AUTO_LAND, mode_req_local_position_relaxed):
-# armed without an estimate, DO_SET_MODE AUTO.LAND is refused. PX4's own failsafe then
-# descends blind (NAVIGATION_STATE_DESCEND, reported as AUTO.LAND): Commander._fallback_mode.
+# LAND needs a (relaxed) local position and altitude, as PX4's mode requirements say
+# (ModeUtil/mode_requirements.cpp: AUTO_LAND, mode_req_local_position_relaxed), but a request
+# for it is forced (Commander.request_mode): without an estimate PX4 descends blind
+# (NAVIGATION_STATE_DESCEND, reported as AUTO.LAND up to v1.18, as AUTO.DESCEND on main),
+# as its own failsafe does (Commander._fallback_mode).
 LAND = FlightMode("AUTO.LAND", MAIN_AUTO, SUB_LAND, needs_position=True, allows_arming=False,
                   standard_mode=7)
 PRECLAND = FlightMode("AUTO.PRECLAND", MAIN_AUTO, SUB_PRECLAND, allows_arming=False)

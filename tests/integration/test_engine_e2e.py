@@ -146,8 +146,9 @@ async def test_lease_lapse_holds_then_runs_the_loss_action() -> None:
 async def test_a_lease_lapse_without_an_estimate_levels_an_attitude_stream() -> None:
     """Flying a 15° pitch (attitude + thrust), the position estimate lost, the commander
     gone: the daemon asks for Land, and until PX4 answers it streams level flight, not
-    the tilt nobody commands any more. PX4 refuses Land without a position (its mode
-    requirements), so the daemon stops and PX4's own loss action descends."""
+    the tilt nobody commands any more. PX4 takes Land even without a position (it forces
+    it: an emergency mode is always available) and descends blind; the daemon stops
+    streaming once it reports it. (The sim refused it until a review read Commander.cpp.)"""
     async with flight(engine={"command_loss_action": "land"}) as fl:
         await fl.takeoff(-10.0)
         half_pitch_rad = math.radians(15) / 2
@@ -161,8 +162,12 @@ async def test_a_lease_lapse_without_an_estimate_levels_an_attitude_stream() -> 
         await fl.wait_for(lambda: fl.phase == "releasing", 2.5, "handing over")
         await fl.wait_for(lambda: abs(fl.sim.vehicle.attitude_rad[1]) < math.radians(2), 0.8,
                           "level")
-        await fl.wait_for(lambda: fl.phase == "failsafe", 8.0, "Land refused: stopped")
         await fl.wait_for(lambda: fl.sim.vehicle.mode_name == "AUTO.LAND", 2.0, "descending")
+        await fl.wait_for(lambda: fl.phase == "failsafe", 2.0, "the loss action's Land taken")
+        assert fl.snapshot()["reason"] == "loss_action"
+        count = len(fl.sim.record.setpoints)
+        await asyncio.sleep(0.5)
+        assert len(fl.sim.record.setpoints) == count, "stream stopped once Land was reported"
 
 
 async def test_gcs_takeover_stops_the_stream_and_stays_stopped() -> None:

@@ -130,6 +130,31 @@ async def test_s4_do_set_mode_disarmed_always_accepted_armed_only_if_it_can_run(
             gcs.close()
 
 
+@pytest.mark.parametrize("how", ["DO_SET_MODE", "NAV_LAND"])
+async def test_s4_land_is_always_taken_even_without_a_position(how: str) -> None:
+    # Commander::handle_command (v1.17.0, main): DO_SET_MODE AUTO.LAND and NAV_LAND are
+    # forced ("always allow to switch into it such that if used as emergency mode it is
+    # always available"): without a position PX4 descends blind (Descend, AUTO.LAND up to
+    # v1.18). Hold cannot run then, and is refused. The sim refused Land too (review).
+    async with running_sim(params=QUICK_TAKEOFF) as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-3.0)
+        assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[2] < -2.5, 8)
+        sim.set_estimator_valid(False)
+        asked = len(_acks(peer, SET_MODE))
+        peer.set_mode(LOITER)
+        acks = await _wait_acks(peer, SET_MODE, asked + 1)
+        assert acks[-1][1] == d.MAV_RESULT_TEMPORARILY_REJECTED
+        if how == "NAV_LAND":
+            peer.command(d.MAV_CMD_NAV_LAND)
+            result = (await peer.ack(d.MAV_CMD_NAV_LAND)).result
+        else:
+            peer.set_mode(LAND)
+            result = (await _wait_acks(peer, SET_MODE, asked + 2))[-1][1]
+        assert result == d.MAV_RESULT_ACCEPTED and sim.vehicle.mode_name == "AUTO.LAND"
+        high_m = -sim.vehicle.position_ned_m[2]
+        assert await sim.wait_until(lambda: -sim.vehicle.position_ned_m[2] < high_m - 0.5, 4)
+
+
 async def test_s4_single_ack_switch_turns_the_double_ack_off() -> None:
     async with running_sim(px4_version="1.16", double_ack=False) as (_sim, peer):
         peer.set_mode(LOITER)
