@@ -223,13 +223,15 @@ class Vehicle:
     def _physics(self, dt_s: float, now_s: float) -> None:
         c = self.commander
         # OFFBOARD without a live stream and no failsafe taken (NAV_RCL_ACT 0 / 7 without
-        # RC, v1.17+): [SITL] PX4 held where it was.
-        stale = c.mode is modes.OFFBOARD and not c.can_run(modes.OFFBOARD)
+        # RC, v1.17+) flies the last setpoint on: nothing in PX4 ages it (control_mode.cpp
+        # keeps the last offboard_control_mode, the position controller the last
+        # trajectory_setpoint). [SITL main, v1.17.0] a position held 2 m for 8 s; a 1 m/s
+        # velocity flew on at 0.8-0.94 m/s for 10 s (the sim held both before: review).
         # The plan goes through PX4's takeoff handling (takeoff.py): motors idle for
         # COM_SPOOLUP_TIME after arming, then the MPC_TKO_RAMP_T climb-rate ramp.
         plan = self.tasks.plan(
             c.mode, armed=c.armed, rc_present=c.rc_present, estimator_valid=c.estimator_valid,
-            offboard=self.offboard_target, offboard_failsafe=self.offboard_failsafe or stale,
+            offboard=self.offboard_target, offboard_failsafe=self.offboard_failsafe,
             state=self.state, params=self.params, takeoff_alt_m=self.takeoff_alt_m,
             dt_s=dt_s, since_arming_s=now_s - c.armed_at_s, landed=c.landed,
             home_ned_m=self.home.point.ned_m,

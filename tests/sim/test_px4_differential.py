@@ -32,6 +32,7 @@ from tests.sim.client import (
 )
 
 _ARMED = d.MAV_MODE_FLAG_SAFETY_ARMED
+_VELOCITY_ONLY = 2503  # SET_POSITION_TARGET_LOCAL_NED: velocity and yaw, nothing else
 
 
 async def test_offboard_heartbeat_base_mode_has_no_guided_or_auto_flags() -> None:
@@ -205,6 +206,24 @@ async def test_offboard_loss_without_rc_and_no_nav_rcl_act_failsafe_stays_offboa
         await asyncio.sleep(0.1)
         acks = [m for _, m in peer.of_type("COMMAND_ACK") if m.command == d.MAV_CMD_DO_SET_MODE]
         assert acks[-1].result == d.MAV_RESULT_TEMPORARILY_REJECTED
+
+
+@pytest.mark.parametrize("version", ["1.17", "1.18"])
+async def test_offboard_loss_with_no_failsafe_flies_the_last_velocity_on(version: str) -> None:
+    # [SITL main and v1.17.0] COM_OBL_RC_ACT 0, NAV_RCL_ACT 0, no RC, hovering at 5 m, then
+    # 1 m/s north streamed for 3 s and stopped: still OFFBOARD and armed 10 s later, flying
+    # north at 0.8-0.94 m/s the whole time (x 1.75 -> 9.39 m on main; tests/px4:
+    # test_px4_loss.py). The sim held where it was (review).
+    async with running_sim(px4_version=version, params={"NAV_RCL_ACT": 0}) as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-5.0)
+        assert await sim.wait_until(lambda: abs(sim.vehicle.position_ned_m[2] + 5.0) < 0.3, 10)
+        peer.stream(lambda: position_sp(mask=_VELOCITY_ONLY, vx=1.0))
+        await asyncio.sleep(3.0)
+        peer.stop_stream()
+        north_m = sim.vehicle.position_ned_m[0]
+        await asyncio.sleep(3.0)
+        assert sim.vehicle.armed and sim.vehicle.mode_name == "OFFBOARD"
+        assert sim.vehicle.position_ned_m[0] - north_m > 2.4  # >= 0.8 m/s for 3 s
 
 
 @pytest.mark.parametrize("version", ["1.16", "1.18"])
