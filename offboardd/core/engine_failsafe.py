@@ -59,9 +59,25 @@ def abandon(eng: OffboardEngine, trigger: Trigger, now: float, message: str) -> 
     reason = rule.reason_for(None)
     assert reason is not None
     if Do.STOP_STREAM in rule.does:
-        eng.stop_stream()
+        if trigger is Trigger.FC_REBOOTED:  # on the ground, booting: nothing to leave it
+            eng.stop_stream()
+        else:  # unheard, it may still fly our stream
+            stop_on_a_stop(eng, now)
     eng.move(rule, message)
     fail_pending(eng, reason, message, resume=eng.reply_token())
+
+
+def stop_on_a_stop(eng: OffboardEngine, now: float) -> None:
+    """Stop streaming, the last frame a stop (`_still`), never the commander's setpoint:
+    where PX4 takes no action on the offboard loss (COM_OBL_RC_ACT 0-2 without RC and
+    NAV_RCL_ACT 0 or 7, v1.17+) it stays in OFFBOARD flying the last setpoint it got
+    [SITL main and v1.17.0: a 1 m/s velocity flew on at 0.8-0.94 m/s for 10 s; the daemon's
+    `px4` loss action left it flying 4.9 m in 6 s] (review). Never after a takeover: a
+    setpoint would bring PX4 back into an OFFBOARD it still intends (§3)."""
+    still = _still(eng, now) if eng.feed.running else None
+    if still is not None and eng.vehicle.target is not None:
+        eng.feed.send_last(still, eng.vehicle.target, now)
+    eng.stop_stream()
 
 
 def fail_back(eng: OffboardEngine, rule: Rule, message: str, reason: Reason) -> None:
@@ -110,7 +126,7 @@ def loss_action(eng: OffboardEngine, rule: Rule, now: float, why: str) -> None:
     (FAILSAFE: stop streaming) or command_loss_action (RELEASING: a hand-over)."""
     action = eng.settings.command_loss_action
     if rule.to is Phase.FAILSAFE:
-        eng.stop_stream()
+        stop_on_a_stop(eng, now)
         message = (
             f"{why}; stopped streaming: PX4's offboard-loss action "
             f"({eng.checks.loss_action_name() or 'COM_OBL_RC_ACT'}) follows"

@@ -77,6 +77,12 @@ class SetpointStream:
         else:
             self._deferred = True
 
+    def send_last(self, setpoint: Setpoint, target: Target, now: float) -> None:
+        """Replace the setpoint and send it at once, whatever the extra-send budget: the
+        stream's last word before it stops (one frame, never a flood)."""
+        self._replace(setpoint, now)
+        self._send(target, now)
+
     def tick(self, target: Target | None, now: float) -> None:
         """The scheduled send, if one is due (one send however late: no burst); else a
         deferred new setpoint whose turn has come."""

@@ -26,10 +26,12 @@ NAV_RCL_ACT_NAMES = {0: "Disabled", 1: "Hold", 2: "Return", 3: "Land", 5: "Termi
 # fallback], and from v1.17 NAV_RCL_ACT's action is taken instead.
 _MANUAL_ACTIONS = frozenset({0, 1, 2})
 # NAV_RCL_ACT values that take no failsafe on an offboard loss without RC: PX4 stays in
-# OFFBOARD, armed, holding where it is [SITL v1.17.0 and main: 2 m for 8 s; a new OFFBOARD
-# request TEMPORARILY_REJECTED], so a companion that dies leaves the vehicle hovering.
+# OFFBOARD, armed, flying the last setpoint it got [SITL v1.17.0 and main: a position held
+# 2 m for 8 s, a new OFFBOARD request TEMPORARILY_REJECTED; a 1 m/s velocity flew on at
+# 0.8-0.94 m/s for 10 s], so a companion that dies mid-velocity leaves the vehicle flying
+# away (offboardd's own stops end the stream on a stop: engine_failsafe.loss_action).
 _NO_FAILSAFE_RCL = frozenset({0, 7})
-_STAYS = "no failsafe: stays in OFFBOARD, armed, holding"
+_STAYS = "no failsafe: stays in OFFBOARD, armed, flying the last setpoint"
 CUTS_MOTORS = frozenset({6, 7})  # COM_OBL_RC_ACT Terminate, Disarm
 RCL_CUTS_MOTORS = frozenset({5, 6})  # NAV_RCL_ACT Terminate, Disarm
 
@@ -170,8 +172,9 @@ def loss_warnings(rules: Px4Rules | None, params: Mapping[str, int | float]) -> 
                        "(engage refused unless allow_motor_cut_loss_action)")
         if rcl is not None and int(rcl) in _NO_FAILSAFE_RCL:
             out.append(f"NAV_RCL_ACT={int(rcl)}: without RC PX4 takes {_STAYS} on offboard "
-                       "loss: if offboardd or its computer dies the vehicle hovers until "
-                       "its battery fails; set COM_OBL_RC_ACT=5 (Hold) or 4 (Land)")
+                       "loss: if offboardd or its computer dies the vehicle flies on (a "
+                       "velocity: away; a position: hovers) until its battery fails; set "
+                       "COM_OBL_RC_ACT=5 (Hold) or 4 (Land)")
         return out
     if action == 0:
         return [f"COM_OBL_RC_ACT=0 (Position): without RC PX4 cannot hold position on "

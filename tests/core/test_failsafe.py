@@ -180,6 +180,39 @@ def test_px4_loss_action_just_stops_streaming() -> None:
     assert any("Hold" in n.message for n in b.notices(NoticeKind.FAILSAFE))
 
 
+@pytest.mark.parametrize("hold_s", [0.0, 0.5])
+def test_px4_loss_action_leaves_px4_a_stop_not_the_commanders_velocity(hold_s: float) -> None:
+    """[SITL main and v1.17.0] With no action on the loss (COM_OBL_RC_ACT 0, NAV_RCL_ACT 0,
+    no RC) PX4 stays in OFFBOARD flying the last setpoint: 1 m/s north flew on at
+    0.8-0.94 m/s for 10 s. The stream's last word is a stop (here: a hold where it is)."""
+    b = Bench(EngineSettings(hold_s=hold_s, command_loss_action=LossAction.PX4))
+    b.engage(UP)
+    b.feed(SetSetpoint("v", VelocityNed(1.0, 0.0, 0.0)))
+    b.fc.north_m = 7.0
+    b.step(0.3)
+    lapse(b)
+    b.step(hold_s + 0.1)
+    assert b.phase() is Phase.FAILSAFE and not b.engine.stream.running
+    last = last_setpoint(b)
+    assert isinstance(last, PositionVelocityNed) and last.north_m == 7.0
+    assert (last.north_m_s, last.east_m_s, last.down_m_s) == (0, 0, 0)
+
+
+def test_a_silent_fc_is_left_a_stop_not_the_commanders_velocity() -> None:
+    """Silent one way only, PX4 may still fly our stream; with no action on the loss it
+    would fly the last setpoint on (the same measurement)."""
+    b = Bench()
+    b.engage(UP)
+    b.feed(SetSetpoint("v", VelocityNed(2.0, 1.0, 0.0)))
+    b.step(0.3)
+    b.fc_alive = False
+    b.step(1.5)
+    assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.FC_SILENT
+    last = last_setpoint(b)
+    assert not isinstance(last, VelocityNed) or (last.north_m_s, last.east_m_s) == (0, 0)
+    assert last != VelocityNed(2.0, 1.0, 0.0)
+
+
 def test_refused_loss_action_escalates_hold_land_then_stops() -> None:
     b = Bench(EngineSettings(hold_s=0.5, mode_retries=1, command_loss_action=LossAction.HOLD))
     b.engage(UP)

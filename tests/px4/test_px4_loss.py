@@ -18,7 +18,7 @@ from pathlib import Path
 import aiomqtt
 import pytest
 
-from offboardd.core.setpoints import PositionNed
+from offboardd.core.setpoints import PositionNed, VelocityNed
 from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
 from tests.px4.release import loss_fallback_without_rc, release_of
@@ -51,6 +51,36 @@ async def test_lease_lapse_holds_then_asks_for_the_loss_action(
         assert abs(-r.position_ned_m[2] - ALT_M) < 1.0  # held, not dropped
         measured.update(lease_lapse_to_loiter_s=round(loiter_t - lapsed_t, 2),
                         phase_after=failsafe["phase"])
+
+
+async def test_px4_flies_the_last_velocity_on_and_the_daemons_px4_loss_action_ends_on_a_stop(
+    px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
+) -> None:
+    """COM_OBL_RC_ACT 0 and NAV_RCL_ACT 0 without RC: from v1.17 PX4 takes no action on an
+    offboard loss and flies the last setpoint on (a 1 m/s velocity at 0.8-0.94 m/s for 10 s,
+    raw, on main and v1.17.0). The daemon's `px4` loss action, with no hold, ends its stream
+    on a stop (a hold where the vehicle is), never on the commander's velocity: found by a
+    review of the sim, which held where the real PX4 flew on."""
+    px4.param_set("COM_OBL_RC_ACT", 0)
+    px4.param_set("NAV_RCL_ACT", 0)
+    engine = {"hold_s": 0.0, "command_loss_action": "px4"}
+    async with flying_stack(px4, mosquitto, tmp_path, {"engine": engine}) as s:
+        await s.fc_ready()
+        async with s.new_client() as commander:
+            await s.take_off(ALT_M, commander)
+            await commander.setpoint_confirmed(VelocityNed(1.0, 0.0, 0.0))
+            await asyncio.sleep(2.0)  # flying north at 1 m/s; then the commander is gone
+        state = await s.client.wait_for_state(lambda st: st["phase"] == "failsafe", 5)
+        assert state["reason"] == "loss_action"
+        north_m = s.record.position_ned_m[0]
+        await asyncio.sleep(6.0)
+        r = s.record
+        moved_m = r.position_ned_m[0] - north_m
+        release = release_of(state["fc_version"])
+        if release >= (1, 17):  # no action: still in OFFBOARD, armed, on the daemon's stop
+            assert r.mode == OFFBOARD and r.is_armed
+        assert moved_m < 1.5, f"flew on {moved_m:.1f} m north after the loss"
+        measured.update(moved_after_loss_m=round(moved_m, 2), mode_after=r.mode)
 
 
 async def test_a_dead_commanders_backlog_is_refused_and_a_live_one_resumes(
