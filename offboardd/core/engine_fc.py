@@ -303,4 +303,5 @@ def _on_ack(eng: OffboardEngine, ack: FcCommandAck, now: float) -> None:
         pending = eng.arms.take()
         if pending is not None:
             reason = Reason.ARM_REFUSED if pending.arm else Reason.DISARM_REFUSED
-            eng.out.reply_fail(pending.command_id, reason, eng.diagnosis(now))
+            eng.out.reply_fail(pending.command_id, reason, eng.diagnosis(now),
+                               resume=eng.reply_token())

@@ -465,7 +465,8 @@ class OffboardEngine:
         pending = self.arms.expired(now)
         if pending is not None:
             reason = Reason.ARM_TIMEOUT if pending.arm else Reason.DISARM_TIMEOUT
-            self.out.reply_fail(pending.command_id, reason, self.diagnosis(now))
+            self.out.reply_fail(pending.command_id, reason, self.diagnosis(now),
+                                resume=self.reply_token())
         self.feed.tick(v.target, now)
         self.feed.report_stopped(None, "streaming stopped")
 

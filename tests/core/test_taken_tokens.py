@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from offboardd.core.actions import ArmDisarm
 from offboardd.core.commands import Arm, Engage, Hold, Land
-from offboardd.core.events import MAV_CMD_DO_SET_MODE, AckResult
+from offboardd.core.events import MAV_CMD_COMPONENT_ARM_DISARM, MAV_CMD_DO_SET_MODE, AckResult
 from offboardd.core.modes import Px4Mode
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.settings import EngineSettings
@@ -111,6 +111,19 @@ def test_an_arm_spends_the_token_a_repeat_never_re_arms() -> None:
     b.feed(Arm("a1-repeat", resume=token))  # a QoS-1 repeat, a retry: the old token
     assert b.reply("a1-repeat").reason is Reason.NOT_IN_CONTROL
     assert len(b.actions(ArmDisarm)) == arms
+
+
+def test_a_refused_arm_names_the_token_it_spent_the_next_one() -> None:
+    b = Bench()
+    b.engage(UP, arm=True)
+    b.set_armed(False)
+    b.feed(b.fc.heartbeat())
+    token = b.engine.resume_token
+    b.feed(Arm("a1", resume=token))
+    b.ack(MAV_CMD_COMPONENT_ARM_DISARM, AckResult.TEMPORARILY_REJECTED)
+    reply = b.reply("a1")
+    assert reply.reason is Reason.ARM_REFUSED
+    assert reply.resume == b.engine.resume_token and reply.resume not in (None, token)
 
 
 def test_only_the_lease_holder_arms_in_active() -> None:
