@@ -78,10 +78,10 @@ class SetpointStream:
             self._deferred = True
 
     def send_last(self, setpoint: Setpoint, target: Target, now: float) -> None:
-        """Replace the setpoint and send it at once, whatever the extra-send budget: the
-        stream's last word before it stops (one frame, never a flood)."""
-        self._replace(setpoint, now)
-        self._send(target, now)
+        """Send `setpoint` once, now, whatever the extra-send budget: the stream's last word
+        before it stops (one frame). What the stream holds is left alone, so a running
+        motion is reported stopped with the stop's reason, not as replaced."""
+        self._out.emit(SendSetpoint(target, self._shaped(setpoint, now)))
 
     def tick(self, target: Target | None, now: float) -> None:
         """The scheduled send, if one is due (one send however late: no burst); else a
