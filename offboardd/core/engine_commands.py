@@ -106,17 +106,10 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
         if rule.reasons == (Reason.NOT_IN_CONTROL,):
             ended = "never engaged" if eng.reason is None else eng.reason.value
             token = eng.resume_token
-            releasing = eng.phase is Phase.RELEASING
-            then = (f'{cmd.kind.value} with "resume": "{token}"'
-                    if token is not None and cmd.kind in _QUOTE_THEMSELVES
-                    and (eng.phase in TAKEN or releasing)
-                    else "engage once the hand-over has ended" if releasing
-                    else "engage to fly" if token is None
-                    else f'engage with "resume": "{token}"' if eng.phase in TAKEN
-                    else f'to resume, send a setpoint or motion with "resume": "{token}"')
             eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
                            f"{cmd.kind.value} refused: not in control (phase "
-                           f"{eng.phase.value}: {ended}); {then}", resume=token)
+                           f"{eng.phase.value}: {ended}); {_how_to_take_control(eng, cmd)}",
+                           resume=token)
             return
         eng.out.refuse(
             cmd.command_id,
@@ -156,6 +149,21 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
                            "another commander took control with the token")
     if accepted:
         eng.lease.renew(now, eng.commander)  # its holder's only
+
+
+def _how_to_take_control(eng: OffboardEngine, cmd: Command) -> str:
+    """What a `not_in_control` refusal tells its sender to do instead."""
+    token, phase = eng.resume_token, eng.phase
+    releasing = phase is Phase.RELEASING
+    if token is not None and cmd.kind in _QUOTE_THEMSELVES and (phase in TAKEN or releasing):
+        return f'{cmd.kind.value} with "resume": "{token}"'
+    if releasing:
+        return "engage once the hand-over has ended"
+    if token is None:
+        return "engage to fly"
+    if phase in TAKEN:
+        return f'engage with "resume": "{token}"'
+    return f'to resume, send a setpoint or motion with "resume": "{token}"'
 
 
 # What flies the vehicle, and with a heartbeat what keeps a lease: in a leased phase only

@@ -34,9 +34,10 @@ class Handover:
     streaming: bool  # keep the stream alive until the FC reports the mode
     reason: Reason  # what the move recorded; the success keeps it
     failsafe: bool  # a failsafe's (loss action, fence breach), not an operator command's
-    # Asked while the vehicle was taken (a failsafe's, a plain request from failsafe or
-    # preempted, the end of an engage made from there, or superseding one of these): a
-    # request superseding it quotes the token, and its success leaves the vehicle taken.
+    # Asked while the vehicle was taken (a failsafe's, one after the lease lapsed, a plain
+    # request from failsafe or preempted, the end of an engage made from there, or
+    # superseding one of these: engine_failsafe.start_handover): a request superseding it
+    # quotes the token, and its success leaves the vehicle taken.
     taken: bool
     command_id: str | None
     start_custom_mode: int | None  # the mode when we started: not a takeover if it stays

@@ -119,9 +119,10 @@ class Fact(StrEnum):
     # it arms, Commander::handle_command).
     ARM_REFUSED = "arming refused"
     FAILSAFE_HANDOVER = "failsafe hand-over"  # asked by the loss action or a fence breach
-    # The hand-over was asked while the vehicle was taken: a failsafe's, a plain request from
-    # failsafe/preempted, the end of an engage made from there, or one superseding any of
-    # these. Superseding it needs the token; its success goes back to a taken phase.
+    # The hand-over was asked while the vehicle was taken (Handover.taken): a failsafe's,
+    # one after the lease lapsed (holding), a plain request from failsafe/preempted, the end
+    # of an engage made from there, or one superseding any of these. Superseding it needs
+    # the token; its success goes back to a taken phase.
     TAKEN_HANDOVER = "hand-over of a taken vehicle"
     SAME_ASK_PENDING = "same mode pending"  # a command's hand-over to this mode is under way
     FC_IN_ASKED_MODE = "FC in that mode"  # the FC already reports the mode a command asks for

@@ -29,7 +29,7 @@ _MANUAL_ACTIONS = frozenset({0, 1, 2})
 # OFFBOARD, armed, flying the last setpoint it got [SITL v1.17.0 and main: a position held
 # 2 m for 8 s, a new OFFBOARD request TEMPORARILY_REJECTED; a 1 m/s velocity flew on at
 # 0.8-0.94 m/s for 10 s], so a companion that dies mid-velocity leaves the vehicle flying
-# away (offboardd's own stops end the stream on a stop: engine_failsafe.loss_action).
+# away (offboardd's own stops end the stream on a stop: engine_failsafe.stop_on_a_stop).
 _NO_FAILSAFE_RCL = frozenset({0, 7})
 _STAYS = "no failsafe: stays in OFFBOARD, armed, flying the last setpoint"
 CUTS_MOTORS = frozenset({6, 7})  # COM_OBL_RC_ACT Terminate, Disarm
