@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 
 from offboardd.sim import modes
-from offboardd.sim.modes import FlightMode
+from offboardd.sim.modes import FlightMode, MotorCut
 from offboardd.sim.params import ParamTable
 from offboardd.sim.px4_versions import Px4Version
 
@@ -62,6 +62,7 @@ class Commander:
         self.landed = True
         self.landed_since_s = now_s
         self.failsafe = False
+        self.terminated = False  # flight termination: no motor runs until a reboot
         self.rc_present = False
         self.estimator_valid = True
         self.last_valid_setpoint_s = -math.inf
@@ -108,6 +109,10 @@ class Commander:
         Land always: PX4 forces it (Commander::handle_command, DO_SET_MODE AUTO.LAND and
         NAV_LAND, "always allow to switch into it such that if used as emergency mode it is
         always available"; v1.16 to main), descending blind (Descend) without a position."""
+        if self.terminated:  # "never allow to change out of termination state"
+            return False
+        if mode is modes.TERMINATION:
+            return self.terminate(now_s, cause)
         if mode is modes.OFFBOARD:
             self._offboard_ok = self.offboard_signal_ok(now_s)
         if self.armed and not self.can_run(mode) and mode is not modes.LAND:
@@ -119,6 +124,8 @@ class Commander:
     def arm(self, now_s: float) -> bool:
         if self.armed:
             return True
+        if self.terminated:  # "Preflight Fail: Flight termination active"
+            return False
         if self.intent is modes.OFFBOARD:
             self._offboard_ok = self.offboard_signal_ok(now_s)
         if not (self.intent.allows_arming and self.can_run(self.intent)):
@@ -127,6 +134,26 @@ class Commander:
         self.notices.append(Notice("armed", now_s, cause="armed"))
         self._update_mode(now_s, "armed")
         return True
+
+    def terminate(self, now_s: float, cause: str) -> bool:
+        """MAV_CMD_DO_FLIGHTTERMINATION (or a GCS's switch to TERMINATION): armed only;
+        the intended mode, so the reported one, becomes TERMINATION."""
+        if not self.armed:
+            return False
+        self._set_intent(modes.TERMINATION, now_s)
+        self.change_mode(modes.TERMINATION, now_s, cause)
+        self.terminated = True
+        return True
+
+    def failsafe_terminate(self, now_s: float) -> None:
+        """A failsafe's Terminate (COM_OBL_RC_ACT 6, the failure detector, a geofence or
+        battery action): armed still, no motor; the mode reported stays (v1.18+) or is
+        TERMINATION, the intent kept (modes.MotorCut, Px4Version.termination_as_mode)."""
+        if self.armed and not self.terminated:
+            self.terminated = self.failsafe = True
+            self.notices.append(Notice("text", now_s, severity=2, text="Failsafe activated"))
+            if self._px4.termination_as_mode:
+                self.change_mode(modes.TERMINATION, now_s, "failsafe")
 
     def disarm(self, now_s: float, cause: str, *, forced: bool = False) -> bool:
         if not self.armed:
@@ -174,11 +201,16 @@ class Commander:
         self._update_mode(now_s, "failsafe")
 
     def _update_mode(self, now_s: float, cause: str) -> None:
+        if self.terminated:  # "Terminate never clears" (PX4's failsafe framework)
+            return
         new_mode, failsafe = self.intent, False
         if self.armed and not self.can_run(self.intent):
             fallback = self._fallback_mode(now_s)
-            if fallback is None:  # COM_OBL_RC_ACT Terminate / Disarm
+            if fallback is MotorCut.DISARM:
                 self.disarm(now_s, "offboard loss action", forced=True)
+                return
+            if fallback is MotorCut.TERMINATE:
+                self.failsafe_terminate(now_s)
                 return
             if fallback is not self.intent:  # (OFFBOARD: no action, px4_versions.py)
                 failsafe, self._resume_at_s = True, None
@@ -194,28 +226,30 @@ class Commander:
         self.failsafe = failsafe
         self.change_mode(new_mode, now_s, cause)
 
-    def _fallback_mode(self, now_s: float) -> FlightMode | None:
-        fallback: FlightMode | None = modes.LAND
+    def _fallback_mode(self, now_s: float) -> FlightMode | MotorCut:
+        fallback: FlightMode | MotorCut = modes.LAND
         if self.intent is modes.OFFBOARD:
             action = self._params.get_int("COM_OBL_RC_ACT")
             fallback = modes.OFFBOARD_LOSS_ACTIONS.get(action, modes.POSCTL)
-            if (fallback is not None and fallback.needs_manual_control and not self.rc_present
-                    and self._px4.manual_loss_action_needs_rc):  # fmt: skip
+            if (isinstance(fallback, FlightMode) and fallback.needs_manual_control
+                    and not self.rc_present and self._px4.manual_loss_action_needs_rc):
                 fallback = self._rc_loss_action()
-        if fallback is None:
-            return None
+        if isinstance(fallback, MotorCut):
+            return fallback
         # Without a position estimate PX4 cannot Hold, Return or Land: it descends blind
         # (Descend, which it reports as AUTO.LAND).
         if fallback.needs_position and not self.estimator_valid:
             return modes.LAND
         return fallback
 
-    def _rc_loss_action(self) -> FlightMode | None:
-        """NAV_RCL_ACT as a mode: None for Terminate / Disarm (#26391, v1.17+)."""
+    def _rc_loss_action(self) -> FlightMode | MotorCut:
+        """NAV_RCL_ACT as a mode or a motor cut (#26391, v1.17+)."""
         name = dict(self._px4.rc_loss_actions).get(self._params.get_int("NAV_RCL_ACT"))
         if name is None:
             return RC_LOSS_ACTION_UNKNOWN
-        return modes.mode_by_name(name) if name else None
+        if name in MotorCut.__members__:
+            return MotorCut[name]
+        return modes.mode_by_name(name)
 
     def change_mode(self, mode: FlightMode, now_s: float, cause: str) -> None:
         if mode is not self.mode:

@@ -128,6 +128,10 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
         if c.disarm(now_s, "command", forced=forced):
             return ACCEPTED, ""
         return TEMPORARILY_REJECTED, "Disarming denied: not landed"
+    if cmd == d.MAV_CMD_DO_FLIGHTTERMINATION:  # Commander::handle_command
+        if p[0] <= 0.5 or not c.armed:
+            return DENIED, ""
+        return (ACCEPTED, "") if c.terminate(now_s, "command") else (TEMPORARILY_REJECTED, "")
     if cmd in (d.MAV_CMD_NAV_TAKEOFF, d.MAV_CMD_NAV_LAND, d.MAV_CMD_NAV_RETURN_TO_LAUNCH):
         target = {d.MAV_CMD_NAV_TAKEOFF: modes.TAKEOFF, d.MAV_CMD_NAV_LAND: modes.LAND,
                   d.MAV_CMD_NAV_RETURN_TO_LAUNCH: modes.RTL}[cmd]  # fmt: skip

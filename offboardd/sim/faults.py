@@ -1,8 +1,9 @@
 """Fault injection by name: parse `--fault NAME[:ARG]@SECONDS` and apply it to a server.
 
 The effects themselves live in the vehicle model (mode switch, stick takeover,
-estimator) and the server (link pause/drop, reboot); this module only names them so
-the command line and scheduled faults in SimConfig share one vocabulary.
+estimator, flight termination) and the server (link pause/drop, reboot); this module
+only names them so the command line and scheduled faults in SimConfig share one
+vocabulary.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ FAULT_NAMES = {
     "link_restore": "end a link pause or drop",
     "packet_loss": "lose ARG (0..1) of the frames each way from now on (0 restores)",
     "reboot": "heartbeat gap, then boot: disarmed, boot time from 0, params kept",
+    "flight_termination": "a PX4 failsafe terminates the flight (failure detector, a "
+                          "geofence or battery Terminate): no motor until a reboot; armed, "
+                          "the mode reported stays, HEARTBEAT says FLIGHT_TERMINATION",
 }
 
 
@@ -74,4 +78,6 @@ def apply(sim: SimServer, fault: FaultSpec) -> None:
         sim.set_packet_loss(float(arg) if arg else 0.1)
     elif name == "reboot":
         sim.reboot()
+    elif name == "flight_termination":
+        sim.flight_termination()
 

@@ -9,6 +9,7 @@ not know about time, setpoints or links.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 # PX4 px4_custom_mode.h main modes and AUTO sub modes.
 MAIN_MANUAL = 1
@@ -18,6 +19,7 @@ MAIN_AUTO = 4
 MAIN_ACRO = 5
 MAIN_OFFBOARD = 6
 MAIN_STABILIZED = 7
+MAIN_TERMINATION = 10  # (8 RATTITUDE_LEGACY and 9 SIMPLE are unused)
 SUB_TAKEOFF = 2
 SUB_LOITER = 3
 SUB_MISSION = 4
@@ -90,20 +92,39 @@ RTL = FlightMode(
 LAND = FlightMode("AUTO.LAND", MAIN_AUTO, SUB_LAND, needs_position=True, allows_arming=False,
                   standard_mode=7)
 PRECLAND = FlightMode("AUTO.PRECLAND", MAIN_AUTO, SUB_PRECLAND, allows_arming=False)
+# What MAV_CMD_DO_FLIGHTTERMINATION makes the intended (so the displayed) mode.
+TERMINATION = FlightMode("TERMINATION", MAIN_TERMINATION, allows_arming=False)
 
 ALL_MODES: tuple[FlightMode, ...] = (
     MANUAL, ALTCTL, POSCTL, ACRO, STABILIZED, OFFBOARD,
-    TAKEOFF, LOITER, MISSION, RTL, LAND, PRECLAND,
+    TAKEOFF, LOITER, MISSION, RTL, LAND, PRECLAND, TERMINATION,
 )  # fmt: skip
 _BY_NAME = {m.name: m for m in ALL_MODES}
 _BY_CUSTOM = {m.custom_mode: m for m in ALL_MODES}
 # Aliases users type (QGroundControl's names).
 _BY_NAME.update({"HOLD": LOITER, "POSITION": POSCTL, "ALTITUDE": ALTCTL, "RETURN": RTL})
 
-# COM_OBL_RC_ACT (px4-offboard.md §3) -> the fallback mode; 6 Terminate and 7 Disarm
-# keep the mode and disarm instead (None).
-OFFBOARD_LOSS_ACTIONS: dict[int, FlightMode | None] = {
-    0: POSCTL, 1: ALTCTL, 2: STABILIZED, 3: RTL, 4: LAND, 5: LOITER, 6: None, 7: None,
+
+
+class MotorCut(Enum):
+    """A failsafe action that is no mode: PX4 stops the motors."""
+
+    # Flight termination: armed still, no motor, HEARTBEAT system_status
+    # FLIGHT_TERMINATION, never cleared until a reboot (failsafe framework: "Terminate never
+    # clears"); mode changes and arming refused. v1.18 reports the mode it had (the
+    # displayed mode is the intended one, HEARTBEAT.hpp nav_state_display), v1.16 and v1.17
+    # TERMINATION (Px4Version.termination_as_mode). [SITL v1.18] after a COM_OBL_RC_ACT 6
+    # offboard loss: OFFBOARD and armed for 20 s, the vehicle falling from 5 m,
+    # landed_state IN_AIR throughout. ([SITL main] SIH's lockstep stalls the whole PX4 on
+    # termination, "timed out waiting for actuator_outputs_sim": nothing to measure.)
+    TERMINATE = "TERMINATE"
+    DISARM = "DISARM"  # disarmed at once, in the air too
+
+
+# COM_OBL_RC_ACT (px4-offboard.md §3) -> the fallback mode, or a motor cut (6, 7).
+OFFBOARD_LOSS_ACTIONS: dict[int, FlightMode | MotorCut] = {
+    0: POSCTL, 1: ALTCTL, 2: STABILIZED, 3: RTL, 4: LAND, 5: LOITER,
+    6: MotorCut.TERMINATE, 7: MotorCut.DISARM,
 }  # fmt: skip
 
 
@@ -122,6 +143,8 @@ def mode_from_main_sub(main: int, sub: int) -> FlightMode | None:
     AUTO with sub 0 is AUTO.MISSION ([SITL main, v1.16.2] DO_SET_MODE 1, 4, 0 disarmed:
     ACCEPTED, HEARTBEAT custom_mode 67371008); for other main modes sub is ignored.
     """
+    if main == MAIN_TERMINATION:  # PX4 maps no DO_SET_MODE onto it: DO_FLIGHTTERMINATION
+        return None
     if main != MAIN_AUTO:
         sub = 0
     elif sub == 0:

@@ -37,7 +37,7 @@ class Px4Version:
     # control becomes NAV_RCL_ACT's action. [SITL main] 0 -> AUTO.RTL after 1.09-1.13 s.
     manual_loss_action_needs_rc: bool
     # NAV_RCL_ACT values this release knows, as offboard-loss fallbacks: a mode name, or
-    # "" for Terminate / Disarm (the motors stop); "OFFBOARD" for no failsafe at all:
+    # "TERMINATE" / "DISARM" (modes.MotorCut); "OFFBOARD" for no failsafe at all:
     # [SITL v1.17.0, main] NAV_RCL_ACT 0 (Disabled), COM_OBL_RC_ACT 0, stream stopped at
     # 2 m: still OFFBOARD, armed, system_status ACTIVE 8 s later, holding 2 m (±0.2);
     # OFFBOARD re-requested without a stream: TEMPORARILY_REJECTED. v1.18 adds 7 "Hold
@@ -91,11 +91,16 @@ class Px4Version:
     # REQUEST_MESSAGE of MESSAGE_INTERVAL answered as GET_MESSAGE_INTERVAL; [SITL v1.16.2]
     # DENIED (no stream builds MESSAGE_INTERVAL there)
     interval_by_request: bool = True
+    # A failsafe's flight termination reported as the TERMINATION mode: HEARTBEAT and
+    # CURRENT_MODE send nav_state up to v1.17, nav_state_display (the intended mode's) from
+    # v1.18. [SITL v1.16.2, v1.17.0] GF_ACTION=4 -> TERMINATION (v1.16.2: ~0.9 s before
+    # system_status FLIGHT_TERMINATION); [SITL v1.18] OFFBOARD stays reported.
+    termination_as_mode: bool = False
 
 
 _SILENT_BEFORE_V1_18 = frozenset({290, 291, 246})  # ESC_INFO, ESC_STATUS, ADSB_VEHICLE
 _RC_LOSS_ACTIONS_V1_16 = ((0, "OFFBOARD"), (1, "AUTO.LOITER"), (2, "AUTO.RTL"), (3, "AUTO.LAND"),
-                          (5, ""), (6, ""))  # fmt: skip
+                          (5, "TERMINATE"), (6, "DISARM"))  # fmt: skip
 _REQUEST_COMMANDS_REMOVED_V1_18 = frozenset({
     d.MAV_CMD_REQUEST_AUTOPILOT_CAPABILITIES,  # 520
     d.MAV_CMD_REQUEST_PROTOCOL_VERSION,  # 519
@@ -121,6 +126,7 @@ V1_16 = Px4Version(
     touchdown_settle_s=2.7,  # [SITL v1.16.2] touchdown -> ON_GROUND 3.59-3.87 s
     absent_stream_interval_us=0,
     interval_by_request=False,
+    termination_as_mode=True,
 )
 V1_17 = Px4Version(
     name="1.17",
@@ -137,6 +143,7 @@ V1_17 = Px4Version(
     streamless_ids=frozenset({514}),  # ESTIMATOR_SENSOR_FUSION_STATUS
     silent_ids=_SILENT_BEFORE_V1_18,
     touchdown_settle_s=2.1,  # [SITL v1.17.0] touchdown -> ON_GROUND 2.15-3.71 s
+    termination_as_mode=True,
 )
 V1_18 = Px4Version(
     name="1.18",

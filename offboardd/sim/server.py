@@ -278,6 +278,11 @@ class SimServer:
         self._dispatch(self.vehicle.pilot_mode_switch(mode_name, now), now)
         self._flush(now)
 
+    def flight_termination(self) -> None:
+        now = self.now()
+        self._dispatch(self.vehicle.flight_termination(now), now)
+        self._flush(now)
+
     def rc_takeover(self) -> None:
         now = self.now()
         self._dispatch(self.vehicle.rc_takeover(now), now)

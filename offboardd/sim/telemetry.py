@@ -125,6 +125,8 @@ def heartbeat(v: Vehicle, now_s: float) -> Message:
         # OFFBOARD once the stream stopped (STANDBY again when it resumed), in AUTO.RTL
         # and AUTO.LAND; STANDBY in AUTO.LOITER and in OFFBOARD with a stream.
         status = d.MAV_STATE_UNINIT
+    if c.terminated:  # HEARTBEAT.hpp: actuator_armed.termination overrides the rest
+        status = d.MAV_STATE_FLIGHT_TERMINATION
     return d.MAVLink_heartbeat_message(
         d.MAV_TYPE_QUADROTOR, d.MAV_AUTOPILOT_PX4, c.mode.base_mode(armed=c.armed),
         c.mode.custom_mode, status, 3,

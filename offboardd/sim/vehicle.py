@@ -229,8 +229,9 @@ class Vehicle:
         # velocity flew on at 0.8-0.94 m/s for 10 s (the sim held both before: review).
         # The plan goes through PX4's takeoff handling (takeoff.py): motors idle for
         # COM_SPOOLUP_TIME after arming, then the MPC_TKO_RAMP_T climb-rate ramp.
+        motors_on = c.armed and not c.terminated  # a flight termination runs no motor
         plan = self.tasks.plan(
-            c.mode, armed=c.armed, rc_present=c.rc_present, estimator_valid=c.estimator_valid,
+            c.mode, armed=motors_on, rc_present=c.rc_present, estimator_valid=c.estimator_valid,
             offboard=self.offboard_target, offboard_failsafe=self.offboard_failsafe,
             state=self.state, params=self.params, takeoff_alt_m=self.takeoff_alt_m,
             dt_s=dt_s, since_arming_s=now_s - c.armed_at_s, landed=c.landed,
@@ -238,9 +239,10 @@ class Vehicle:
         )  # fmt: skip
         self.flown_target = plan.target
         self.dynamics.step(dt_s, plan.target, plan.limits)
-        c.set_landed(self.tasks.landed(self.state, armed=c.armed, was_landed=c.landed,
-                                       now_s=now_s, params=self.params,
-                                       settle_s=self.px4.touchdown_settle_s), now_s)  # fmt: skip
+        if not c.terminated:  # [SITL v1.18] terminated: IN_AIR still 15 s after the impact
+            c.set_landed(self.tasks.landed(self.state, armed=c.armed, was_landed=c.landed,
+                                           now_s=now_s, params=self.params,
+                                           settle_s=self.px4.touchdown_settle_s), now_s)
         self.update_home(now_s)
         if plan.takeoff_done and c.mode is modes.TAKEOFF:
             c.complete_auto_mode(modes.LOITER, now_s, "takeoff complete")
@@ -301,6 +303,11 @@ class Vehicle:
         mode = modes.mode_by_name(mode_name)
         self.commander.rc_present = self.commander.rc_present or mode.needs_manual_control
         self.commander.request_mode(mode, now_s, "gcs")
+        return self.drain(now_s)
+
+    def flight_termination(self, now_s: float) -> list[Outgoing]:
+        """A PX4 failsafe terminates the flight (Commander.failsafe_terminate)."""
+        self.commander.failsafe_terminate(now_s)
         return self.drain(now_s)
 
     def rc_takeover(self, now_s: float) -> list[Outgoing]:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.sim import SimConfig
+from offboardd.sim.telemetry import heartbeat
 from offboardd.sim.vehicle import Vehicle
 from tests.sim.client import NAN, d, position_sp
 
@@ -226,14 +227,65 @@ def test_preflight_auto_disarm_when_armed_and_never_taking_off() -> None:
     assert h.v.record.armed_changes[-1][2] == "disarmed: auto disarm, no takeoff"
 
 
-@pytest.mark.parametrize(("action", "armed_after"), [(6, False), (7, False)])
-def test_loss_action_terminate_and_disarm(action: int, armed_after: bool) -> None:
-    h = Harness(params={"COM_OBL_RC_ACT": action})
+def test_loss_action_disarm_disarms_in_the_air() -> None:
+    h = Harness(params={"COM_OBL_RC_ACT": 7})
     h.offboard_armed(lambda: position_sp(down=-2.0))
     h.run(3.0)
     h.stream = None
     h.run(1.3)
-    assert h.v.armed is armed_after
+    assert not h.v.armed
+
+
+def _heartbeat(h: Harness) -> Any:
+    return heartbeat(h.v, h.t)
+
+
+def test_loss_action_terminate_cuts_the_motors_armed_reporting_offboard_until_reboot() -> None:
+    """[SITL v1.18] COM_OBL_RC_ACT 6: OFFBOARD and armed for 20 s while the vehicle fell
+    from 5 m, landed_state IN_AIR throughout; "Flight termination active" refuses arming."""
+    h = Harness(params={"COM_OBL_RC_ACT": 6})
+    h.offboard_armed(lambda: position_sp(down=-5.0))
+    h.run(8.0)
+    h.stream = None
+    h.run(1.3)
+    hb = _heartbeat(h)
+    assert h.v.armed and h.v.mode_name == "OFFBOARD" and hb.custom_mode == 6 << 16
+    assert hb.system_status == d.MAV_STATE_FLIGHT_TERMINATION and hb.base_mode & 128
+    h.run(3.0)
+    assert h.v.position_ned_m[2] > -0.2  # fell: no motor
+    assert h.v.armed and h.v.landed_state == d.MAV_LANDED_STATE_IN_AIR
+    h.command(d.MAV_CMD_DO_SET_MODE, 1, 4, 3)  # Hold: refused, nothing leaves termination
+    assert h.v.mode_name == "OFFBOARD"
+    h.command(d.MAV_CMD_COMPONENT_ARM_DISARM, 0, 21196)  # forced
+    assert not h.v.armed
+    h.command(d.MAV_CMD_COMPONENT_ARM_DISARM, 1)
+    assert not h.v.armed and _heartbeat(h).system_status == d.MAV_STATE_FLIGHT_TERMINATION
+
+
+def test_v1_16_and_v1_17_report_a_failsafe_termination_as_the_termination_mode() -> None:
+    """[SITL v1.16.2, v1.17.0] GF_ACTION=4: TERMINATION reported, armed (v1.18: OFFBOARD)."""
+    for version, reported in (("1.16", 10 << 16), ("1.17", 10 << 16), ("1.18", 6 << 16)):
+        h = Harness(px4_version=version)
+        h.offboard_armed(lambda: position_sp(down=-3.0))
+        h.run(6.0)
+        h.v.flight_termination(h.t)
+        hb = _heartbeat(h)
+        assert hb.custom_mode == reported and hb.base_mode & 128, version
+        assert hb.system_status == d.MAV_STATE_FLIGHT_TERMINATION
+
+
+def test_do_flighttermination_armed_reports_termination_disarmed_is_denied() -> None:
+    h = Harness()
+    h.command(d.MAV_CMD_DO_FLIGHTTERMINATION, 1)
+    assert h.v.record.acks[-1].result == d.MAV_RESULT_DENIED
+    h.offboard_armed(lambda: position_sp(down=-3.0))
+    h.run(6.0)
+    h.command(d.MAV_CMD_DO_FLIGHTTERMINATION, 1)
+    assert h.v.record.acks[-1].result == d.MAV_RESULT_ACCEPTED
+    hb = _heartbeat(h)
+    assert hb.custom_mode == 10 << 16 and hb.system_status == d.MAV_STATE_FLIGHT_TERMINATION
+    h.run(3.0)
+    assert h.v.armed and h.v.position_ned_m[2] > -0.2
 
 
 def test_current_mode_intended_mode_and_standard_mode() -> None:

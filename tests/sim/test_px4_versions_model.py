@@ -59,20 +59,23 @@ def test_v1_16_offboard_loss_without_rc_still_reports_position() -> None:
 
 @pytest.mark.parametrize(
     ("version", "nav_rcl_act", "expect"),
-    [("1.17", 1, "AUTO.LOITER"), ("1.17", 3, "AUTO.LAND"), ("1.17", 5, None),
+    [("1.17", 1, "AUTO.LOITER"), ("1.17", 3, "AUTO.LAND"), ("1.17", 5, "terminated"),
      ("1.17", 6, None), ("1.18", 7, "OFFBOARD"), ("1.17", 7, "AUTO.LAND"),
      ("1.18", 0, "OFFBOARD"), ("1.17", 0, "OFFBOARD")],
 )  # fmt: skip
 def test_v1_17_offboard_loss_without_rc_follows_any_nav_rcl_act(
     version: str, nav_rcl_act: int, expect: str | None
 ) -> None:
-    """1 Hold, 3 Land, 5 Terminate / 6 Disarm (motors stop); 0 Disabled and v1.18's 7
-    "Hold mode (no failsafe)" (#27792): no failsafe, still OFFBOARD ([SITL v1.17.0, main]);
-    a value the release does not know: Land (unmeasured)."""
+    """1 Hold, 3 Land, 5 Terminate (armed, no motor, TERMINATION reported: modes.MotorCut)
+    / 6 Disarm; 0 Disabled and v1.18's 7 "Hold mode (no failsafe)" (#27792): no failsafe,
+    still OFFBOARD ([SITL v1.17.0, main]); a value the release does not know: Land
+    (unmeasured)."""
     h = Harness(px4_version=version, params={"NAV_RCL_ACT": nav_rcl_act})
     _fly_then_lose_the_stream(h)
     if expect is None:
         assert not h.v.armed
+    elif expect == "terminated":
+        assert h.v.armed and h.v.commander.terminated and h.v.mode_name == "TERMINATION"
     else:
         assert h.v.armed and h.v.mode_name == expect
 
