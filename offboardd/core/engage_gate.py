@@ -1,6 +1,6 @@
 """What every engage (an engage command, or a goto / path with engage: true) must pass
-before anything streams: a PX4 autopilot, and the FC checks (parameters read, offboard
-forwarding on, a stream fast enough for COM_OF_LOSS_T). Pure."""
+before anything streams: a PX4 autopilot whose motors are not cut, and the FC checks
+(parameters read, offboard forwarding on, a stream fast enough for COM_OF_LOSS_T). Pure."""
 
 from __future__ import annotations
 
@@ -21,6 +21,11 @@ def engage_blocked(eng: OffboardEngine, command_id: str) -> bool:
     if not v.is_px4:
         blocker = (Reason.FC_NOT_PX4,
                    f"the flight controller is autopilot type {v.autopilot}, not PX4 (12)")
+    if v.motors_cut:
+        blocker = (Reason.FC_MOTORS_CUT,
+                   "PX4 reports flight termination (HEARTBEAT system_status; a termination, "
+                   "kill switch or lockdown): no motor runs; after a termination, until "
+                   "PX4 reboots")
     if blocker is None:
         return False
     if blocker[0] in (Reason.FWDEXTSP_DISABLED, Reason.STREAM_TOO_SLOW,

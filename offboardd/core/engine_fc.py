@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 
 from offboardd.core.actions import NoticeKind
 from offboardd.core.engine_engage import engaged, offboard_confirmed
-from offboardd.core.engine_failsafe import abandon, check_breach, handover_progress, preempt
+from offboardd.core.engine_failsafe import (
+    abandon,
+    check_breach,
+    handover_progress,
+    preempt,
+    stop_on_a_stop,
+)
 from offboardd.core.events import (
     MAV_CMD_COMPONENT_ARM_DISARM,
     MAV_CMD_DO_SET_MODE,
@@ -53,6 +59,7 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
                           "to choose"], about_link=True)
         return
     armed_before, on_ground_before = v.armed, v.landed_state is LandedState.ON_GROUND
+    cut_before = v.motors_cut
     rebooted = v.fold(event, now)
     if (v.armed and not armed_before) or (
             on_ground_before and v.landed_state is not LandedState.ON_GROUND and v.armed):
@@ -62,6 +69,8 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
     if rebooted:
         fc_rebooted(eng, now)
         return
+    if isinstance(event, FcHeartbeat | FcCurrentMode) and v.motors_cut != cut_before:
+        _motors_cut_changed(eng, now)
     if isinstance(event, FcHeartbeat | FcCurrentMode):
         _on_fc_state(eng, event, now, armed_before)
     elif isinstance(event, FcCommandAck):
@@ -144,6 +153,28 @@ def fc_rebooted(eng: OffboardEngine, now: float) -> None:
     eng.streams.stop()  # its streams are PX4's defaults again: re-planned with the version
     eng.out.notice(NoticeKind.FC_LINK, "FC rebooted: re-reading its parameters")
     abandon(eng, Trigger.FC_REBOOTED, now, "FC rebooted; stopped streaming")
+
+
+def _motors_cut_changed(eng: OffboardEngine, now: float) -> None:
+    """PX4 cut the motors (VehicleState.motors_cut: an offboard-loss or other failsafe's
+    Terminate, MAV_CMD_DO_FLIGHTTERMINATION, a kill switch, lockdown), or no longer does.
+    v1.18 and main go on reporting the mode they had: [SITL v1.18] after a COM_OBL_RC_ACT
+    or geofence Terminate, OFFBOARD and armed for 20 s as the vehicle fell. Without the
+    status the daemon streamed on into a falling vehicle, and called it engaged."""
+    v = eng.vehicle
+    if not v.motors_cut:
+        eng.out.notice(NoticeKind.WARNING, "PX4 no longer reports flight termination (a "
+                       "kill switch released?): its motors may run again")
+        return
+    message = (f"PX4 cut the motors (flight termination, a kill switch or lockdown); it "
+               f"reports {mode_name(v.custom_mode)}{', armed' if v.armed else ''}")
+    rule = eng.rule(Trigger.FC_MOTORS_CUT, now)
+    if rule.to is Outcome.IGNORE:
+        eng.out.notice(NoticeKind.FAILSAFE, message, Reason.FC_MOTORS_CUT)
+        return
+    # The last frame a stop: a kill switch released in OFFBOARD flies what it got last.
+    stop_on_a_stop(eng, now)
+    preempt(eng, rule, message)
 
 
 def _report(eng: OffboardEngine, armed_before: bool, disarm_expected: bool,

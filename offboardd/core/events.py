@@ -34,6 +34,22 @@ class AckResult(IntEnum):
     CANCELLED = 6
 
 
+class SystemStatus(IntEnum):
+    """MAV_STATE: HEARTBEAT system_status."""
+
+    UNINIT = 0
+    BOOT = 1
+    CALIBRATING = 2
+    STANDBY = 3
+    ACTIVE = 4
+    CRITICAL = 5  # PX4: armed, in a failsafe
+    EMERGENCY = 6
+    POWEROFF = 7
+    # PX4: flight termination, a kill switch or lockdown: it runs no motor, armed or not,
+    # and reports the mode it had (HEARTBEAT.hpp, nav_state_display)
+    FLIGHT_TERMINATION = 8
+
+
 class LandedState(IntEnum):
     """MAV_LANDED_STATE."""
 

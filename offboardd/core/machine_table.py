@@ -220,6 +220,15 @@ FC_EVENTS = [
         D.REPLY_FAIL, why="disarmed under us"),
     row(IN_OFFBOARD, T.FC_DISARMED_ON_COMMAND, P.IDLE, R.COMMANDED_DISARM, D.STOP_STREAM,
         why="streaming on would let a later arm fly off to the old setpoint"),
+    row(STREAMING, T.FC_MOTORS_CUT, P.PREEMPTED, R.PREEMPTED_MOTORS_CUT, D.STOP_STREAM,
+        D.REPLY_FAIL,
+        why="PX4 cut the motors (flight termination, a kill switch or lockdown) and still "
+            "reports the mode it had: stop; a kill switch released would fly our stream again"),
+    row(P.RELEASING, T.FC_MOTORS_CUT, P.PREEMPTED, R.PREEMPTED_MOTORS_CUT, D.STOP_STREAM,
+        D.REPLY_FAIL, when=(Fact.STREAMING,), why="the motors cut during the hand-over"),
+    row(P.RELEASING, T.FC_MOTORS_CUT, IGNORE, when=(NOT_STREAMING,),
+        why="a plain mode request: its retries answer it (after a termination PX4 refuses "
+            "every mode)"),
     row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.FAILSAFE, (R.LOSS_ACTION, R.FENCE_BREACH),
         D.STOP_STREAM, when=(Fact.FAILSAFE_HANDOVER,), why="the failsafe's mode took over"),
     row(P.RELEASING, T.FC_MODE_HANDED_OVER, P.IDLE, _HANDED_OVER, D.STOP_STREAM, D.REPLY_OK,

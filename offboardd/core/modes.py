@@ -32,6 +32,10 @@ class Px4Mode(Enum):
     ACRO = (5, 0)
     OFFBOARD = (6, 0)
     STABILIZED = (7, 0)
+    # Flight termination asked for (MAV_CMD_DO_FLIGHTTERMINATION), and on v1.16 / v1.17 any
+    # termination: no motor runs (VehicleState.motors_cut). v1.18 and main report a
+    # failsafe's termination in the mode it had: only HEARTBEAT system_status tells then.
+    TERMINATION = (10, 0)
 
     @property
     def main_mode(self) -> int:

@@ -255,6 +255,7 @@ class OffboardEngine:
             fc_mode=mode_name(v.custom_mode if self.fc_up else None),
             fc_custom_mode=v.custom_mode if self.fc_up else None,
             armed=v.armed if self.fc_up else None,
+            fc_status=v.status_name if self.fc_up else "unknown",
             landed_state=(v.landed_state if self.fc_up else LandedState.UNDEFINED).name.lower(),
             in_control=self.fc_up and v.in_control(),  # a lost FC is flown by nobody here
             lease_remaining_s=self.lease.remaining_s(now),

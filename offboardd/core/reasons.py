@@ -49,6 +49,9 @@ class Reason(StrEnum):
     # COM_OBL_RC_ACT Terminate / Disarm: every stop of our stream would cut the motors in the
     # air (opt in with [engine] allow_motor_cut_loss_action)
     LOSS_ACTION_CUTS_MOTORS = "loss_action_cuts_motors"
+    # PX4 reports flight termination, a kill switch or lockdown (HEARTBEAT system_status
+    # FLIGHT_TERMINATION): no motor runs; after a termination, until PX4 reboots
+    FC_MOTORS_CUT = "fc_motors_cut"
     ESTIMATE_MISSING = "estimate_missing"
     CONFIRMATION_MISSING = "confirmation_missing"
     SUPERSEDED = "superseded"
@@ -70,6 +73,7 @@ class Reason(StrEnum):
     ESCALATED = "escalated"
     PREEMPTED_MODE = "preempted_mode"
     PREEMPTED_DISARMED = "preempted_disarmed"
+    PREEMPTED_MOTORS_CUT = "preempted_motors_cut"  # PX4 cut the motors under us (FC_MOTORS_CUT)
     FC_LINK_LOST = "fc_link_lost"
     FC_REBOOTED = "fc_rebooted"
     FC_SILENT = "fc_silent"
@@ -105,6 +109,7 @@ _ERROR_CODES: dict[Reason, ErrorCode] = {
     Reason.FWDEXTSP_DISABLED: ErrorCode.FC_REFUSED,
     Reason.STREAM_TOO_SLOW: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.LOSS_ACTION_CUTS_MOTORS: ErrorCode.COMMAND_NOT_ALLOWED,
+    Reason.FC_MOTORS_CUT: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.ESTIMATE_MISSING: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.CONFIRMATION_MISSING: ErrorCode.COMMAND_INVALID,
     Reason.SUPERSEDED: ErrorCode.COMMAND_NOT_ALLOWED,
@@ -119,6 +124,7 @@ _ERROR_CODES: dict[Reason, ErrorCode] = {
     Reason.LEASE_LAPSED: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.PREEMPTED_MODE: ErrorCode.FC_REFUSED,
     Reason.PREEMPTED_DISARMED: ErrorCode.FC_REFUSED,
+    Reason.PREEMPTED_MOTORS_CUT: ErrorCode.FC_REFUSED,
     Reason.FC_LINK_LOST: ErrorCode.FC_TIMEOUT,
     Reason.FC_REBOOTED: ErrorCode.FC_TIMEOUT,
     Reason.FC_SILENT: ErrorCode.FC_TIMEOUT,

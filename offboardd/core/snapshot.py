@@ -22,6 +22,9 @@ class EngineSnapshot:
     fc_mode: str
     fc_custom_mode: int | None
     armed: bool | None  # None (with fc_mode unknown...) while the FC is not heard
+    # HEARTBEAT system_status: "standby", "active", "critical" (a PX4 failsafe),
+    # "flight_termination" (no motor runs, whatever fc_mode and armed say)...
+    fc_status: str
     landed_state: str
     in_control: bool  # OFFBOARD, armed and not on the ground, all at once
     lease_remaining_s: float | None

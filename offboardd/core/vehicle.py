@@ -24,6 +24,7 @@ from offboardd.core.events import (
     FcLocalPosition,
     FcMessageEvent,
     LandedState,
+    SystemStatus,
 )
 from offboardd.core.modes import Px4Mode, mode_from_custom
 from offboardd.core.motion_path import Vec3
@@ -82,6 +83,7 @@ class VehicleState:
         self.custom_mode: int | None = None  # latest of HEARTBEAT / CURRENT_MODE
         self.intended_custom_mode: int | None = None
         self.armed = False
+        self.system_status: int | None = None  # HEARTBEAT's MAV_STATE
         self.landed_state = LandedState.UNDEFINED
         self.last_heartbeat_s: float | None = None
         self.last_heard_s: float | None = None  # any message from our autopilot
@@ -142,6 +144,7 @@ class VehicleState:
             self.autopilot = event.autopilot
             self.custom_mode = event.custom_mode
             self.armed = event.armed
+            self.system_status = event.system_status
             self.last_heartbeat_s = self.mode_heard_s = now
         elif isinstance(event, FcCurrentMode):
             self.mode_heard_s = now
@@ -188,6 +191,26 @@ class VehicleState:
     @property
     def mode(self) -> Px4Mode | None:
         return None if self.custom_mode is None else mode_from_custom(self.custom_mode)
+
+    @property
+    def motors_cut(self) -> bool:
+        """PX4 reports flight termination, a kill switch or lockdown: no motor runs. After
+        a termination it stays armed until it reboots, reporting TERMINATION ([SITL v1.16.2,
+        v1.17.0] a geofence Terminate) or the mode it had ([SITL v1.18]: OFFBOARD, 20 s
+        after an offboard-loss Terminate): HEARTBEAT system_status is the sign in common,
+        the mode may come first (CURRENT_MODE)."""
+        return (self.system_status == SystemStatus.FLIGHT_TERMINATION
+                or self.mode is Px4Mode.TERMINATION)
+
+    @property
+    def status_name(self) -> str:
+        """HEARTBEAT's system_status as a name: "active", "critical", "flight_termination"."""
+        if self.system_status is None:
+            return "unknown"
+        try:
+            return SystemStatus(self.system_status).name.lower()
+        except ValueError:
+            return f"mav_state_{self.system_status}"
 
     @property
     def in_offboard(self) -> bool:

@@ -41,6 +41,7 @@ from offboardd.core.events import (
     FcHeartbeat,
     FcLocalPosition,
     FcParamValue,
+    SystemStatus,
 )
 from offboardd.core.modes import Px4Mode
 from offboardd.core.offboard import OffboardEngine
@@ -73,10 +74,12 @@ class FakeFc:
     params: dict[str, int | float] = field(default_factory=lambda: dict(PX4_PARAMS))
     attitude_rad: tuple[float, float, float] = (0.0, 0.0, 0.0)  # roll, pitch, yaw
     velocity_m_s: tuple[float, float, float] = (0.0, 0.0, 0.0)  # north, east, down
+    system_status: int = SystemStatus.ACTIVE
 
     def heartbeat(self) -> FcHeartbeat:
         base_mode = 1 | (128 if self.armed else 0)
-        return FcHeartbeat(self.autopilot, 2, base_mode, self.custom_mode, 4, **FC)
+        return FcHeartbeat(self.autopilot, 2, base_mode, self.custom_mode, self.system_status,
+                           **FC)
 
     def position(self) -> FcLocalPosition:
         return FcLocalPosition(self.boot_ms % _UINT32, self.north_m, self.east_m, self.down_m,

@@ -31,6 +31,7 @@ from offboardd.core.events import (
     MAV_CMD_DO_SET_MODE,
     AckResult,
     FcLinkDown,
+    SystemStatus,
 )
 from offboardd.core.machine import Outcome, Rule, Trigger
 from offboardd.core.machine_table import MACHINE
@@ -193,7 +194,14 @@ def _arm_refused(b: Bench) -> Trigger:
     return Trigger.FC_ARM_REFUSED
 
 
-FC_EVENTS = [_mode_taken, _disarmed, _link_down, _rebooted, _mode_refused, _arm_refused]
+def _motors_cut(b: Bench) -> Trigger:
+    b.fc.system_status = SystemStatus.FLIGHT_TERMINATION  # the mode and armed flag stay
+    b.feed(b.fc.heartbeat())
+    return Trigger.FC_MOTORS_CUT
+
+
+FC_EVENTS = [_mode_taken, _disarmed, _link_down, _rebooted, _mode_refused, _arm_refused,
+             _motors_cut]
 
 
 @pytest.mark.parametrize("inject", FC_EVENTS, ids=lambda f: f.__name__.strip("_"))

@@ -364,6 +364,8 @@ CASES = [
          Trigger.FC_REBOOTED, {F.STREAMING: False}),
     Case("another mode during a plain mode request", S(), _plain_hold_request,
          lambda b: b.set_mode(Px4Mode.ALTCTL), Trigger.FC_MODE_TAKEN, {F.STREAMING: False}),
+    Case("motors cut during a plain mode request", S(), _plain_hold_request, walk._motors_cut,
+         Trigger.FC_MOTORS_CUT, {F.STREAMING: False}),
     Case("breach while active", FENCED, _fenced_active, _pushed_out, Trigger.FENCE_BREACH),
     Case("breach while holding", FENCED, _fenced_holding, _pushed_out, Trigger.FENCE_BREACH),
     Case("OFFBOARD reported", S(), walk._engaging, lambda b: b.set_mode(OFFBOARD),

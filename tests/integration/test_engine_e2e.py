@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from offboardd.core.commands import Engage, Release, SetSetpoint
+from offboardd.core.reasons import Reason
 from offboardd.core.setpoints import (
     AccelerationNed,
     AltitudeFrame,
@@ -188,6 +189,30 @@ async def test_gcs_takeover_stops_the_stream_and_stays_stopped() -> None:
         assert not reply.ok
         await asyncio.sleep(0.3)
         assert fl.sim.vehicle.mode_name == "AUTO.LOITER"
+
+
+async def test_a_flight_termination_reporting_offboard_stops_the_stream_and_engage() -> None:
+    """A PX4 failsafe's Terminate keeps OFFBOARD and armed in HEARTBEAT ([SITL v1.18], 20 s
+    of it as the vehicle fell): only system_status FLIGHT_TERMINATION tells. Before the
+    daemon read it, it streamed on and reported itself in control of a falling vehicle."""
+    async with flight() as fl:
+        await fl.takeoff(-3.0)
+        fl.sim.flight_termination()
+        await fl.wait_for(lambda: fl.phase == "preempted", 1.5, "preempted")
+        snap = fl.snapshot()
+        assert snap["reason"] == "preempted_motors_cut"
+        assert snap["fc_status"] == "flight_termination"
+        assert snap["fc_mode"] == "OFFBOARD" and snap["armed"] and not snap["streaming"]
+        await asyncio.sleep(0.2)
+        count = len(fl.sim.record.setpoints)
+        await asyncio.sleep(1.5)
+        assert len(fl.sim.record.setpoints) == count, "no setpoints after the termination"
+        assert fl.sim.vehicle.position_ned_m[2] > -0.5  # fell: no motor
+        token = snap["resume_token"]  # taken: an engage quotes the token, and is refused
+        reply = await fl.command(Engage(fl.next_id(), PositionNed(0.0, 0.0, -3.0),
+                                        resume=token))
+        assert not reply.ok and reply.reason is Reason.FC_MOTORS_CUT
+        assert len(fl.sim.record.setpoints) == count
 
 
 async def test_an_offboard_request_that_waited_for_the_link_budget_is_withdrawn_on_takeover(

@@ -263,6 +263,8 @@ def test_core_constants_match_the_dialect() -> None:
     assert ev.MAV_CMD_COMPONENT_ARM_DISARM == dialect.MAV_CMD_COMPONENT_ARM_DISARM
     assert ev.AckResult.TEMPORARILY_REJECTED == dialect.MAV_RESULT_TEMPORARILY_REJECTED
     assert ev.LandedState.ON_GROUND == dialect.MAV_LANDED_STATE_ON_GROUND
+    for status in ev.SystemStatus:
+        assert status == getattr(dialect, f"MAV_STATE_{status.name}")
     assert CURRENT_MODE_ID == dialect.MAVLINK_MSG_ID_CURRENT_MODE
     assert AUTOPILOT_VERSION_ID == dialect.MAVLINK_MSG_ID_AUTOPILOT_VERSION
     assert struct.calcsize("<i") == 4

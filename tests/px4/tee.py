@@ -52,6 +52,7 @@ class Record:
     acks: list[Sent] = field(default_factory=list)  # COMMAND_ACK from PX4
     modes: list[tuple[float, int]] = field(default_factory=list)  # changes of custom_mode
     armed: list[tuple[float, bool]] = field(default_factory=list)  # changes
+    statuses: list[tuple[float, int]] = field(default_factory=list)  # HEARTBEAT MAV_STATE changes
     statustexts: list[tuple[float, int, str]] = field(default_factory=list)
     params: list[tuple[float, str, float]] = field(default_factory=list)  # PARAM_VALUE heard
     # CURRENT_MODE's (custom_mode, intended_custom_mode), on change: a failsafe keeps the
@@ -139,6 +140,8 @@ class TeeRecorder:
             armed = bool(msg.base_mode & MAV_MODE_FLAG_SAFETY_ARMED)
             if not r.armed or r.armed[-1][1] != armed:
                 r.armed.append((now, armed))
+            if not r.statuses or r.statuses[-1][1] != msg.system_status:
+                r.statuses.append((now, int(msg.system_status)))
         elif name == "CURRENT_MODE":
             self._mode(now, int(msg.custom_mode))
             pair = (int(msg.custom_mode), int(msg.intended_custom_mode))

@@ -12,7 +12,9 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from offboardd.client import ControlLost
+import pytest
+
+from offboardd.client import CommandRefused, ControlLost
 from offboardd.core.setpoints import VelocityNed
 from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
@@ -21,6 +23,8 @@ from tests.px4.stack import Stack, flying_stack
 from tests.px4.tee import AUTO_LOITER, AUTO_RTL, OFFBOARD
 
 AUTO_LAND = 100925440
+MAV_STATE_FLIGHT_TERMINATION = 8
+TERMINATION = 10 << 16  # px4_custom_mode.h main mode 10
 ALT_M = 5.0
 MAV_CMD_NAV_LAND = 21
 
@@ -71,6 +75,48 @@ async def test_px4s_geofence_failsafe_is_named_and_its_loss_action_follows(
         assert last_setpoint_t < taken_t + 0.1
         measured.update(last_setpoint_before_the_report_s=round(taken_t - last_setpoint_t, 3),
                         modes_after=[m for _, m in after])
+
+
+async def test_a_geofence_termination_reporting_offboard_stops_the_daemon(
+    px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
+) -> None:
+    """GF_ACTION=4 (Terminate): PX4 cuts the motors and reports system_status
+    FLIGHT_TERMINATION, armed; v1.18 goes on reporting OFFBOARD (the intended mode:
+    HEARTBEAT.hpp's nav_state_display), v1.16 and v1.17 TERMINATION. The daemon stops at
+    the first sign; before it read the status, on v1.18 it streamed on and called itself in
+    control of a falling vehicle. [SITL main] SIH's lockstep stalls the whole PX4 at a
+    termination ("timed out waiting for actuator_outputs_sim"): it goes silent, and the
+    daemon stops for the silence instead."""
+    async with flying_stack(px4, mosquitto, tmp_path) as s:
+        r = s.record
+        await s.take_off(ALT_M)
+        s.gcs.param_set("GF_ACTION", 4)
+        s.gcs.param_set("GF_MAX_VER_DIST", 3.0)  # 5 m up: outside PX4's own fence at once
+        state = await s.client.wait_for_state(
+            lambda st: st["phase"] in ("preempted", "failsafe"), 5)
+        stopped_t = r.setpoints[-1].t
+        await asyncio.sleep(3.0)
+        assert [sp for sp in r.setpoints if sp.t > stopped_t] == [], "streamed on"
+        cut = [t for t, status in r.statuses if status == MAV_STATE_FLIGHT_TERMINATION]
+        if cut:  # PX4 kept talking
+            assert state["reason"] == "preempted_motors_cut", state
+            state = await s.client.wait_for_state(lambda st: True, 1)  # (CURRENT_MODE may
+            # have shown TERMINATION first, v1.16 and v1.17: the status came after)
+            assert state["fc_status"] == "flight_termination" and state["armed"]
+            release = release_of(state["fc_version"])
+            reported = OFFBOARD if release >= (1, 18) else TERMINATION  # (v1.16, v1.17)
+            assert r.mode == reported and r.is_armed
+            assert stopped_t < min([cut[0], *[t for t, m in r.modes if m == TERMINATION]]) + 0.1
+            async with s.new_client() as again:  # taken: it quotes the token, still refused
+                await again.wait_for_state(lambda st: st["resume_token"] is not None, 2)
+                with pytest.raises(CommandRefused) as refused:
+                    await again.engage(None)
+            assert refused.value.reply.extra.get("reason") == "fc_motors_cut", refused.value
+            measured.update(mode_after=r.mode, fell_to_down_m=round(r.position_ned_m[2], 2),
+                            last_setpoint_after_the_status_s=round(stopped_t - cut[0], 3))
+        else:  # SIH's stall (main)
+            assert state["reason"] in ("fc_silent", "fc_link_lost"), state
+            measured.update(px4_went_silent=True, reason=state["reason"])
 
 
 async def test_a_gcs_land_is_never_fought_nor_its_offboard_after_disarm_taken(
