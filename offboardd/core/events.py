@@ -45,8 +45,8 @@ class SystemStatus(IntEnum):
     CRITICAL = 5  # PX4: armed, in a failsafe
     EMERGENCY = 6
     POWEROFF = 7
-    # PX4: flight termination, a kill switch or lockdown: it runs no motor, armed or not,
-    # and reports the mode it had (HEARTBEAT.hpp, nav_state_display)
+    # PX4: flight termination, a kill switch or lockdown: it runs no motor, armed or not
+    # (VehicleState.motors_cut)
     FLIGHT_TERMINATION = 8
 
 

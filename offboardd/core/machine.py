@@ -55,7 +55,8 @@ class Trigger(StrEnum):
     FC_ARMED = "fc_armed"
     FC_DISARMED = "fc_disarmed"  # disarmed, not asked by the operator
     FC_DISARMED_ON_COMMAND = "fc_disarmed_on_command"
-    FC_MOTORS_CUT = "fc_motors_cut"  # HEARTBEAT system_status turned FLIGHT_TERMINATION
+    # HEARTBEAT system_status turned FLIGHT_TERMINATION, or the TERMINATION mode came
+    FC_MOTORS_CUT = "fc_motors_cut"
     FC_MODE_REFUSED = "fc_mode_refused"  # an ACK refusing DO_SET_MODE
     FC_ARM_REFUSED = "fc_arm_refused"  # an ACK refusing ARM_DISARM
     FC_LOST = "fc_lost"  # no HEARTBEAT for fc_timeout_s, or the transport closed

@@ -26,7 +26,7 @@ class EngineSnapshot:
     # "flight_termination" (no motor runs, whatever fc_mode and armed say)...
     fc_status: str
     landed_state: str
-    in_control: bool  # OFFBOARD, armed and not on the ground, all at once
+    in_control: bool  # OFFBOARD, armed, not on the ground, motors not cut, all at once
     lease_remaining_s: float | None
     estimates: dict[str, bool]
     streaming: bool

@@ -224,9 +224,11 @@ class VehicleState:
         return None if self.last_heard_s is None else now - self.last_heard_s
 
     def in_control(self) -> bool:
-        """Flying under offboard: OFFBOARD *and* armed *and* not on the ground. PX4 reports
-        OFFBOARD again while disarmed on the ground after an AUTO.LAND (§3)."""
-        return self.in_offboard and self.armed and self.landed_state != LandedState.ON_GROUND
+        """Flying under offboard: OFFBOARD *and* armed *and* not on the ground, the motors
+        not cut. PX4 reports OFFBOARD again while disarmed on the ground after an AUTO.LAND
+        (§3), and OFFBOARD and armed after a flight termination (v1.18+: motors_cut)."""
+        return (self.in_offboard and self.armed and not self.motors_cut
+                and self.landed_state != LandedState.ON_GROUND)
 
     def estimate_valid(self, need: EstimateNeed, now: float) -> bool:
         if need is EstimateNeed.NONE:

@@ -23,7 +23,7 @@ def _cut(b: Bench, cut: bool = True) -> None:
 
 def test_motors_cut_while_active_stops_the_stream_on_a_stop() -> None:
     b = Bench()
-    b.engage(UP)
+    b.engage(UP, arm=True)
     b.feed(SetSetpoint("v", VelocityNed(1.0, 0.0, 0.0)))
     b.fc.north_m = 3.0
     b.step(0.3)
@@ -36,6 +36,7 @@ def test_motors_cut_while_active_stops_the_stream_on_a_stop() -> None:
     assert (last.north_m_s, last.east_m_s, last.down_m_s) == (0, 0, 0)
     snapshot = b.engine.snapshot(b.now)
     assert snapshot.fc_status == "flight_termination" and snapshot.fc_mode == "OFFBOARD"
+    assert snapshot.armed and not snapshot.in_control
     sent = len(b.setpoint_times())
     b.step(2.0)  # nothing more, though PX4 still says OFFBOARD and armed
     assert len(b.setpoint_times()) == sent and b.phase() is Phase.PREEMPTED
