@@ -65,6 +65,9 @@ class Commander:
         self.terminated = False  # flight termination: no motor runs until a reboot
         self.rc_present = False
         self.estimator_valid = True
+        # EKF2's terrain estimate (SIH's range finder): ESTIMATOR_STATUS POS_VERT_AGL, and
+        # what SET_POSITION_TARGET_GLOBAL_INT in frame 11 needs
+        self.terrain_valid = True
         self.last_valid_setpoint_s = -math.inf
         self.setpoint_uses_position = False
         self.setpoint_uses_velocity = False

@@ -1,8 +1,8 @@
 """Fault injection by name: parse `--fault NAME[:ARG]@SECONDS` and apply it to a server.
 
 The effects themselves live in the vehicle model (mode switch, stick takeover,
-estimator, flight termination) and the server (link pause/drop, reboot); this module
-only names them so the command line and scheduled faults in SimConfig share one
+estimator, terrain, flight termination) and the server (link pause/drop, reboot); this
+module only names them so the command line and scheduled faults in SimConfig share one
 vocabulary.
 """
 
@@ -23,6 +23,9 @@ FAULT_NAMES = {
                    "MAN_OVERRIDE_SPD (1.18) allows it",
     "estimator_invalid": "position estimate lost (for ARG seconds, else until estimator_valid)",
     "estimator_valid": "position estimate back",
+    "terrain_invalid": "terrain estimate lost: the range finder out of range (for ARG seconds, "
+                       "else until terrain_valid); frame-11 setpoints are dropped meanwhile",
+    "terrain_valid": "terrain estimate back",
     "link_pause": "stop sending and receiving for ARG seconds (default 3)",
     "link_drop": "stop sending and receiving until link_restore",
     "link_restore": "end a link pause or drop",
@@ -48,7 +51,7 @@ def parse_fault(text: str) -> FaultSpec:
         raise ValueError(f"unknown fault {name!r}; known: {', '.join(sorted(FAULT_NAMES))}")
     if name == "mode":
         modes.mode_by_name(arg)  # raises with the list of known modes
-    elif name in ("estimator_invalid", "link_pause", "packet_loss") and arg:
+    elif name in ("estimator_invalid", "terrain_invalid", "link_pause", "packet_loss") and arg:
         try:
             float(arg)
         except ValueError:
@@ -68,6 +71,12 @@ def apply(sim: SimServer, fault: FaultSpec) -> None:
             asyncio.get_running_loop().call_later(float(arg), sim.set_estimator_valid, True)
     elif name == "estimator_valid":
         sim.set_estimator_valid(True)
+    elif name == "terrain_invalid":
+        sim.set_terrain_valid(False)
+        if arg:
+            asyncio.get_running_loop().call_later(float(arg), sim.set_terrain_valid, True)
+    elif name == "terrain_valid":
+        sim.set_terrain_valid(True)
     elif name == "link_pause":
         sim.pause_link(float(arg) if arg else 3.0)
     elif name == "link_drop":

@@ -34,7 +34,8 @@ _ATTITUDE = 128
 
 FRAME_LOCAL_NED = 1
 FRAME_BODY_NED = 8
-GLOBAL_FRAMES = (5, 6, 11)  # GLOBAL_INT (AMSL), GLOBAL_RELATIVE_ALT_INT, TERRAIN_ALT_INT
+FRAME_GLOBAL_TERRAIN_ALT_INT = 11
+GLOBAL_FRAMES = (5, 6, FRAME_GLOBAL_TERRAIN_ALT_INT)  # GLOBAL_INT (AMSL), RELATIVE_ALT_INT
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class JudgeContext:
     home_alt_m: float  # AMSL: frame 6 is read against it
     # SET_ATTITUDE_TARGET with THROTTLE_IGNORE (64) is no proof of life (Px4Version).
     throttle_ignore_refused: bool = False
+    terrain_valid: bool = True  # EKF2's terrain estimate (needed by frame 11)
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,10 @@ def judge_global_int(msg: Message, ctx: JudgeContext) -> Verdict:
         return _dropped(f"frame {frame} unsupported", text)
     if not ctx.global_valid:
         return _dropped("no global position estimate")
+    if frame == FRAME_GLOBAL_TERRAIN_ALT_INT and not ctx.terrain_valid:
+        # mavlink_receiver.cpp (v1.16 to main): "valid terrain alt required", dropped
+        # before any proof of life ([SITL v1.17.0] a bare peer streaming it: AUTO.RTL)
+        return _dropped("no terrain estimate")
     if mask & _FORCE_SET and (mask & (_AX | _AY | _AZ)) != (_AX | _AY | _AZ):
         return _dropped("force setpoint", f"{name} force not supported")
     pos: Vec3 = (None, None, None)

@@ -218,8 +218,11 @@ def highres_imu(v: Vehicle, now_s: float) -> Message:
 
 def estimator_status(v: Vehicle, now_s: float) -> Message:
     ok = v.commander.estimator_valid
+    flags = ESTIMATOR_FLAGS_OK if ok else ESTIMATOR_FLAGS_BAD
+    if not v.commander.terrain_valid:
+        flags &= ~d.ESTIMATOR_POS_VERT_AGL
     return d.MAVLink_estimator_status_message(
-        v.boot_us(now_s), ESTIMATOR_FLAGS_OK if ok else ESTIMATOR_FLAGS_BAD,
+        v.boot_us(now_s), flags,
         0.1, 0.1 if ok else 5.0, 0.1 if ok else 5.0, 0.05, 0.0, 0.0,
         0.5 if ok else 50.0, 0.8 if ok else 50.0,
     )  # fmt: skip

@@ -155,6 +155,7 @@ class Vehicle:
             self.system_id, self.component_id, self.params.get_int("MAV_FWDEXTSP") == 1,
             s.yaw_rad, s.roll_rad, s.pitch_rad, self.commander.estimator_valid,
             self.origin, self.home.point.alt_m, self.px4.throttle_ignore_refused,
+            self.commander.estimator_valid and self.commander.terrain_valid,
         )  # fmt: skip
 
     def _setpoint(self, kind: str, v: Verdict, msg: Message, now_s: float) -> list[Outgoing]:
@@ -328,6 +329,10 @@ class Vehicle:
         self.commander.estimator_valid = valid
         self.commander.step(now_s)
         return self.drain(now_s)
+
+    def set_terrain_valid(self, valid: bool) -> None:
+        """The range finder out of range (or back): only the terrain estimate changes."""
+        self.commander.terrain_valid = valid
 
     def reboot(self, now_s: float) -> None:
         """Power cycle: disarmed on the ground at home, boot time from 0, params kept."""

@@ -109,6 +109,35 @@ async def test_global_position_setpoint_flies_to_the_coordinates() -> None:
         assert frames == {MAV_FRAME_GLOBAL_INT}, frames
 
 
+async def test_a_terrain_setpoint_is_held_while_the_terrain_estimate_is_lost() -> None:
+    """PX4 drops frame-11 setpoints without its terrain estimate (the OFFBOARD loss would
+    follow): once ESTIMATOR_STATUS shows it gone (the plan asks for it at 2/s) the daemon
+    holds where the vehicle is instead and refuses new ones (`estimate_missing`); what went
+    before that report is dropped, well inside COM_OF_LOSS_T. The same steps on real PX4:
+    tests/px4/test_px4_terrain.py."""
+    async with flight() as fl:
+        await fl.takeoff(-3.0)
+        lat, lon = fl.sim.config.home_lat_deg, fl.sim.config.home_lon_deg
+        terrain = GlobalPosition(lat, lon, 3.0, altitude_frame=AltitudeFrame.TERRAIN)
+        assert (await fl.command(SetSetpoint(fl.next_id(), terrain))).ok
+        await asyncio.sleep(0.5)
+        lost_s = fl.sim.now()
+        fl.sim.set_terrain_valid(False)  # the range finder out of range
+        await asyncio.sleep(1.0)  # ESTIMATOR_STATUS comes at 1/s at least
+        reply = await fl.command(SetSetpoint(fl.next_id(), terrain))
+        assert not reply.ok and reply.reason is Reason.ESTIMATE_MISSING, reply
+        await asyncio.sleep(1.5)
+        dropped = [e.time_s - lost_s for e in fl.sim.record.setpoints if e.verdict == "dropped"]
+        assert dropped and max(dropped) < 0.7, dropped  # until the next ESTIMATOR_STATUS
+        assert fl.sim.vehicle.mode_name == "OFFBOARD"
+        record = fl.sim.record  # those drops are the report's lag, judged above: not audited
+        record.setpoints[:] = [e for e in record.setpoints if e.verdict == "valid"]
+        assert fl.phase == "active" and abs(fl.sim.vehicle.position_ned_m[2] + 3.0) < 0.5
+        fl.sim.set_terrain_valid(True)
+        await asyncio.sleep(1.2)
+        assert (await fl.command(SetSetpoint(fl.next_id(), terrain))).ok
+
+
 async def test_release_hands_over_to_hold_and_stops_streaming() -> None:
     async with flight() as fl:
         await fl.takeoff(-2.0)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.sim import SimConfig
-from offboardd.sim.telemetry import heartbeat
+from offboardd.sim.telemetry import estimator_status, heartbeat
 from offboardd.sim.vehicle import Vehicle
 from tests.sim.client import NAN, d, position_sp
 
@@ -165,6 +165,23 @@ def test_global_int_setpoints_fly_to_the_point(frame: int) -> None:
     n, e, down = h.v.position_ned_m
     # a 10 m position step: PX4's loops overshoot, then the integral settles (~0.45 m at 8 s)
     assert abs(n - 10) < 0.6 and abs(e) < 0.3 and abs(down + 4) < 0.2
+
+
+def test_without_a_terrain_estimate_frame_11_is_dropped_and_the_flag_goes() -> None:
+    """mavlink_receiver.cpp (v1.16 to main) drops frame 11 without EKF2's terrain estimate,
+    which ESTIMATOR_STATUS shows as POS_VERT_AGL; frames 5 and 6 fly on."""
+    h = Harness()
+    h.v.set_terrain_valid(False)
+    assert not estimator_status(h.v, h.t).flags & d.ESTIMATOR_POS_VERT_AGL
+    for frame in (11, 5, 6):
+        h.send(d.MAVLink_set_position_target_global_int_message(
+            0, 1, 1, frame, 2552, int(47.397742e7), int(8.545594e7), 4.0,
+            0, 0, 0, 0, 0, 0, NAN, 0))  # fmt: skip
+    verdicts = [(e.frame, e.verdict, e.reason) for e in h.v.record.setpoints]
+    assert verdicts[0] == (11, "dropped", "no terrain estimate")
+    assert [v for _, v, _ in verdicts[1:]] == ["valid", "valid"]
+    h.v.set_terrain_valid(True)
+    assert estimator_status(h.v, h.t).flags & d.ESTIMATOR_POS_VERT_AGL
 
 
 def test_attitude_and_body_rate_setpoints() -> None:
