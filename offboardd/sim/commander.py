@@ -65,6 +65,9 @@ class Commander:
         self.terminated = False  # flight termination: no motor runs until a reboot
         self.rc_present = False
         self.estimator_valid = True
+        # A global position (GNSS, or an origin set): none indoors on vision alone, where
+        # the local estimate stays valid
+        self.global_valid = True
         # EKF2's terrain estimate (SIH's range finder): ESTIMATOR_STATUS POS_VERT_AGL, and
         # what SET_POSITION_TARGET_GLOBAL_INT in frame 11 needs
         self.terrain_valid = True
@@ -95,7 +98,12 @@ class Commander:
             return False
         if mode.needs_manual_control and not self.rc_present:
             return False
-        return not (mode.needs_position and not self.estimator_valid)
+        return self._has_position_for(mode)
+
+    def _has_position_for(self, mode: FlightMode) -> bool:
+        if mode.needs_position and not self.estimator_valid:
+            return False
+        return not (mode.needs_global and not self.global_valid)
 
     # ---- inputs -------------------------------------------------------------
     def on_valid_setpoint(self, now_s: float, *, uses_position: bool, uses_velocity: bool) -> None:
@@ -240,8 +248,9 @@ class Commander:
         if isinstance(fallback, MotorCut):
             return fallback
         # Without a position estimate PX4 cannot Hold, Return or Land: it descends blind
-        # (Descend, which it reports as AUTO.LAND).
-        if fallback.needs_position and not self.estimator_valid:
+        # (Descend, which it reports as AUTO.LAND). Without a global one Hold and Return
+        # fall through to Land (the failsafe framework's order: Hold, RTL, Land, Descend).
+        if not self._has_position_for(fallback):
             return modes.LAND
         return fallback
 

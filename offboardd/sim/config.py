@@ -21,10 +21,10 @@ PROFILE_NAMES = ("px4", "light", "heavy")
 class FaultSpec:
     """One scheduled fault: `name` at `at_s` seconds after start, with an optional argument.
 
-    Names: estimator_invalid[:duration_s], estimator_valid, terrain_invalid[:duration_s],
-    terrain_valid, mode:<MODE> (a GCS/pilot mode switch), rc_takeover,
-    link_pause:<seconds>, link_drop, link_restore, packet_loss:<fraction>, reboot,
-    flight_termination (faults.FAULT_NAMES).
+    Names: estimator_invalid[:duration_s], estimator_valid, global_invalid[:duration_s],
+    global_valid, terrain_invalid[:duration_s], terrain_valid, mode:<MODE> (a GCS/pilot
+    mode switch), rc_takeover, link_pause:<seconds>, link_drop, link_restore,
+    packet_loss:<fraction>, reboot, flight_termination (faults.FAULT_NAMES).
     """
 
     name: str

@@ -1,9 +1,9 @@
 """Fault injection by name: parse `--fault NAME[:ARG]@SECONDS` and apply it to a server.
 
 The effects themselves live in the vehicle model (mode switch, stick takeover,
-estimator, terrain, flight termination) and the server (link pause/drop, reboot); this
-module only names them so the command line and scheduled faults in SimConfig share one
-vocabulary.
+estimator, global position, terrain, flight termination) and the server (link
+pause/drop, reboot); this module only names them so the command line and scheduled
+faults in SimConfig share one vocabulary.
 """
 
 from __future__ import annotations
@@ -23,6 +23,10 @@ FAULT_NAMES = {
                    "MAN_OVERRIDE_SPD (1.18) allows it",
     "estimator_invalid": "position estimate lost (for ARG seconds, else until estimator_valid)",
     "estimator_valid": "position estimate back",
+    "global_invalid": "no global position, the local one kept (an indoor vehicle on vision: "
+                      "Hold and Return cannot run, Land can; for ARG seconds, else until "
+                      "global_valid)",
+    "global_valid": "global position back",
     "terrain_invalid": "terrain estimate lost: the range finder out of range (for ARG seconds, "
                        "else until terrain_valid); frame-11 setpoints are dropped meanwhile",
     "terrain_valid": "terrain estimate back",
@@ -51,7 +55,8 @@ def parse_fault(text: str) -> FaultSpec:
         raise ValueError(f"unknown fault {name!r}; known: {', '.join(sorted(FAULT_NAMES))}")
     if name == "mode":
         modes.mode_by_name(arg)  # raises with the list of known modes
-    elif name in ("estimator_invalid", "terrain_invalid", "link_pause", "packet_loss") and arg:
+    elif name in ("estimator_invalid", "global_invalid", "terrain_invalid", "link_pause",
+                  "packet_loss") and arg:
         try:
             float(arg)
         except ValueError:
@@ -71,6 +76,12 @@ def apply(sim: SimServer, fault: FaultSpec) -> None:
             asyncio.get_running_loop().call_later(float(arg), sim.set_estimator_valid, True)
     elif name == "estimator_valid":
         sim.set_estimator_valid(True)
+    elif name == "global_invalid":
+        sim.set_global_valid(False)
+        if arg:
+            asyncio.get_running_loop().call_later(float(arg), sim.set_global_valid, True)
+    elif name == "global_valid":
+        sim.set_global_valid(True)
     elif name == "terrain_invalid":
         sim.set_terrain_valid(False)
         if arg:

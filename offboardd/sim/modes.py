@@ -44,7 +44,10 @@ class FlightMode:
     main: int
     sub: int = 0
     needs_manual_control: bool = False  # PX4 mode requirement "manual_control"
-    needs_position: bool = False  # local/global position estimate
+    needs_position: bool = False  # a local position estimate
+    # ... and a global one: a multicopter's Hold, Return and Mission (ModeUtil/
+    # mode_requirements.cpp, mode_req_global_position); Land, Takeoff and Position do not
+    needs_global: bool = False
     allows_arming: bool = True  # PX4 modeAllowsArming(): LAND/RTL do not
     standard_mode: int = 0  # MAV_STANDARD_MODE for CURRENT_MODE (0 = non-standard)
 
@@ -79,10 +82,12 @@ ACRO = FlightMode("ACRO", MAIN_ACRO, needs_manual_control=True)
 STABILIZED = FlightMode("STABILIZED", MAIN_STABILIZED, needs_manual_control=True)
 OFFBOARD = FlightMode("OFFBOARD", MAIN_OFFBOARD)
 TAKEOFF = FlightMode("AUTO.TAKEOFF", MAIN_AUTO, SUB_TAKEOFF, needs_position=True, standard_mode=8)
-LOITER = FlightMode("AUTO.LOITER", MAIN_AUTO, SUB_LOITER, needs_position=True)
-MISSION = FlightMode("AUTO.MISSION", MAIN_AUTO, SUB_MISSION, needs_position=True, standard_mode=6)
+LOITER = FlightMode("AUTO.LOITER", MAIN_AUTO, SUB_LOITER, needs_position=True, needs_global=True)
+MISSION = FlightMode("AUTO.MISSION", MAIN_AUTO, SUB_MISSION, needs_position=True,
+                     needs_global=True, standard_mode=6)
 RTL = FlightMode(
-    "AUTO.RTL", MAIN_AUTO, SUB_RTL, needs_position=True, allows_arming=False, standard_mode=5
+    "AUTO.RTL", MAIN_AUTO, SUB_RTL, needs_position=True, needs_global=True, allows_arming=False,
+    standard_mode=5,
 )
 # LAND needs a (relaxed) local position and altitude, as PX4's mode requirements say
 # (ModeUtil/mode_requirements.cpp: AUTO_LAND, mode_req_local_position_relaxed), but a request

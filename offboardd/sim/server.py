@@ -288,6 +288,11 @@ class SimServer:
         self._dispatch(self.vehicle.rc_takeover(now), now)
         self._flush(now)
 
+    def set_global_valid(self, valid: bool) -> None:
+        now = self.now()
+        self._dispatch(self.vehicle.set_global_valid(valid, now), now)
+        self._flush(now)
+
     def set_terrain_valid(self, valid: bool) -> None:
         self.vehicle.set_terrain_valid(valid)
 

@@ -179,7 +179,7 @@ def local_position_ned(v: Vehicle, now_s: float) -> Message | None:
 
 
 def global_position_int(v: Vehicle, now_s: float) -> Message | None:
-    if not v.commander.estimator_valid:
+    if not (v.commander.estimator_valid and v.commander.global_valid):
         return None
     lat, lon, alt_mm = _global(v)
     vel = v.state.vel_m_s
@@ -221,6 +221,8 @@ def estimator_status(v: Vehicle, now_s: float) -> Message:
     flags = ESTIMATOR_FLAGS_OK if ok else ESTIMATOR_FLAGS_BAD
     if not v.commander.terrain_valid:
         flags &= ~d.ESTIMATOR_POS_VERT_AGL
+    if not v.commander.global_valid:
+        flags &= ~(d.ESTIMATOR_POS_HORIZ_ABS | d.ESTIMATOR_PRED_POS_HORIZ_ABS)
     return d.MAVLink_estimator_status_message(
         v.boot_us(now_s), flags,
         0.1, 0.1 if ok else 5.0, 0.1 if ok else 5.0, 0.05, 0.0, 0.0,
@@ -249,7 +251,8 @@ def home_position(v: Vehicle, now_s: float) -> Message:
 
 def gps_raw_int(v: Vehicle, now_s: float) -> Message:
     lat, lon, alt_mm = _global(v)
-    fix = d.GPS_FIX_TYPE_3D_FIX if v.commander.estimator_valid else d.GPS_FIX_TYPE_NO_FIX
+    c = v.commander
+    fix = d.GPS_FIX_TYPE_3D_FIX if c.estimator_valid and c.global_valid else d.GPS_FIX_TYPE_NO_FIX
     return d.MAVLink_gps_raw_int_message(
         v.boot_us(now_s), fix, lat, lon, alt_mm, 70, 90, 0, 65535, 12
     )

@@ -153,7 +153,8 @@ class Vehicle:
         s = self.state
         return JudgeContext(
             self.system_id, self.component_id, self.params.get_int("MAV_FWDEXTSP") == 1,
-            s.yaw_rad, s.roll_rad, s.pitch_rad, self.commander.estimator_valid,
+            s.yaw_rad, s.roll_rad, s.pitch_rad,
+            self.commander.estimator_valid and self.commander.global_valid,
             self.origin, self.home.point.alt_m, self.px4.throttle_ignore_refused,
             self.commander.estimator_valid and self.commander.terrain_valid,
         )  # fmt: skip
@@ -333,6 +334,12 @@ class Vehicle:
     def set_terrain_valid(self, valid: bool) -> None:
         """The range finder out of range (or back): only the terrain estimate changes."""
         self.commander.terrain_valid = valid
+
+    def set_global_valid(self, valid: bool, now_s: float) -> list[Outgoing]:
+        """No global position (or one again): the local estimate stays (Commander)."""
+        self.commander.global_valid = valid
+        self.commander.step(now_s)
+        return self.drain(now_s)
 
     def reboot(self, now_s: float) -> None:
         """Power cycle: disarmed on the ground at home, boot time from 0, params kept."""

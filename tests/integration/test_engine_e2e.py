@@ -173,6 +173,25 @@ async def test_lease_lapse_holds_then_runs_the_loss_action() -> None:
         assert len(fl.sim.record.setpoints) == count, "stream stopped after the loss action"
 
 
+async def test_without_a_global_position_the_hold_loss_action_ends_in_land() -> None:
+    """An indoor vehicle on vision: a local estimate, no global one. PX4's multicopter Hold
+    and Return need a global position (mode_requirements.cpp), Land does not: the daemon's
+    hold action, refused, escalates to Land, streaming its hold until PX4 takes it."""
+    engine = {"command_timeout_s": 1.0, "hold_s": 1.0, "command_loss_action": "hold"}
+    async with flight(engine=engine) as fl:
+        await fl.takeoff(-3.0)
+        fl.sim.set_global_valid(False)
+        await asyncio.sleep(1.2)
+        assert not fl.snapshot()["estimates"]["global_position"]
+        fl.drop_lease()
+        await fl.wait_for(lambda: fl.sim.vehicle.mode_name == "AUTO.LAND", 8.0, "AUTO.LAND")
+        asked = [a.result for a in fl.sim.record.acks if a.command == d.MAV_CMD_DO_SET_MODE]
+        assert d.MAV_RESULT_TEMPORARILY_REJECTED in asked  # Hold, refused first
+        assert "AUTO.LOITER" not in [c.new_mode for c in fl.sim.record.mode_changes]
+        await fl.wait_for(lambda: fl.phase == "failsafe", 2.0, "failsafe")
+        assert fl.snapshot()["reason"] == "loss_action"
+
+
 async def test_a_lease_lapse_without_an_estimate_levels_an_attitude_stream() -> None:
     """Flying a 15° pitch (attitude + thrust), the position estimate lost, the commander
     gone: the daemon asks for Land, and until PX4 answers it streams level flight, not

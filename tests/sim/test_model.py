@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.sim import SimConfig
-from offboardd.sim.telemetry import estimator_status, heartbeat
+from offboardd.sim.telemetry import estimator_status, global_position_int, heartbeat
 from offboardd.sim.vehicle import Vehicle
 from tests.sim.client import NAN, d, position_sp
 
@@ -182,6 +182,24 @@ def test_without_a_terrain_estimate_frame_11_is_dropped_and_the_flag_goes() -> N
     assert [v for _, v, _ in verdicts[1:]] == ["valid", "valid"]
     h.v.set_terrain_valid(True)
     assert estimator_status(h.v, h.t).flags & d.ESTIMATOR_POS_VERT_AGL
+
+
+def test_without_a_global_position_hold_and_return_cannot_run_land_can() -> None:
+    """mode_requirements.cpp (multicopter): Hold, Return and Mission need a global position,
+    Land a local one; the offboard-loss Hold falls through Return to Land."""
+    h = Harness(params={"COM_OBL_RC_ACT": 5})
+    h.offboard_armed(lambda: position_sp(down=-3.0))
+    h.run(6.0)
+    h.v.set_global_valid(False, h.t)
+    assert global_position_int(h.v, h.t) is None
+    assert not estimator_status(h.v, h.t).flags & d.ESTIMATOR_POS_HORIZ_ABS
+    for main, sub in ((4, 3), (4, 5)):  # Hold, Return
+        h.command(d.MAV_CMD_DO_SET_MODE, 1, main, sub)
+        assert h.v.record.acks[-1].result == d.MAV_RESULT_TEMPORARILY_REJECTED
+    assert h.v.mode_name == "OFFBOARD"
+    h.stream = None
+    h.run(1.3)
+    assert h.v.mode_name == "AUTO.LAND"
 
 
 def test_attitude_and_body_rate_setpoints() -> None:
