@@ -5,8 +5,9 @@ It follows ../shared/px4-offboard.md: a pure model of PX4's commander rules
 asyncio MAVLink server (`server.py`) laid out like PX4 SITL. It never imports
 `offboardd.core`: it judges raw MAVLink fields itself so it can catch the daemon's mistakes.
 
-It plays one PX4 release, `px4_version` "1.16" (v1.16.2, measured), "1.17" or "1.18"
-(the default; measured on PX4 main of August 2026). What differs is in
+It plays one PX4 release, `px4_version` "1.16" (v1.16.2, measured), "1.17", "1.18"
+(the default; measured on PX4 main of August 2026 and release/1.18) or "main" (1.18 with
+Descend named as its own mode). What differs is in
 `px4_versions.py`: the offboard-loss action without RC (1.17+: NAV_RCL_ACT's, Return by
 default, instead of Position), one DO_SET_MODE ACK instead of two (1.17+), CURRENT_MODE
 on status changes capped by the requested interval (1.17+), COM_RC_OVERRIDE and

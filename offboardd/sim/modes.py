@@ -26,6 +26,7 @@ SUB_MISSION = 4
 SUB_RTL = 5
 SUB_LAND = 6
 SUB_PRECLAND = 9
+SUB_DESCEND = 20  # main (v1.19-dev, #27918)
 
 # MAV_MODE_FLAG bits PX4 sets in HEARTBEAT.base_mode.
 _CUSTOM_MODE_ENABLED = 1
@@ -97,6 +98,12 @@ RTL = FlightMode(
 LAND = FlightMode("AUTO.LAND", MAIN_AUTO, SUB_LAND, needs_position=True, allows_arming=False,
                   standard_mode=7)
 PRECLAND = FlightMode("AUTO.PRECLAND", MAIN_AUTO, SUB_PRECLAND, allows_arming=False)
+# Land without a position estimate is PX4's Descend (NAVIGATION_STATE_DESCEND): main
+# reports it as its own AUTO sub mode, v1.18 and older as AUTO.LAND; CURRENT_MODE's
+# standard mode is 0 (not LAND) on both (mode_util::getStandardModeFromNavState). Only
+# ever shown (Vehicle.shown_mode): no request names it (DO_SET_MODE 4/20 is refused).
+DESCEND = FlightMode("AUTO.DESCEND", MAIN_AUTO, SUB_DESCEND, allows_arming=False)
+DESCEND_AS_LAND = FlightMode("AUTO.LAND", MAIN_AUTO, SUB_LAND, allows_arming=False)
 # What MAV_CMD_DO_FLIGHTTERMINATION makes the intended (so the displayed) mode.
 TERMINATION = FlightMode("TERMINATION", MAIN_TERMINATION, allows_arming=False)
 

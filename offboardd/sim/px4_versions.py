@@ -11,7 +11,7 @@ import them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from offboardd.mavlink.codec import dialect as d
@@ -96,6 +96,9 @@ class Px4Version:
     # v1.18. [SITL v1.16.2, v1.17.0] GF_ACTION=4 -> TERMINATION (v1.16.2: ~0.9 s before
     # system_status FLIGHT_TERMINATION); [SITL v1.18] OFFBOARD stays reported.
     termination_as_mode: bool = False
+    # Descend (Land without a position estimate) reported as AUTO.DESCEND (main, #27918);
+    # older releases report AUTO.LAND
+    descend_as_own_mode: bool = False
 
 
 _SILENT_BEFORE_V1_18 = frozenset({290, 291, 246})  # ESC_INFO, ESC_STATUS, ADSB_VEHICLE
@@ -166,9 +169,17 @@ V1_18 = Px4Version(
     changed_defaults=(("NAV_ACC_RAD", 10.0),),
 )
 
-VERSIONS: dict[str, Px4Version] = {v.name: v for v in (V1_16, V1_17, V1_18)}
+# PX4 main (August 2026, v1.19.0-dev): release/1.18 plus Descend named as its own mode. A
+# source diff of the two (2026-11-28) found nothing else a companion sees on the onboard
+# link: the receiver, the streams, the offboard checks and failsafes, the parameters the
+# sim has are the same. (SIH itself differs: main's has no in-flight IMU noise and
+# stalls whole at a flight termination.)
+V_MAIN = replace(V1_18, name="main", flight_sw_version=flight_sw_version(1, 19, 0, kind=0),
+                 descend_as_own_mode=True)
+
+VERSIONS: dict[str, Px4Version] = {v.name: v for v in (V1_16, V1_17, V1_18, V_MAIN)}
 VERSION_NAMES = tuple(VERSIONS)
-DEFAULT_VERSION = V1_18.name  # the newest
+DEFAULT_VERSION = V1_18.name  # the newest release
 
 
 def version_by_name(name: str) -> Px4Version:

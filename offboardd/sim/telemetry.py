@@ -128,8 +128,8 @@ def heartbeat(v: Vehicle, now_s: float) -> Message:
     if c.terminated:  # HEARTBEAT.hpp: actuator_armed.termination overrides the rest
         status = d.MAV_STATE_FLIGHT_TERMINATION
     return d.MAVLink_heartbeat_message(
-        d.MAV_TYPE_QUADROTOR, d.MAV_AUTOPILOT_PX4, c.mode.base_mode(armed=c.armed),
-        c.mode.custom_mode, status, 3,
+        d.MAV_TYPE_QUADROTOR, d.MAV_AUTOPILOT_PX4, v.shown_mode.base_mode(armed=c.armed),
+        v.shown_mode.custom_mode, status, 3,
     )  # fmt: skip
 
 
@@ -138,7 +138,7 @@ def current_mode(v: Vehicle, now_s: float, mode: FlightMode | None = None,
     """CURRENT_MODE: the mode PX4 runs and the user's intent (or `mode` and `intent`, a
     moment ago)."""
     c = v.commander
-    shown = mode or c.mode
+    shown = mode or v.shown_mode
     return d.MAVLink_current_mode_message(
         shown.standard_mode, shown.custom_mode, (intent or c.intent).custom_mode
     )

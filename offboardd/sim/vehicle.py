@@ -18,6 +18,7 @@ from offboardd.sim.config import SimConfig
 from offboardd.sim.dynamics import BodyState, Dynamics
 from offboardd.sim.flight import FlightTasks
 from offboardd.sim.home import Home, Origin
+from offboardd.sim.modes import FlightMode
 from offboardd.sim.outbox import TO_CURRENT_MODE, TO_GCS, Dest, LinkRequest, Outgoing
 from offboardd.sim.params import ParamTable
 from offboardd.sim.px4_versions import version_by_name
@@ -330,6 +331,15 @@ class Vehicle:
         self.commander.estimator_valid = valid
         self.commander.step(now_s)
         return self.drain(now_s)
+
+    @property
+    def shown_mode(self) -> FlightMode:
+        """The mode HEARTBEAT and CURRENT_MODE report: Land without a position estimate
+        is Descend (modes.DESCEND), named per release."""
+        c = self.commander
+        if c.mode is modes.LAND and not c.estimator_valid:
+            return modes.DESCEND if self.px4.descend_as_own_mode else modes.DESCEND_AS_LAND
+        return c.mode
 
     def set_terrain_valid(self, valid: bool) -> None:
         """The range finder out of range (or back): only the terrain estimate changes."""

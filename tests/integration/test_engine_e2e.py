@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from offboardd.core.commands import Engage, Release, SetSetpoint
+from offboardd.core.commands import Engage, Land, Release, SetSetpoint
 from offboardd.core.reasons import Reason
 from offboardd.core.setpoints import (
     AccelerationNed,
@@ -190,6 +190,24 @@ async def test_without_a_global_position_the_hold_loss_action_ends_in_land() -> 
         assert "AUTO.LOITER" not in [c.new_mode for c in fl.sim.record.mode_changes]
         await fl.wait_for(lambda: fl.phase == "failsafe", 2.0, "failsafe")
         assert fl.snapshot()["reason"] == "loss_action"
+
+
+@pytest.mark.parametrize("px4_version", ["1.18", "main"])
+async def test_a_land_without_a_position_is_answered_by_descend_on_main_too(
+    px4_version: str
+) -> None:
+    """PX4 forces a Land it has no position for and flies it as Descend, which main
+    (#27918) reports as AUTO.DESCEND and 1.18 as AUTO.LAND: either way the daemon's land
+    is done (Px4Mode.honours), not refused nor retried into a takeover."""
+    async with flight(sim={"px4_version": px4_version}) as fl:
+        await fl.takeoff(-3.0)
+        fl.sim.set_estimator_valid(False)
+        reply = await fl.command(Land(fl.next_id()))
+        assert reply.ok, reply
+        assert fl.phase == "idle" and fl.snapshot()["reason"] == "commanded_land"
+        shown = fl.sim.vehicle.shown_mode.name
+        assert shown == ("AUTO.DESCEND" if px4_version == "main" else "AUTO.LAND")
+        assert fl.snapshot()["fc_mode"] == shown
 
 
 async def test_a_lease_lapse_without_an_estimate_levels_an_attitude_stream() -> None:

@@ -15,7 +15,12 @@ from hypothesis import strategies as st
 
 from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.sim import SimConfig
-from offboardd.sim.telemetry import estimator_status, global_position_int, heartbeat
+from offboardd.sim.telemetry import (
+    current_mode,
+    estimator_status,
+    global_position_int,
+    heartbeat,
+)
 from offboardd.sim.vehicle import Vehicle
 from tests.sim.client import NAN, d, position_sp
 
@@ -200,6 +205,27 @@ def test_without_a_global_position_hold_and_return_cannot_run_land_can() -> None
     h.stream = None
     h.run(1.3)
     assert h.v.mode_name == "AUTO.LAND"
+
+
+@pytest.mark.parametrize(("version", "custom_mode"), [
+    ("1.18", (6 << 24) | (4 << 16)),  # AUTO.LAND
+    ("main", (20 << 24) | (4 << 16)),  # AUTO.DESCEND (#27918)
+])
+def test_land_without_a_position_is_descend_named_per_release(version: str,
+                                                              custom_mode: int) -> None:
+    h = Harness(px4_version=version)
+    h.offboard_armed(lambda: position_sp(down=-3.0))
+    h.run(6.0)
+    h.v.set_estimator_valid(False, h.t)
+    h.command(d.MAV_CMD_DO_SET_MODE, 1, 4, 6)  # Land: forced, flown as Descend
+    assert heartbeat(h.v, h.t).custom_mode == custom_mode
+    shown = current_mode(h.v, h.t)
+    assert (shown.custom_mode, shown.standard_mode) == (custom_mode, 0)
+    assert shown.intended_custom_mode == (6 << 24) | (4 << 16)  # the intent: AUTO.LAND
+    h.command(d.MAV_CMD_DO_SET_MODE, 1, 4, 20)  # Descend is no mode to ask for
+    assert h.v.record.acks[-1].result == d.MAV_RESULT_TEMPORARILY_REJECTED
+    h.v.set_estimator_valid(True, h.t)
+    assert heartbeat(h.v, h.t).custom_mode == (6 << 24) | (4 << 16)
 
 
 def test_attitude_and_body_rate_setpoints() -> None:

@@ -56,7 +56,7 @@ def test_return_altitude_is_px4s(distance_m: float, above_home_m: float,
 def test_nav_acc_rad_is_the_releases_multicopter_default() -> None:
     # rc.mc_defaults set 2 m until #27738 (release/1.18 and main: the parameter's 10 m)
     got = {v: ParamTable({}, version_by_name(v)).get_float("NAV_ACC_RAD") for v in SIM_RELEASES}
-    assert got == {"1.16": 2.0, "1.17": 2.0, "1.18": 10.0}
+    assert got == {"1.16": 2.0, "1.17": 2.0, "1.18": 10.0, "main": 10.0}
 
 
 def _returning(case: ReturnCase, px4_version: str = DEFAULT_VERSION, **params: float
