@@ -9,6 +9,7 @@ faults in SimConfig share one vocabulary.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from offboardd.sim import modes
@@ -64,30 +65,24 @@ def parse_fault(text: str) -> FaultSpec:
     return FaultSpec(name, at_s, arg)
 
 
+def _estimate_setters(sim: SimServer) -> dict[str, Callable[[bool], None]]:
+    """`<estimate>_invalid[:seconds]` / `<estimate>_valid`, by estimate."""
+    return {"estimator": sim.set_estimator_valid, "global": sim.set_global_valid,
+            "terrain": sim.set_terrain_valid}
+
+
 def apply(sim: SimServer, fault: FaultSpec) -> None:
     name, arg = fault.name, fault.arg
-    if name == "mode":
+    estimate, _, validity = name.rpartition("_")
+    setter = _estimate_setters(sim).get(estimate)
+    if setter is not None and validity in ("valid", "invalid"):
+        setter(validity == "valid")
+        if validity == "invalid" and arg:  # back after ARG seconds
+            asyncio.get_running_loop().call_later(float(arg), setter, True)
+    elif name == "mode":
         sim.pilot_mode_switch(arg)
     elif name == "rc_takeover":
         sim.rc_takeover()
-    elif name == "estimator_invalid":
-        sim.set_estimator_valid(False)
-        if arg:
-            asyncio.get_running_loop().call_later(float(arg), sim.set_estimator_valid, True)
-    elif name == "estimator_valid":
-        sim.set_estimator_valid(True)
-    elif name == "global_invalid":
-        sim.set_global_valid(False)
-        if arg:
-            asyncio.get_running_loop().call_later(float(arg), sim.set_global_valid, True)
-    elif name == "global_valid":
-        sim.set_global_valid(True)
-    elif name == "terrain_invalid":
-        sim.set_terrain_valid(False)
-        if arg:
-            asyncio.get_running_loop().call_later(float(arg), sim.set_terrain_valid, True)
-    elif name == "terrain_valid":
-        sim.set_terrain_valid(True)
     elif name == "link_pause":
         sim.pause_link(float(arg) if arg else 3.0)
     elif name == "link_drop":

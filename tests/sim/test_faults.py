@@ -70,6 +70,22 @@ async def test_fault_estimator_invalid_stops_local_position_flips_flags_offboard
         assert sim.vehicle.mode_name == "OFFBOARD"  # the stream never stopped: re-entry
 
 
+async def test_scheduled_global_terrain_and_termination_faults() -> None:
+    """By name, as `--fault` gives them: each estimate alone, back after its ARG seconds;
+    a flight termination keeps the vehicle armed, its motors cut."""
+    faults = tuple(parse_fault(text) for text in (
+        "global_invalid:0.6@1.0", "terrain_invalid@1.0", "flight_termination@3.0"))
+    async with running_sim(faults=faults) as (sim, peer):
+        await offboard_and_arm(sim, peer, down=-1.0)
+        c = sim.vehicle.commander
+        assert await sim.wait_until(lambda: not c.global_valid, 2)
+        assert c.estimator_valid and not c.terrain_valid
+        assert await sim.wait_until(lambda: c.global_valid, 1)  # 0.6 s later
+        assert not c.terrain_valid  # until terrain_valid
+        assert await sim.wait_until(lambda: c.terrain_valid is False and c.terminated, 2)
+        assert sim.vehicle.armed
+
+
 async def test_fault_link_pause_silences_both_ways_and_a_long_pause_is_an_offboard_loss() -> None:
     async with running_sim() as (sim, peer):
         await offboard_and_arm(sim, peer, down=-1.0)
