@@ -222,8 +222,9 @@ FC_EVENTS = [
         why="streaming on would let a later arm fly off to the old setpoint"),
     row(STREAMING, T.FC_MOTORS_CUT, P.PREEMPTED, R.PREEMPTED_MOTORS_CUT, D.STOP_STREAM,
         D.REPLY_FAIL,
-        why="PX4 cut the motors (flight termination, a kill switch or lockdown) and still "
-            "reports the mode it had: stop; a kill switch released would fly our stream again"),
+        why="PX4 cut the motors (flight termination, a kill switch or lockdown); from v1.18 "
+            "it still reports the mode it had: stop; a kill switch released would fly our "
+            "stream again"),
     row(P.RELEASING, T.FC_MOTORS_CUT, P.PREEMPTED, R.PREEMPTED_MOTORS_CUT, D.STOP_STREAM,
         D.REPLY_FAIL, when=(Fact.STREAMING,), why="the motors cut during the hand-over"),
     row(P.RELEASING, T.FC_MOTORS_CUT, IGNORE, when=(NOT_STREAMING,),
