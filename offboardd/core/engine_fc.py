@@ -59,7 +59,8 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
                           "to choose"], about_link=True)
         return
     armed_before, on_ground_before = v.armed, v.landed_state is LandedState.ON_GROUND
-    cut_before = v.motors_cut
+    # (only a HEARTBEAT or CURRENT_MODE can change it: the other ~55 messages a second skip it)
+    cut_before = isinstance(event, FcHeartbeat | FcCurrentMode) and v.motors_cut
     rebooted = v.fold(event, now)
     if (v.armed and not armed_before) or (
             on_ground_before and v.landed_state is not LandedState.ON_GROUND and v.armed):
@@ -69,9 +70,9 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
     if rebooted:
         fc_rebooted(eng, now)
         return
-    if isinstance(event, FcHeartbeat | FcCurrentMode) and v.motors_cut != cut_before:
-        _motors_cut_changed(eng, now)
     if isinstance(event, FcHeartbeat | FcCurrentMode):
+        if v.motors_cut != cut_before:
+            _motors_cut_changed(eng, now)
         _on_fc_state(eng, event, now, armed_before)
     elif isinstance(event, FcCommandAck):
         _on_ack(eng, event, now)

@@ -272,34 +272,30 @@ class SimServer:
         self._flush(now)
 
     # ---- faults (see faults.py for the scheduled forms) ------------------------
+    def _vehicle_acts(self, act: Callable[[float], list[Outgoing]]) -> None:
+        """A fault on the vehicle model, now: what it says goes out at once."""
+        now = self.now()
+        self._dispatch(act(now), now)
+        self._flush(now)
+
     def pilot_mode_switch(self, mode_name: str) -> None:
         """A GCS/pilot mode switch to any mode; it ends the offboard intent."""
-        now = self.now()
-        self._dispatch(self.vehicle.pilot_mode_switch(mode_name, now), now)
-        self._flush(now)
+        self._vehicle_acts(lambda now: self.vehicle.pilot_mode_switch(mode_name, now))
 
     def flight_termination(self) -> None:
-        now = self.now()
-        self._dispatch(self.vehicle.flight_termination(now), now)
-        self._flush(now)
+        self._vehicle_acts(self.vehicle.flight_termination)
 
     def rc_takeover(self) -> None:
-        now = self.now()
-        self._dispatch(self.vehicle.rc_takeover(now), now)
-        self._flush(now)
+        self._vehicle_acts(self.vehicle.rc_takeover)
 
     def set_global_valid(self, valid: bool) -> None:
-        now = self.now()
-        self._dispatch(self.vehicle.set_global_valid(valid, now), now)
-        self._flush(now)
+        self._vehicle_acts(lambda now: self.vehicle.set_global_valid(valid, now))
 
     def set_terrain_valid(self, valid: bool) -> None:
         self.vehicle.set_terrain_valid(valid)
 
     def set_estimator_valid(self, valid: bool) -> None:
-        now = self.now()
-        self._dispatch(self.vehicle.set_estimator_valid(valid, now), now)
-        self._flush(now)
+        self._vehicle_acts(lambda now: self.vehicle.set_estimator_valid(valid, now))
 
     def pause_link(self, duration_s: float, name: str | None = None) -> None:
         """Stop sending and receiving on one link (or all) for `duration_s`."""
