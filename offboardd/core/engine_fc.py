@@ -118,7 +118,7 @@ def fc_lost(eng: OffboardEngine, now: float, detail: str) -> None:
     eng.fc_up = False
     eng.checks.stop()
     eng.streams.stop()
-    eng.vehicle.forget_estimates()
+    eng.vehicle.forget_reports()
     eng.envelope.forget_home()
     eng.vehicle.target = None
     eng.out.notice(NoticeKind.FC_LINK, f"FC lost ({detail})")
@@ -147,7 +147,7 @@ def fc_silent(eng: OffboardEngine, now: float) -> None:
 
 def fc_rebooted(eng: OffboardEngine, now: float) -> None:
     eng.out.forget_fc_warnings()  # its parameters are read and judged afresh
-    eng.vehicle.forget_estimates()
+    eng.vehicle.forget_reports()
     eng.envelope.forget_home()
     eng.guard.ask_home_from(now)
     eng.checks.start(now)

@@ -174,8 +174,12 @@ class VehicleState:
             return False
         return (time_boot_ms - previous) % _BOOT_MS_MODULUS > _WRAP_WINDOW_MS
 
-    def forget_estimates(self) -> None:
-        """After a reboot or link loss, nothing we knew about the estimate holds."""
+    def forget_reports(self) -> None:
+        """After a reboot or link loss, nothing we knew about the estimate or the landing
+        holds. (The returning FC's first HEARTBEAT brings its mode and arming with it, but
+        its EXTENDED_SYS_STATE comes later: until then `landed_state` is undefined, not
+        the "in air" of before a reboot on the ground: found by a review.)"""
+        self.landed_state = LandedState.UNDEFINED
         self.local_position = self.global_position = self.attitude = None
         self.estimator_flags = None
         self._local_s, self._global_s, self._flags_s = _Stamped(), _Stamped(), _Stamped()

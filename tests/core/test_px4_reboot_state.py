@@ -4,11 +4,12 @@ retained state said `fc_link: lost` and `in_control: true`, from the last heartb
 from __future__ import annotations
 
 from offboardd.core.actions import NoticeKind
+from offboardd.core.events import FcExtendedSysState, LandedState
 from offboardd.core.reasons import Phase, Reason
 from offboardd.core.setpoints import PositionNed
 from offboardd.core.settings import EngineSettings
 
-from .bench import Bench
+from .bench import FC, Bench
 
 
 def test_px4_gone_in_flight_is_not_in_control() -> None:
@@ -24,6 +25,26 @@ def test_px4_gone_in_flight_is_not_in_control() -> None:
         "unknown", None, None, "undefined")
     # (streaming, it stopped at 0.9 x COM_OF_LOSS_T of silence: FC_SILENT, engine_fc.py)
     assert b.phase() is Phase.FAILSAFE and b.reason() is Reason.FC_SILENT
+
+
+def test_a_returning_fc_is_not_in_the_air_until_it_says_so() -> None:
+    """The FC came back on the ground after a restart in flight: its first HEARTBEAT made
+    the link `up` and the retained state said `landed_state: in_air` from before, 0.2 s
+    until its EXTENDED_SYS_STATE (seen against the sim, review)."""
+    b = Bench(EngineSettings(fc_timeout_s=3.0))
+    b.engage(PositionNed(0.0, 0.0, -5.0), arm=True)
+    b.feed(FcExtendedSysState(int(LandedState.IN_AIR), **FC))
+    assert b.engine.snapshot(b.now).landed_state == "in_air"
+    b.fc_alive = False
+    b.step(3.5)
+    b.fc.armed = False
+    b.fc_alive = True
+    b.step(1.0)  # a HEARTBEAT, and positions: no EXTENDED_SYS_STATE yet
+    state = b.engine.snapshot(b.now)
+    assert state.fc_link == "up" and state.armed is False
+    assert state.landed_state == "undefined"
+    b.feed(FcExtendedSysState(int(LandedState.ON_GROUND), **FC))
+    assert b.engine.snapshot(b.now).landed_state == "on_ground"
 
 
 def test_49_7_days_of_fc_uptime_do_not_stop_the_flight() -> None:
