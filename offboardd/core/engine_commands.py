@@ -35,6 +35,7 @@ from offboardd.core.engage_gate import engage_blocked
 from offboardd.core.engine_failsafe import fail_pending, start_handover
 from offboardd.core.engine_handover import MAX_JOINED
 from offboardd.core.engine_motion import on_motion
+from offboardd.core.events import LandedState
 from offboardd.core.machine import Do, Outcome, Rule, Trigger
 from offboardd.core.machine_table import LEASED, MACHINE, TAKEN
 from offboardd.core.modes import mode_name
@@ -266,6 +267,11 @@ def _handover_command(
     return True
 
 
+# PX4's landed states (EXTENDED_SYS_STATE) in which the motors hold the vehicle up. While
+# it is undefined (not heard yet) PX4's own in-flight check is the only one.
+_AIRBORNE = frozenset({LandedState.TAKEOFF, LandedState.IN_AIR, LandedState.LANDING})
+
+
 def _arm_disarm(eng: OffboardEngine, rule: Rule, cmd: Arm | Disarm, now: float) -> bool:
     v, out = eng.vehicle, eng.out
     if v.target is None or not eng.fc_up:
@@ -274,10 +280,15 @@ def _arm_disarm(eng: OffboardEngine, rule: Rule, cmd: Arm | Disarm, now: float) 
     if v.armed == arm:
         out.reply_ok(cmd.command_id, "already " + ("armed" if arm else "disarmed"))
         return True
+    force = isinstance(cmd, Disarm) and cmd.force
+    if not arm and not force and v.landed_state in _AIRBORNE:
+        return out.refuse(cmd.command_id, Reason.DISARM_IN_FLIGHT,
+                          f"PX4 reports the vehicle {v.landed_state.name.lower()}: a disarm "
+                          "in flight stops the motors and the vehicle falls; land first, "
+                          "or send force=true")
     superseded = eng.arms.take()
     if superseded is not None:
         out.reply_fail(superseded.command_id, Reason.SUPERSEDED, "superseded by a newer command")
-    force = isinstance(cmd, Disarm) and cmd.force
     out.emit(ArmDisarm(v.target, arm=arm, force=force))
     if Do.SPEND_TOKEN in rule.does:
         eng.new_epoch()  # the reply names the new one (engine_fc)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from offboardd.core.actions import NoticeKind
+from offboardd.core.diagnosis import ack_name
 from offboardd.core.engine_engage import engaged, offboard_confirmed
 from offboardd.core.engine_failsafe import (
     abandon,
@@ -46,6 +47,7 @@ from offboardd.core.reasons import Phase, Reason
 
 if TYPE_CHECKING:
     from offboardd.core.offboard import OffboardEngine
+    from offboardd.core.vehicle import VehicleState
 
 
 def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
@@ -154,6 +156,12 @@ def fc_rebooted(eng: OffboardEngine, now: float) -> None:
     eng.streams.stop()  # its streams are PX4's defaults again: re-planned with the version
     eng.out.notice(NoticeKind.FC_LINK, "FC rebooted: re-reading its parameters")
     abandon(eng, Trigger.FC_REBOOTED, now, "FC rebooted; stopped streaming")
+
+
+def _disarm_refusal(v: VehicleState, result: int) -> str:
+    return (f"PX4 answered {ack_name(result)} to the disarm (it refuses one while it "
+            f"judges the vehicle flying; landed state: {v.landed_state.name.lower()}): "
+            "land first, or send force=true")
 
 
 def _motors_cut_changed(eng: OffboardEngine, now: float) -> None:
@@ -334,6 +342,8 @@ def _on_ack(eng: OffboardEngine, ack: FcCommandAck, now: float) -> None:
             eng.engage.arm_refused(now)
         pending = eng.arms.take()
         if pending is not None:
-            reason = Reason.ARM_REFUSED if pending.arm else Reason.DISARM_REFUSED
-            eng.out.reply_fail(pending.command_id, reason, eng.diagnosis(now),
-                               resume=eng.reply_token())
+            if pending.arm:
+                reason, why = Reason.ARM_REFUSED, eng.diagnosis(now)
+            else:  # the arming diagnosis (stream, estimate) says nothing of a disarm
+                reason, why = Reason.DISARM_REFUSED, _disarm_refusal(eng.vehicle, ack.result)
+            eng.out.reply_fail(pending.command_id, reason, why, resume=eng.reply_token())

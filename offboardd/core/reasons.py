@@ -54,6 +54,10 @@ class Reason(StrEnum):
     FC_MOTORS_CUT = "fc_motors_cut"
     ESTIMATE_MISSING = "estimate_missing"
     CONFIRMATION_MISSING = "confirmation_missing"
+    # a disarm without `force` while PX4 reports the vehicle in the air (taking off,
+    # flying, landing): the daemon's own check, not left to PX4's (which v1.14 and later
+    # have, but whose refusal says only TEMPORARILY_REJECTED)
+    DISARM_IN_FLIGHT = "disarm_in_flight"
     SUPERSEDED = "superseded"
     MOTION_INVALID = "motion_invalid"  # a motion that cannot be planned (motion.py)
     # how a motion ended early (the motion_aborted event's reason)
@@ -112,6 +116,7 @@ _ERROR_CODES: dict[Reason, ErrorCode] = {
     Reason.FC_MOTORS_CUT: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.ESTIMATE_MISSING: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.CONFIRMATION_MISSING: ErrorCode.COMMAND_INVALID,
+    Reason.DISARM_IN_FLIGHT: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.SUPERSEDED: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.MOTION_INVALID: ErrorCode.COMMAND_INVALID,
     Reason.REPLACED: ErrorCode.COMMAND_NOT_ALLOWED,

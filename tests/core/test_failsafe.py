@@ -20,11 +20,14 @@ from offboardd.core.commands import (
 from offboardd.core.engine_handover import MAX_JOINED
 from offboardd.core.envelope_settings import EnvelopeSettings, LimitAction
 from offboardd.core.events import (
+    MAV_CMD_COMPONENT_ARM_DISARM,
     MAV_CMD_DO_SET_MODE,
     AckResult,
     FcAttitude,
     FcEstimatorStatus,
+    FcExtendedSysState,
     FcLinkDown,
+    LandedState,
 )
 from offboardd.core.modes import Px4Mode, mode_name
 from offboardd.core.motion_commands import Goto
@@ -762,3 +765,38 @@ def test_another_commander_takes_over_only_quoting_the_token() -> None:
     assert b.reply("a-sp").reason is Reason.NOT_IN_CONTROL  # the old token: no longer
     b.feed(CommanderHeartbeat("b-hb"), commander="b")
     assert b.reply("b-hb").ok
+
+
+def test_a_disarm_in_flight_is_refused_unless_forced() -> None:
+    """docs/mqtt-api.md: `disarm` is refused in flight unless `force`. It went to PX4,
+    whose refusal read TEMPORARILY_REJECTED with the arming diagnosis (review)."""
+    b = Bench()
+    b.engage(UP, arm=True)
+    for landed in (LandedState.TAKEOFF, LandedState.IN_AIR, LandedState.LANDING):
+        b.feed(FcExtendedSysState(int(landed), **FC))
+        b.log.clear()
+        b.feed(Disarm("d"))
+        reply = b.reply("d")
+        assert reply.code is ErrorCode.COMMAND_NOT_ALLOWED
+        assert reply.reason is Reason.DISARM_IN_FLIGHT and "force" in reply.message
+        assert not b.actions(ArmDisarm) and b.phase() is Phase.ACTIVE
+    b.log.clear()
+    b.feed(Disarm("f", force=True))  # forced: sent as asked (the vehicle falls)
+    assert [a.force for _, a in b.actions(ArmDisarm)] == [True]
+    b.log.clear()
+    b.feed(FcExtendedSysState(int(LandedState.ON_GROUND), **FC))
+    b.feed(Disarm("g"))  # on the ground: a plain disarm goes to PX4
+    assert [(a.arm, a.force) for _, a in b.actions(ArmDisarm)] == [(False, False)]
+
+
+def test_px4_refusing_a_disarm_is_explained_as_a_disarm() -> None:
+    """Before PX4 has said where the vehicle is, PX4's own check refuses the disarm; its
+    reply carried the arming diagnosis (stream, estimate), which says nothing of it."""
+    b = Bench()
+    b.engage(UP, arm=True)
+    b.feed(Disarm("d"))
+    b.ack(MAV_CMD_COMPONENT_ARM_DISARM, AckResult.TEMPORARILY_REJECTED)
+    reply = b.reply("d")
+    assert reply.code is ErrorCode.FC_REFUSED and reply.reason is Reason.DISARM_REFUSED
+    assert "to the disarm" in reply.message and "force=true" in reply.message
+    assert "stream" not in reply.message
