@@ -59,6 +59,44 @@ async def test_udpin_waits_for_a_peer_then_replies_to_whoever_spoke_last(udp_por
         assert rec.states[-1].detail == "closed"
 
 
+async def test_udpin_keeps_a_confirmed_peer_while_it_speaks(udp_port: int) -> None:
+    """The daemon's udpin (confirm_peers): five forged frames with the FC's ids from
+    another address read as an FC reboot and ended a flight (review). While the peer spoke
+    within `live_peer_s` another sender's datagrams are dropped unread, valid MAVLink or
+    not; after that much silence a sender its frames vouch for takes over."""
+    rec = Recorder()
+    codec = MavlinkCodec(255, 0)
+
+    def on_bytes(data: bytes) -> None:  # as the runtime does: valid MAVLink vouches
+        rec.on_bytes(data)
+        if codec.decode(data):
+            link.confirm_sender()
+
+    link = open_link(f"udpin://127.0.0.1:{udp_port}", on_bytes, rec.on_state,
+                     confirm_peers=True)
+    link.live_peer_s = 0.3  # type: ignore[attr-defined]  # (2 s in the daemon)
+    fc, gcs = MavlinkCodec(1, 1), MavlinkCodec(1, 191)
+    with _peer() as real, _peer() as forger:
+        async with running(link):
+            await wait_until(lambda: link.state.detail.startswith("listening"), "the bind")
+            real.sendto(heartbeat(fc, 100), ("127.0.0.1", udp_port))
+            await wait_until(lambda: rec.markers() == [100], "the FC's frame")
+            for marker in (201, 202, 203):  # the FC's own ids, from elsewhere
+                forger.sendto(heartbeat(fc, marker), ("127.0.0.1", udp_port))
+            real.sendto(heartbeat(fc, 101), ("127.0.0.1", udp_port))
+            await wait_until(lambda: rec.markers() == [100, 101], "the FC's next frame")
+            assert link.ignored_datagrams == 3  # type: ignore[attr-defined]
+            assert link.send(heartbeat(gcs, 1))
+            assert await _recv(real, MavlinkCodec(9, 9)) == [1]
+            assert not datagrams_from(forger, udp_port)[0]
+
+            await asyncio.sleep(0.4)  # the FC silent for longer than live_peer_s
+            forger.sendto(heartbeat(fc, 204), ("127.0.0.1", udp_port))
+            await wait_until(lambda: rec.markers() == [100, 101, 204], "the new sender")
+            assert link.send(heartbeat(gcs, 2))
+            assert await _recv(forger, MavlinkCodec(9, 9)) == [2]
+
+
 async def test_udpout_is_up_at_once_and_gets_replies_on_its_socket() -> None:
     rec = Recorder()
     gcs = MavlinkCodec(1, 191)

@@ -1,8 +1,9 @@
 """What every link transport shares: state, counters, the send contract, callback guarding.
 
 A link moves bytes only. It never frames, parses or numbers MAVLink (codec.py does), never
-logs (it reports through `on_state`, the runtime turns that into events) and never reads a
-clock for anything but its own reconnect waits.
+logs (it reports through `on_state`, the runtime turns that into events) but for a sender
+it turns away (tcpin, udpin), and never reads a clock for anything but its own reconnect
+waits and whether its peer spoke lately (tcpin, udpin).
 
 Contract for subclasses (`run()` here drives them):
 - `_open()` opens and raises OSError on failure; the transport ends the session with

@@ -1,4 +1,4 @@
-"""UDP links: `udpin` (bind, reply to whoever spoke last) and `udpout` (send to host:port).
+"""UDP links: `udpin` (bind, reply to the peer that spoke) and `udpout` (send to host:port).
 
 One datagram in is one `on_bytes` call (polled: one per run of datagrams from one sender);
 no framing, no parsing here. Sends go straight to
@@ -22,12 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import time
 from typing import Any
+
+import structlog
 
 from offboardd.mavlink.links.base import MAX_BACKLOG_BYTES, BytesCallback, Link, StateCallback
 from offboardd.mavlink.links.url import LinkUrl, format_host_port
 
 __all__ = ["UdpInLink", "UdpOutLink"]
+
+log = structlog.get_logger("offboardd.link")
 
 _MAX_DATAGRAM_BYTES = 65_535
 # What one poll() delivers at most: a flood cannot hold the event loop (the rest wait in
@@ -181,39 +186,67 @@ class UdpInLink(_UdpLink):
     With `confirm_peers` (the daemon sets it) a new sender becomes the peer only when the
     consumer calls `confirm_sender()` for its datagram, i.e. once it decoded as valid
     MAVLink: otherwise one datagram of garbage from anyone who can reach the port would
-    divert the setpoint stream until the FC spoke again (found by fuzzing).
+    divert the setpoint stream until the FC spoke again (found by fuzzing). And while the
+    confirmed peer is live (it sent something in the last `live_peer_s`), another
+    sender's datagrams are dropped unread, as tcpin turns a second client away: five
+    forged frames with the FC's ids and an older `time_boot_ms`, from any address that
+    reaches the port, read as an FC reboot and ended a flight (found by review). After
+    `live_peer_s` of silence a new sender may take over: an FC that came back elsewhere.
     """
 
     confirm_peers = False
+    # PX4 sends tens of messages a second, HEARTBEAT at least once a second (tcpin's too)
+    live_peer_s = 2.0
+    ignored_datagrams = 0  # from other senders while the peer was live
     _sender: Any = None  # the sender of the datagram being delivered, not yet the peer
+    _peer_heard_s = float("-inf")  # (monotonic) the peer's last datagram
+    _MAX_REPORTED = 16  # distinct ignored senders logged, then only counted
 
     def _prepare(self, sock: socket.socket, address: Any) -> None:
         sock.bind(address)
 
     def _opened(self, sock: socket.socket) -> None:
         self._peer = None  # a new socket has heard no one yet
+        self.ignored_datagrams = 0
+        self._reported: set[Any] = set()
         self._mark_down(f"listening on {format_host_port(*self.url.address)}")
 
     def _datagram(self, data: bytes, addr: Any) -> None:
-        if addr != self._peer:
-            if self.confirm_peers:
-                self._sender = addr
-            else:
-                self._adopt(addr)
+        now_s = time.monotonic()
+        if addr == self._peer:
+            self._peer_heard_s = now_s
+        elif not self.confirm_peers:
+            self._adopt(addr, now_s)
+        elif now_s - self._peer_heard_s < self.live_peer_s:
+            self._ignore(addr)
+            return
+        else:
+            self._sender = addr
         try:
             self._deliver(data)
         finally:
             self._sender = None
 
+    def _ignore(self, addr: Any) -> None:
+        self.ignored_datagrams += 1
+        if addr not in self._reported and len(self._reported) < self._MAX_REPORTED:
+            self._reported.add(addr)
+            log.warning("udpin_sender_ignored", sender=_where(addr), peer=_where(self._peer),
+                        why=f"the peer spoke within {self.live_peer_s:g} s")
+
     def confirm_sender(self) -> None:
         if self._sender is not None:
-            self._adopt(self._sender)
+            self._adopt(self._sender, time.monotonic())
             self._sender = None
 
-    def _adopt(self, addr: Any) -> None:
-        self._peer = addr
+    def _adopt(self, addr: Any, now_s: float) -> None:
+        self._peer, self._peer_heard_s = addr, now_s
         if not self.up:
-            self._mark_up(f"peer {format_host_port(str(addr[0]), int(addr[1]))} spoke")
+            self._mark_up(f"peer {_where(addr)} spoke")
+
+
+def _where(addr: Any) -> str:
+    return "nobody" if addr is None else format_host_port(str(addr[0]), int(addr[1]))
 
 
 class UdpOutLink(_UdpLink):
