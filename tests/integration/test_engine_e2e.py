@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from typing import Any
 from collections.abc import Callable
 
 import pytest
@@ -311,9 +312,20 @@ async def test_fc_link_loss_stops_and_does_not_reengage_on_return() -> None:
     async with flight(engine={"fc_timeout_s": 2.0}) as fl:
         await fl.takeoff(-3.0)
         loop = asyncio.get_running_loop()
+        published: list[tuple[float, str]] = []  # what subscribers read, when
+        state = fl.runtime.outputs.state
+
+        def publish(doc: dict[str, Any], now: float) -> None:
+            published.append((loop.time(), doc["fc_link"]))
+            state(doc, now)
+
+        fl.runtime.outputs.state = publish  # type: ignore[method-assign]
         fl.sim.pause_link(4.0)
         t_pause = loop.time()
         t_lost = await fl.wait_for(lambda: fl.snapshot()["fc_link"] == "lost", 4.0, "fc lost")
+        # published at once, not with the next periodic state up to a second later (review)
+        await fl.wait_for(lambda: any(link == "lost" for _, link in published), 0.2,
+                          "the state saying the link is lost")
         # Lost once no HEARTBEAT (1 Hz) came for fc_timeout_s: judged from the last one
         # heard, which came up to a second before the pause, whatever the phase.
         assert fl.runtime.engine is not None
@@ -322,7 +334,9 @@ async def test_fc_link_loss_stops_and_does_not_reengage_on_return() -> None:
         assert 2.0 <= t_lost - last_heartbeat_s <= 2.3
         assert 1.0 <= t_lost - t_pause <= 3.0
         assert fl.phase in ("failsafe", "idle")
-        await fl.wait_for(lambda: fl.snapshot()["fc_link"] == "up", 6.0, "fc back")
+        t_back = await fl.wait_for(lambda: fl.snapshot()["fc_link"] == "up", 6.0, "fc back")
+        await fl.wait_for(lambda: published[-1][1] == "up", 0.2, "the state saying it is back")
+        assert t_back - t_lost > 0.2
         await asyncio.sleep(1.5)
         assert fl.phase in ("failsafe", "idle")
         # PX4 fell back on its own (COM_OBL_RC_ACT) and nobody took control back.
