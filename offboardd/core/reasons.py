@@ -110,7 +110,7 @@ _ERROR_CODES: dict[Reason, ErrorCode] = {
     Reason.FC_UNKNOWN: ErrorCode.FC_TIMEOUT,
     Reason.FC_NOT_PX4: ErrorCode.FC_NOT_PX4,
     Reason.FC_PARAMS_UNKNOWN: ErrorCode.COMMAND_NOT_ALLOWED,
-    Reason.FWDEXTSP_DISABLED: ErrorCode.FC_REFUSED,
+    Reason.FWDEXTSP_DISABLED: ErrorCode.COMMAND_NOT_ALLOWED,  # checked up front, as the others
     Reason.STREAM_TOO_SLOW: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.LOSS_ACTION_CUTS_MOTORS: ErrorCode.COMMAND_NOT_ALLOWED,
     Reason.FC_MOTORS_CUT: ErrorCode.COMMAND_NOT_ALLOWED,
