@@ -31,6 +31,11 @@ class Reply:
                    code if isinstance(code, str) else None, str(doc.get("message", "")),
                    {k: v for k, v in doc.items() if k not in known})
 
+    def document(self) -> dict[str, Any]:
+        """The reply's fields as one document (what `ctl` prints; `v` left out)."""
+        return {"id": self.id, "ok": self.ok, "code": self.code, "message": self.message,
+                **self.extra}
+
 
 @dataclass(frozen=True)
 class Watched:

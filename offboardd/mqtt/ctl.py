@@ -144,9 +144,7 @@ def _setpoint_json(text: str, where: str) -> Any:
 
 
 def _print_reply(reply: Reply) -> int:
-    doc = {"id": reply.id, "ok": reply.ok, "code": reply.code, "message": reply.message,
-           **reply.extra}
-    print(json.dumps(doc), flush=True)
+    print(json.dumps(reply.document()), flush=True)
     return EXIT_OK if reply.ok else EXIT_REFUSED
 
 

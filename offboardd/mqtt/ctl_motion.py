@@ -102,8 +102,7 @@ async def run_motion(c: OffboardClient, args: argparse.Namespace) -> int:
                                speed_m_s=args.speed_m_s, turns=args.turns,
                                clockwise=not args.ccw, yaw=_yaw(args.yaw, YawMode.FACE_CENTER),
                                resume=args.resume)
-    print(json.dumps({"id": handle.reply.id, "ok": True, "message": handle.reply.message}),
-          flush=True)
+    print(json.dumps(handle.reply.document()), flush=True)
     return await _wait(c, handle) if args.wait else EXIT_OK
 
 

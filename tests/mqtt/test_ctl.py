@@ -144,6 +144,8 @@ async def test_setpoint_and_goto_resume_quote_the_holds_token(
     engine.bridge.publish_state({"phase": "holding", "resume_token": "tok-2"})  # a new hold
     status, out, err = await ctl(mosquitto.port, "goto", "3", "0", "-5", "--resume")
     assert status == 0, (out, err)
+    # the reply's line as every subcommand prints it (a motion's once lacked `code`)
+    assert set(json.loads(out)) >= {"id", "ok", "code", "message"}
     assert isinstance(engine.commands[-1], Goto)
     assert engine.commands[-1].resume == "tok-2"
 
