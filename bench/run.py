@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="keep daemon configs and raw proxy captures (*.capture.json) here")
     parser.add_argument("--daemon-set", action="append", default=[], metavar="SECTION.KEY=V",
                         help="an experiment: extra daemon setting, e.g. "
-                        "'mqtt.telemetry_rates_hz = {}' (repeatable)")  # fmt: skip
+                        "'recorder.mode = \"off\"' (repeatable)")  # fmt: skip
     parser.add_argument("--daemon-tree", type=Path, default=None, metavar="DIR",
                         help="an experiment: run the daemon from DIR (a patched copy of the "
                         "repository, or of just its offboardd/ package)")  # fmt: skip

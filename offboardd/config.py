@@ -27,6 +27,7 @@ from offboardd.mavlink.codec import message_id
 from offboardd.mavlink.links import LinkUrl, parse_link_url
 from offboardd.mavlink.signing import load_key
 from offboardd.mqtt.bridge import MqttSettings
+from offboardd.mqtt.settings import DEFAULT_TELEMETRY_RATES_HZ
 from offboardd.mqtt.topics import valid_publish_topic, valid_vehicle_id
 from offboardd.recorder.settings import RecorderSettings
 
@@ -216,7 +217,10 @@ def _engine(table: dict[str, Any], envelope_table: dict[str, Any],
 
 def _mqtt(table: dict[str, Any], environ: dict[str, str]) -> MqttSettings:
     if "telemetry_rates_hz" in table and isinstance(table["telemetry_rates_hz"], dict):
-        table["telemetry_rates_hz"] = dict(table["telemetry_rates_hz"])
+        # kind by kind over the defaults, as every other key: a file that sets one kind
+        # kept only that one, and the rest of the telemetry stopped without a word
+        # (config/sitl.toml published position and velocity only: review)
+        table["telemetry_rates_hz"] = {**DEFAULT_TELEMETRY_RATES_HZ, **table["telemetry_rates_hz"]}
     if "mavlink_relay" in table:
         relay = table["mavlink_relay"]
         if not isinstance(relay, list) or not all(isinstance(n, str) for n in relay):

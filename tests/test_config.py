@@ -101,6 +101,19 @@ def test_envelope_section_with_a_global_polygon(tmp_path: Path) -> None:
     assert envelope.fence_enabled and not EnvelopeSettings().fence_enabled
 
 
+def test_telemetry_rates_are_set_kind_by_kind_over_the_defaults(tmp_path: Path) -> None:
+    """A file setting one kind replaced the whole table: config/sitl.toml published
+    position and velocity only, the other kinds silently off (review)."""
+    path = tmp_path / "rates.toml"
+    path.write_text("[mqtt.telemetry_rates_hz]\nposition = 10.0\ngps = 0\n")
+    rates = load_config(path, environ={}).mqtt.telemetry_rates_hz
+    defaults = DaemonConfig().mqtt.telemetry_rates_hz
+    assert rates == {**defaults, "position": 10.0, "gps": 0.0}
+    assert set(rates) == set(defaults) and rates["attitude"] == defaults["attitude"] > 0
+    sitl = load_config(REPO / "config" / "sitl.toml", environ={}).mqtt.telemetry_rates_hz
+    assert all(sitl[kind] >= rate > 0 for kind, rate in defaults.items())
+
+
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         load_config(tmp_path / "nope.toml", environ={})
