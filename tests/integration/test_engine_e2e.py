@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import Any
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
