@@ -319,7 +319,7 @@ async def test_fc_link_loss_stops_and_does_not_reengage_on_return() -> None:
             published.append((loop.time(), doc["fc_link"]))
             state(doc, now)
 
-        fl.runtime.outputs.state = publish  # type: ignore[method-assign]
+        fl.runtime.outputs.state = publish  # type: ignore[method-assign,assignment]
         fl.sim.pause_link(4.0)
         t_pause = loop.time()
         t_lost = await fl.wait_for(lambda: fl.snapshot()["fc_link"] == "lost", 4.0, "fc lost")
