@@ -180,6 +180,7 @@ class MqttBridge:
             await asyncio.sleep(delay_s)
 
     async def _serve(self, client: aiomqtt.Client) -> None:
+        connection.read_session_end(client)
         paho = connection.paho_client(client)
         # Before subscribing: nothing that arrives may wait in aiomqtt's own queue.
         paho.on_message = self._on_message

@@ -148,14 +148,34 @@ def paho_client(client: aiomqtt.Client) -> paho_mqtt.Client:
     return paho
 
 
-async def until_disconnected(client: aiomqtt.Client) -> NoReturn:
-    """Wait for the session to end, then raise the MqttError that ended it, as aiomqtt's
-    message iterator does (the bridge takes messages from paho's callback instead).
-    aiomqtt 2 keeps the future as `_disconnected`; tests/mqtt/test_bridge.py fails if not."""
+def _session_end(client: aiomqtt.Client) -> asyncio.Future[None]:
+    """aiomqtt 2 keeps how the session ended as the future `_disconnected`;
+    tests/mqtt/test_bridge.py fails if not."""
     disconnected = getattr(client, "_disconnected", None)
     if not isinstance(disconnected, asyncio.Future):
         raise OffboarddError("this aiomqtt keeps no disconnection future where offboardd"
                              " expects it; install aiomqtt 2.x (pyproject.toml pins it)")
+    return disconnected
+
+
+def read_session_end(client: aiomqtt.Client) -> None:
+    """Read the error that ends this session whenever it comes, whoever else waits for it.
+    aiomqtt's `__aexit__` returns without reading it when it came while nobody waited
+    (the broker gone after the bridge's receiver was cancelled, a publish having timed out
+    first); asyncio then printed "Future exception was never retrieved" to stderr, outside
+    the JSON logs, when the client was collected (seen after a 12 s broker stall)."""
+    _session_end(client).add_done_callback(_read)
+
+
+def _read(ended: asyncio.Future[None]) -> None:
+    if not ended.cancelled():
+        ended.exception()  # read: how the session ended is the bridge's to say (logged there)
+
+
+async def until_disconnected(client: aiomqtt.Client) -> NoReturn:
+    """Wait for the session to end, then raise the MqttError that ended it, as aiomqtt's
+    message iterator does (the bridge takes messages from paho's callback instead)."""
+    disconnected = _session_end(client)
     await asyncio.wait((disconnected,))  # (never cancels the future: aiomqtt reads it too)
     cause = None if disconnected.cancelled() else disconnected.exception()
     raise aiomqtt.MqttError("disconnected from the broker") from cause
