@@ -128,10 +128,12 @@ def _table(document: dict[str, Any], name: str) -> dict[str, Any]:
     return dict(table)
 
 
-def _build(section: str, cls: Any, table: dict[str, Any]) -> Any:
-    allowed = [f.name for f in dataclasses.fields(cls)]
+def _build(section: str, cls: Any, table: dict[str, Any], internal: tuple[str, ...] = ()
+           ) -> Any:
+    """`internal`: fields filled here, not keys of the section (not offered as allowed)."""
+    allowed = [f.name for f in dataclasses.fields(cls) if f.name not in internal]
     for key in table:
-        if key not in allowed:
+        if key not in allowed and key not in internal:
             raise ConfigError(
                 f"unknown key {section}.{key}; allowed keys: {', '.join(sorted(allowed))}"
             )
@@ -204,6 +206,8 @@ def _engine(table: dict[str, Any], envelope_table: dict[str, Any],
     for own in ("envelope", "motion"):
         if own in table:
             raise ConfigError(f"engine.{own}: it has its own section, [{own}]")
+    if "stream_plan" in table:
+        raise ConfigError("engine.stream_plan: it is built from [mavlink.streams] and [mqtt]")
     if "polygon" in envelope_table and isinstance(envelope_table["polygon"], list):
         envelope_table["polygon"] = tuple(
             tuple(v) if isinstance(v, list) else v for v in envelope_table["polygon"]
@@ -211,7 +215,8 @@ def _engine(table: dict[str, Any], envelope_table: dict[str, Any],
     envelope: EnvelopeSettings = _build("envelope", EnvelopeSettings, envelope_table)
     table["envelope"] = envelope
     table["motion"] = _build("motion", MotionSettings, motion_table)
-    settings: EngineSettings = _build("engine", EngineSettings, table)
+    settings: EngineSettings = _build("engine", EngineSettings, table,
+                                      internal=("envelope", "motion", "stream_plan"))
     return settings
 
 

@@ -49,6 +49,15 @@ def test_run_without_a_config_file_flies_what_an_empty_file_gives(tmp_path: Path
         ("[engine]\nsetpoint_rate_hz = 0\n", "engine.setpoint_rate_hz"),
         # PX4 needs more than 2 Hz: check-config said ok to 1 and 2 (a new-user walk-through)
         ("[engine]\nsetpoint_rate_hz = 2\n", "engine.setpoint_rate_hz must be above 2 Hz"),
+        # one rule said the same way either side ("in [1.0, 250.0]" above it: review)
+        ("[engine]\nsetpoint_rate_hz = 251\n",
+         "engine.setpoint_rate_hz must be above 2 Hz (PX4 needs more) and at most 250 Hz"),
+        ("[engine]\nstream_plan = 1\n", "engine.stream_plan: it is built from [mavlink.streams]"),
+        # a relay name is named as the relay's, not as the stream plan's (review)
+        ("[mqtt]\nmavlink_relay = [\"NOPE_MSG\"]\n",
+         "[mqtt] mavlink_relay: NOPE_MSG is not a MAVLink message name"),
+        ("[mavlink.streams]\nrates_hz = {NOPE_MSG = 1}\n",
+         "[mavlink.streams] rates_hz: NOPE_MSG is not a MAVLink message name"),
         ("[engine]\ncommand_loss_action = \"panic\"\n",
          "engine.command_loss_action must be one of hold, land, rtl, px4, got 'panic'"),
         ("[engine]\nwarmup = 2.0\n", "unknown key engine.warmup; allowed keys:"),
@@ -85,6 +94,18 @@ def test_bad_config_is_named(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(path, environ={})
     assert expected in info.value.message
+
+
+def test_allowed_keys_offer_no_key_that_is_refused(tmp_path: Path) -> None:
+    """`[engine] bogus = 1` listed envelope and motion as allowed, which are refused there
+    (they have their own sections: review)."""
+    path = tmp_path / "bad.toml"
+    path.write_text("[engine]\nbogus = 1\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    offered = info.value.message.partition("allowed keys: ")[2].split(", ")
+    assert "setpoint_rate_hz" in offered
+    assert not {"envelope", "motion", "stream_plan"} & set(offered)
 
 
 def test_envelope_section_with_a_global_polygon(tmp_path: Path) -> None:

@@ -86,12 +86,13 @@ class EngineSettings:
             number = isinstance(value, float | int) and not isinstance(value, bool)
             if number and not math.isfinite(value):
                 raise ConfigError(f"{f.name} must be finite, got {value!r}")
-        _range("setpoint_rate_hz", self.setpoint_rate_hz, 1.0, 250.0)
-        if self.setpoint_rate_hz <= PX4_MIN_RATE_HZ:
+        # one rule, one message either side (a range of [1, 250] was said above 250 Hz)
+        if not PX4_MIN_RATE_HZ < self.setpoint_rate_hz <= MAX_SETPOINT_RATE_HZ:
             raise ConfigError(
-                f"setpoint_rate_hz must be above {PX4_MIN_RATE_HZ:g} Hz (PX4 needs more), got "
-                f"{self.setpoint_rate_hz!r}; with PX4's default COM_OF_LOSS_T of 1 s an engage "
-                f"needs {LOSS_TIMEOUT_MARGIN / DEFAULT_COM_OF_LOSS_T_S:g} Hz at least (a period "
+                f"setpoint_rate_hz must be above {PX4_MIN_RATE_HZ:g} Hz (PX4 needs more) and "
+                f"at most {MAX_SETPOINT_RATE_HZ:g} Hz, got {self.setpoint_rate_hz!r}; with "
+                f"PX4's default COM_OF_LOSS_T of 1 s an engage needs "
+                f"{LOSS_TIMEOUT_MARGIN / DEFAULT_COM_OF_LOSS_T_S:g} Hz at least (a period "
                 f"<= COM_OF_LOSS_T / {LOSS_TIMEOUT_MARGIN:g}: the engage gate, fc_link)"
             )
         _range("warmup_s", self.warmup_s, MIN_WARMUP_S, 30.0)
@@ -129,6 +130,7 @@ class EngineSettings:
 
 
 PX4_MIN_RATE_HZ = 2.0  # PX4's docs: offboard setpoints "faster than 2 Hz"
+MAX_SETPOINT_RATE_HZ = 250.0  # a tick every 4 ms: more than any PX4 control loop takes
 DEFAULT_COM_OF_LOSS_T_S = 1.0  # PX4's default (px4-offboard.md §3)
 
 

@@ -179,8 +179,10 @@ def build_plan(settings: StreamPlanSettings, telemetry_rates_hz: Mapping[str, fl
         if name in UNTOUCHED:
             continue
         msg_id = _KNOWN_IDS.get(name) or message_id(name)
-        if msg_id is None:
-            raise ConfigError(f"[mavlink.streams] {name}: not a MAVLink message name")
+        if msg_id is None:  # named where the user wrote it (the relay's once read as ours)
+            where = ("[mavlink.streams] rates_hz" if name in settings.rates_hz
+                     else "[mqtt] mavlink_relay")
+            raise ConfigError(f"{where}: {name} is not a MAVLink message name")
         rows.append(PlanRow(name, int(msg_id), wanted[name]))
     return tuple(rows)
 
