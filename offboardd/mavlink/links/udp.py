@@ -206,7 +206,7 @@ class UdpInLink(_UdpLink):
         sock.bind(address)
 
     def _opened(self, sock: socket.socket) -> None:
-        self._peer = None  # a new socket has heard no one yet
+        self._peer, self._peer_heard_s = None, float("-inf")  # a new socket heard no one yet
         self.ignored_datagrams = 0
         self._reported: set[Any] = set()
         self._mark_down(f"listening on {format_host_port(*self.url.address)}")
