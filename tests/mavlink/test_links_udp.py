@@ -165,3 +165,20 @@ async def test_an_exception_in_on_bytes_ends_run_with_it(udp_port: int) -> None:
         with pytest.raises(Boom, match="runtime bug"):
             await asyncio.wait_for(task, 5.0)
     assert not link.up
+
+
+def test_a_reopened_udpin_socket_takes_a_new_sender_at_once() -> None:
+    """The old peer's last word belongs to the old socket: kept, a sender within 2 s of a
+    reopen was turned away as if a live peer held the link (review)."""
+    rec = Recorder()
+
+    def on_bytes(data: bytes) -> None:  # every sender vouched for (as the FC's frames do)
+        rec.on_bytes(data)
+        link.confirm_sender()
+
+    link = open_link("udpin://127.0.0.1:1", on_bytes, rec.on_state, confirm_peers=True)
+    link._datagram(b"from the FC", ("127.0.0.1", 14580))  # type: ignore[attr-defined]
+    link._opened(None)  # type: ignore[attr-defined]  # the socket reopened after an error
+    link._datagram(b"from the FC, back", ("127.0.0.1", 14581))  # type: ignore[attr-defined]
+    assert rec.chunks == [b"from the FC", b"from the FC, back"]
+    assert link.ignored_datagrams == 0  # type: ignore[attr-defined]
