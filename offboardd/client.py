@@ -77,7 +77,7 @@ from offboardd.mqtt.client_types import (
     ReplyTimeout,
     Watched,
 )
-from offboardd.mqtt.connection import PahoErrors, client_options, explain, read_session_end
+from offboardd.mqtt.connection import PahoErrors, client_options, enter, explain
 from offboardd.mqtt.control_watch import ControlLost
 from offboardd.mqtt.rates import SAFETY_KINDS
 from offboardd.mqtt.schema import encode_command, encode_stream_setpoint
@@ -168,11 +168,12 @@ class OffboardClient:
     # -- life cycle ---------------------------------------------------------------------
     async def __aenter__(self) -> OffboardClient:
         try:
-            await self._mqtt.__aenter__()
+            # (how the session ends is always read; an attempt that fails is closed, as a
+            # stalled broker may answer it later: connection.py)
+            await enter(self._mqtt)
         except aiomqtt.MqttError as exc:
             # Say why (refused credentials, unverifiable broker, no client certificate...)
             raise ConnectFailed(explain(exc, self._paho_errors.take())) from exc
-        read_session_end(self._mqtt)  # (a broker gone after the reader stopped: connection.py)
         try:
             await self._mqtt.subscribe(self._inbox, 1)
             if self._follow_state:  # off for `watch`, which subscribes to what it shows

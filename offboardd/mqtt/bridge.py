@@ -154,8 +154,9 @@ class MqttBridge:
             served = self.connect_count
             failure: ConnectFailure | None = None
             try:
-                async with connection.daemon_client(s, self.topics.availability,
-                                                    paho_errors) as client:
+                client = connection.daemon_client(s, self.topics.availability, paho_errors)
+                # (an attempt that fails is closed: a stalled broker may answer it later)
+                async with connection.session(client):
                     attempt = 0
                     self.last_failure = None
                     await self._serve(client)
@@ -180,7 +181,6 @@ class MqttBridge:
             await asyncio.sleep(delay_s)
 
     async def _serve(self, client: aiomqtt.Client) -> None:
-        connection.read_session_end(client)
         paho = connection.paho_client(client)
         # Before subscribing: nothing that arrives may wait in aiomqtt's own queue.
         paho.on_message = self._on_message

@@ -13,9 +13,11 @@ the client, the only modules that import aiomqtt.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import ssl
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NoReturn
@@ -148,14 +150,18 @@ def paho_client(client: aiomqtt.Client) -> paho_mqtt.Client:
     return paho
 
 
-def _session_end(client: aiomqtt.Client) -> asyncio.Future[None]:
-    """aiomqtt 2 keeps how the session ended as the future `_disconnected`;
-    tests/mqtt/test_bridge.py fails if not."""
-    disconnected = getattr(client, "_disconnected", None)
-    if not isinstance(disconnected, asyncio.Future):
-        raise OffboarddError("this aiomqtt keeps no disconnection future where offboardd"
+def _future(client: aiomqtt.Client, name: str) -> asyncio.Future[None]:
+    """aiomqtt 2 keeps how the session began and ended as the futures `_connected` and
+    `_disconnected`; tests/mqtt/test_session_end.py fails if not."""
+    future = getattr(client, name, None)
+    if not isinstance(future, asyncio.Future):
+        raise OffboarddError(f"this aiomqtt keeps no {name.strip('_')} future where offboardd"
                              " expects it; install aiomqtt 2.x (pyproject.toml pins it)")
-    return disconnected
+    return future
+
+
+def _session_end(client: aiomqtt.Client) -> asyncio.Future[None]:
+    return _future(client, "_disconnected")
 
 
 def read_session_end(client: aiomqtt.Client) -> None:
@@ -164,12 +170,57 @@ def read_session_end(client: aiomqtt.Client) -> None:
     (the broker gone after the bridge's receiver was cancelled, a publish having timed out
     first); asyncio then printed "Future exception was never retrieved" to stderr, outside
     the JSON logs, when the client was collected (seen after a 12 s broker stall)."""
-    _session_end(client).add_done_callback(_read)
+    _read_when_done(_session_end(client))
+
+
+def _read_when_done(future: asyncio.Future[None]) -> None:
+    future.add_done_callback(_read)
 
 
 def _read(ended: asyncio.Future[None]) -> None:
     if not ended.cancelled():
         ended.exception()  # read: how the session ended is the bridge's to say (logged there)
+
+
+async def enter(client: aiomqtt.Client) -> None:
+    """`await client.__aenter__()`, except that an attempt that fails is closed (`abandon`),
+    and how the session ends is read (`read_session_end`) whether it began or not."""
+    read_session_end(client)  # an error while connecting: aiomqtt then swaps in a new future
+    try:
+        await client.__aenter__()
+    except BaseException:
+        abandon(client)
+        raise
+    read_session_end(client)  # (the session's own, if aiomqtt swapped it in)
+
+
+@contextlib.asynccontextmanager
+async def session(client: aiomqtt.Client) -> AsyncIterator[aiomqtt.Client]:
+    """`async with client`, entered by `enter`: an attempt that fails leaves nothing behind."""
+    await enter(client)
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_exit(client)  # aiomqtt's __aexit__, as `async with client` calls it
+        yield client
+
+
+def abandon(client: aiomqtt.Client) -> None:
+    """Close a connection attempt that failed, and read how it ends.
+
+    aiomqtt gives up on a CONNACK that does not come within its timeout but leaves the
+    connection open, paho still reading it. A broker that was only stalled (SIGSTOP, an
+    overloaded host) answers that stale CONNECT when it continues: the abandoned client has
+    a session nobody uses (paho even pings to keep it), until our next CONNECT with the same
+    client id takes it over (or, read the other way round, it takes over ours). Its
+    `_disconnected` then took "Unexpected disconnection", which nobody reads (its
+    `__aenter__` failed: no `__aexit__`), and asyncio printed "Future exception was never
+    retrieved" to stderr when the client was collected (seen ~10 s after the reconnect that
+    followed a 12 s broker stall). The DISCONNECT queued here behind the CONNECT ends that
+    session as soon as the broker reads them, and paho closes the socket once it is
+    written. Whatever the attempt still ends with (a late CONNACK, a socket error) is read:
+    its failure is already the caller's to say."""
+    _read_when_done(_session_end(client))
+    _read_when_done(_future(client, "_connected"))  # (aiomqtt reset it: a late CONNACK's)
+    paho_client(client).disconnect()  # no socket (never connected): a no-op
 
 
 async def until_disconnected(client: aiomqtt.Client) -> NoReturn:
