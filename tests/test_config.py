@@ -52,6 +52,13 @@ def test_run_without_a_config_file_flies_what_an_empty_file_gives(tmp_path: Path
         # one rule said the same way either side ("in [1.0, 250.0]" above it: review)
         ("[engine]\nsetpoint_rate_hz = 251\n",
          "engine.setpoint_rate_hz must be above 2 Hz (PX4 needs more) and at most 250 Hz"),
+        # a value of the wrong type named with its key (the rule's own comparison said
+        # "'<' not supported between instances of 'float' and 'str'"; true was told to be
+        # above 2 Hz)
+        ("[engine]\nsetpoint_rate_hz = \"20\"\n",
+         "engine.setpoint_rate_hz must be a number, got '20'"),
+        ("[engine]\nsetpoint_rate_hz = true\n",
+         "engine.setpoint_rate_hz must be a number, got True"),
         ("[engine]\nstream_plan = 1\n", "engine.stream_plan: it is built from [mavlink.streams]"),
         # a relay name is named as the relay's, not as the stream plan's (review)
         ("[mqtt]\nmavlink_relay = [\"NOPE_MSG\"]\n",

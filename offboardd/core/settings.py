@@ -86,6 +86,9 @@ class EngineSettings:
             number = isinstance(value, float | int) and not isinstance(value, bool)
             if number and not math.isfinite(value):
                 raise ConfigError(f"{f.name} must be finite, got {value!r}")
+        # its type first: the rule below compares it ("20" was said as "'<' not supported
+        # between float and str", without the key; true was told to be above 2 Hz)
+        _number("setpoint_rate_hz", self.setpoint_rate_hz)
         # one rule, one message either side (a range of [1, 250] was said above 250 Hz)
         if not PX4_MIN_RATE_HZ < self.setpoint_rate_hz <= MAX_SETPOINT_RATE_HZ:
             raise ConfigError(
@@ -134,9 +137,13 @@ MAX_SETPOINT_RATE_HZ = 250.0  # a tick every 4 ms: more than any PX4 control loo
 DEFAULT_COM_OF_LOSS_T_S = 1.0  # PX4's default (px4-offboard.md §3)
 
 
-def _range(name: str, value: float, low: float, high: float) -> None:
+def _number(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"{name} must be a number, got {value!r}")
+
+
+def _range(name: str, value: float, low: float, high: float) -> None:
+    _number(name, value)
     if isinstance(low, int) and isinstance(high, int) and not isinstance(value, int):
         raise ConfigError(f"{name} must be an integer in [{low}, {high}], got {value!r}")
     if not low <= value <= high:
