@@ -65,6 +65,11 @@ def test_run_without_a_config_file_flies_what_an_empty_file_gives(tmp_path: Path
          "[mqtt] mavlink_relay: NOPE_MSG is not a MAVLink message name"),
         ("[mavlink.streams]\nrates_hz = {NOPE_MSG = 1}\n",
          "[mavlink.streams] rates_hz: NOPE_MSG is not a MAVLink message name"),
+        # a too slow estimate is named by its whole key, as a 0 there is (it said rates_hz.)
+        ("[mavlink.streams]\nrates_hz = {LOCAL_POSITION_NED = 2}\n",
+         "mavlink.streams.rates_hz.LOCAL_POSITION_NED = 2: the engine calls the estimate stale"),
+        ("[mavlink.streams]\nrates_hz = {LOCAL_POSITION_NED = 0}\n",
+         "mavlink.streams.rates_hz.LOCAL_POSITION_NED = 0: the engine reads"),
         ("[engine]\ncommand_loss_action = \"panic\"\n",
          "engine.command_loss_action must be one of hold, land, rtl, px4, got 'panic'"),
         ("[engine]\nwarmup = 2.0\n", "unknown key engine.warmup; allowed keys:"),

@@ -169,10 +169,12 @@ def build_plan(settings: StreamPlanSettings, telemetry_rates_hz: Mapping[str, fl
     for name in ESTIMATE_MESSAGES:
         override_hz = settings.rates_hz.get(name)
         if override_hz is not None and override_hz < estimate_floor_hz:
+            # the whole key, as the section's own checks say it: config.py adds the section
+            # to those, not to this one (raised later, while the plan is built)
             raise ConfigError(
-                f"rates_hz.{name} = {override_hz:g}: the engine calls the estimate stale after "
-                f"[engine] estimate_timeout_s = {estimate_timeout_s:g} s without it; ask for "
-                f"at least {estimate_floor_hz:g}/s, or raise the timeout")
+                f"mavlink.streams.rates_hz.{name} = {override_hz:g}: the engine calls the "
+                f"estimate stale after [engine] estimate_timeout_s = {estimate_timeout_s:g} s "
+                f"without it; ask for at least {estimate_floor_hz:g}/s, or raise the timeout")
     rows = []
     for name in sorted(wanted, key=lambda n: (HEAVIEST.index(n) if n in HEAVIEST
                                               else len(HEAVIEST), n)):
