@@ -1,5 +1,6 @@
 """The configuration examples in config/: each passes `offboardd check-config`, says what
-it is for, and the mavlink-router pair agrees on the ports (no sockets, no devices)."""
+it is for, keeps the telemetry it does not mention (as does the config the demo writes), and
+the mavlink-router pair agrees on the ports (no sockets, no devices)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 
 from offboardd.cli import main as offboardd_main
 from offboardd.config import load_config
+from offboardd.demo.processes import Deployment
+from offboardd.mqtt.settings import DEFAULT_TELEMETRY_RATES_HZ
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 EXAMPLES = ["offboardd.toml", "sitl.toml", "pi-serial.toml", "jetson.toml",
@@ -31,6 +34,28 @@ def test_example_explains_itself(name: str) -> None:
     assert len(comments) >= 8, "an example says why, not only what"
     assert "config/offboardd.toml" in text, "and points at the full reference"
     assert "password =" not in text, "no secret in an example: OFFBOARDD_MQTT_PASSWORD"
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_no_example_turns_a_telemetry_kind_off(name: str) -> None:
+    """An example's [mqtt.telemetry_rates_hz] speeds kinds up and leaves the rest at their
+    defaults: when the table replaced the defaults, sitl.toml and jetson.toml published
+    position and velocity (and jetson's attitude) only, battery, gps and home never."""
+    rates = load_config(CONFIG / name, {}).mqtt.telemetry_rates_hz
+    assert all(rates[kind] >= hz for kind, hz in DEFAULT_TELEMETRY_RATES_HZ.items())
+
+
+def test_the_demos_daemon_publishes_every_kind_and_position_faster(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demo sets only position (10 Hz, a smoother flown path in its plot; its runner
+    reads position alone); every other kind keeps its default, as a user watching the
+    demo's broker would expect."""
+    deployment = Deployment(tmp_path)
+    deployment.broker_port = 1883  # (set when its broker starts)
+    monkeypatch.setattr(deployment, "_spawn", lambda name, argv: None)  # no daemon started
+    deployment._start_daemon(14540)
+    rates = load_config(tmp_path / "offboardd.toml", {}).mqtt.telemetry_rates_hz
+    assert rates == {**DEFAULT_TELEMETRY_RATES_HZ, "position": 10.0}
 
 
 def test_each_example_reaches_the_flight_controller_its_way() -> None:
