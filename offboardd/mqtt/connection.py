@@ -170,11 +170,7 @@ def read_session_end(client: aiomqtt.Client) -> None:
     (the broker gone after the bridge's receiver was cancelled, a publish having timed out
     first); asyncio then printed "Future exception was never retrieved" to stderr, outside
     the JSON logs, when the client was collected (seen after a 12 s broker stall)."""
-    _read_when_done(_session_end(client))
-
-
-def _read_when_done(future: asyncio.Future[None]) -> None:
-    future.add_done_callback(_read)
+    _session_end(client).add_done_callback(_read)
 
 
 def _read(ended: asyncio.Future[None]) -> None:
@@ -218,8 +214,8 @@ def abandon(client: aiomqtt.Client) -> None:
     session as soon as the broker reads them, and paho closes the socket once it is
     written. Whatever the attempt still ends with (a late CONNACK, a socket error) is read:
     its failure is already the caller's to say."""
-    _read_when_done(_session_end(client))
-    _read_when_done(_future(client, "_connected"))  # (aiomqtt reset it: a late CONNACK's)
+    read_session_end(client)
+    _future(client, "_connected").add_done_callback(_read)  # (reset: a late CONNACK's)
     paho_client(client).disconnect()  # no socket (never connected): a no-op
 
 
