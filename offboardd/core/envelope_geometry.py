@@ -120,6 +120,38 @@ class FenceShape:
             return False
         return not self.polygon or point_in_polygon(north_m, east_m, self.polygon)
 
+    def holds_ball(self, north_m: float, east_m: float, down_m: float, radius_m: float) -> bool:
+        """Every point within `radius_m` of this one is inside the fence (a cheap test
+        for a whole arc about its centre: an edge whose box misses the ball's is skipped)."""
+        s, home = self.settings, self.home
+        if s.max_distance_m is not None and math.hypot(
+                north_m - home.north_m, east_m - home.east_m) + radius_m > s.max_distance_m:
+            return False
+        alt = home.altitude_m(down_m)
+        if s.max_altitude_m is not None and alt + radius_m > s.max_altitude_m:
+            return False
+        if s.min_altitude_m is not None and alt - radius_m < s.min_altitude_m:
+            return False
+        if not self.polygon:
+            return True
+        if not point_in_polygon(north_m, east_m, self.polygon):
+            return False
+        low_n, high_n = north_m - radius_m, north_m + radius_m
+        low_e, high_e = east_m - radius_m, east_m + radius_m
+        polygon = self.polygon
+        for i in range(len(polygon)):
+            (n1, e1), (n2, e2) = polygon[i - 1], polygon[i]
+            if ((n1 < low_n and n2 < low_n) or (n1 > high_n and n2 > high_n)
+                    or (e1 < low_e and e2 < low_e) or (e1 > high_e and e2 > high_e)):
+                continue
+            dn, de = n2 - n1, e2 - e1
+            length2 = dn * dn + de * de
+            t = 0.0 if length2 <= _EPS else ((north_m - n1) * dn + (east_m - e1) * de) / length2
+            t = min(1.0, max(0.0, t))
+            if math.hypot(n1 + t * dn - north_m, e1 + t * de - east_m) <= radius_m:
+                return False
+        return True
+
     def nearest(self, north_m: float, east_m: float, down_m: float) -> Boundary | None:
         """The face with the smallest signed distance (the one most violated)."""
         faces = self.boundaries(north_m, east_m, down_m)
