@@ -17,7 +17,7 @@ from typing import Any
 import structlog
 
 from offboardd.core.actions import Notice, NoticeKind, Reply
-from offboardd.core.reasons import Reason
+from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
 from offboardd.mavlink.telemetry import TelemetryCache
 from offboardd.mqtt.bridge import MqttBridge
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
@@ -30,6 +30,30 @@ NOT_IN_CONTROL_GAP_S = 0.25  # at most 4 not_in_control replies a second per rep
 _MAX_ROUTES_REMEMBERED = 256
 
 
+# Phases in which the daemon flies the vehicle, or hands it over: the FC lost then is news.
+_FLYING_PHASES = STREAMING_PHASES | {Phase.RELEASING}
+_MAV_SEVERITY_ERROR = 3  # MAV_SEVERITY: 0 emergency .. 3 error, 4 warning, 5 notice ..
+_MAV_SEVERITY_WARNING = 4
+
+
+def log_level(notice: Notice) -> str:
+    """The journal's level for a notice, so that `journalctl -p warning` shows every moment
+    a field engineer must see: a failsafe step, a warning, the daemon losing the vehicle
+    (failsafe or a takeover), the FC lost while flown, PX4's own errors and warnings."""
+    kind = notice.kind
+    if kind is NoticeKind.FC_STATUSTEXT and notice.severity is not None:
+        if notice.severity <= _MAV_SEVERITY_ERROR:
+            return "error"
+        return "warning" if notice.severity == _MAV_SEVERITY_WARNING else "info"
+    if kind in (NoticeKind.FAILSAFE, NoticeKind.WARNING):
+        return "warning"
+    if kind is NoticeKind.TRANSITION and notice.phase in (Phase.FAILSAFE, Phase.PREEMPTED):
+        return "warning"
+    if kind is NoticeKind.FC_LINK and notice.phase in _FLYING_PHASES:
+        return "warning"
+    return "info"
+
+
 class Outputs:
     def __init__(self, bridge: MqttBridge | None, notifier: SystemdNotifier,
                  link_hint: Callable[[], str | None]) -> None:
@@ -38,6 +62,7 @@ class Outputs:
         self.replies = PendingReplies()
         self.last_state_s = -1e9
         self._last_status = ""
+        self._fc_logged: tuple[Any, ...] = ()  # the FC's mode, armed, landed state last logged
         self._link_hint = link_hint  # why the FC may be silent (e.g. refused signatures)
         self._told_not_in_control: dict[str, float] = {}  # reply topic -> when
         # the flight recorder's journal (recorder.py), when recording: replies and notices
@@ -96,8 +121,7 @@ class Outputs:
         fields = notice.as_dict()
         if notice.command_id is not None:  # the engine's token -> the commander's id
             fields["command_id"] = self.replies.original_id(notice.command_id)
-        level = "warning" if notice.kind in (NoticeKind.FAILSAFE, NoticeKind.WARNING) else "info"
-        getattr(log, level)("engine_" + notice.kind.value,
+        getattr(log, log_level(notice))("engine_" + notice.kind.value,
                             **{k: v for k, v in fields.items() if k != "kind"})
         if self.bridge is not None:
             self.bridge.publish_event(fields)
@@ -113,6 +137,12 @@ class Outputs:
                                          self.replies.original_id(motion["command_id"])}}
         if self.bridge is not None:
             self.bridge.publish_state(state)
+        fc_now = (state.get("fc_mode"), state.get("armed"), state.get("landed_state"))
+        if fc_now != self._fc_logged and state.get("fc_link") == "up":
+            # the journal follows the vehicle whoever flies it: after a restart in flight
+            # the daemon is idle, and its log said nothing of the Return PX4 flew (review)
+            log.info("fc_state", mode=fc_now[0], armed=fc_now[1], landed_state=fc_now[2])
+            self._fc_logged = fc_now
         connected = None if self.bridge is None else self.bridge.connected.is_set()
         status = status_line(state, connected)
         if status != self._last_status:

@@ -5,6 +5,7 @@ password file, a missing serial device, a real pty held by another process.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import pwd
 import socket
@@ -196,3 +197,24 @@ def test_doctor_says_who_to_stop_when_the_udp_port_is_taken(
     assert code == 1
     assert line.startswith("FAIL") and "Address already in use" in line
     assert "systemctl stop offboardd" in line
+
+
+def test_doctor_says_who_to_stop_when_the_serial_port_is_locked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A serial port the running service holds (an exclusive lock) is no wiring fault: the
+    doctor sent the field engineer to the wiring (review, 2026-11-29)."""
+    master, slave = os.openpty()
+    try:
+        path = os.ttyname(slave)
+        with open(path, "rb", buffering=0) as held:  # the service's own open, locked
+            fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            config = _config(tmp_path, f"serial://{path}:57600", free_port())
+            code = cli_main(["doctor", "--config", str(config), "--no-mqtt", "--user", "root",
+                             "--timeout", "1"])
+    finally:
+        os.close(master)
+        os.close(slave)
+    line = next(x for x in capsys.readouterr().out.splitlines() if "flight controller" in x)
+    assert code == 1
+    assert line.startswith("FAIL") and "device busy" in line, line
+    assert "systemctl stop offboardd" in line and "wiring" not in line, line

@@ -114,6 +114,10 @@ def _fc_appeared(eng: OffboardEngine, now: float) -> None:
     )
     if not v.is_px4:
         eng.out.warn([f"autopilot type {v.autopilot} is not PX4: engage will be refused"])
+    if v.armed:  # after a restart of ours in flight, say so: nothing else would (review)
+        eng.out.notice(NoticeKind.WARNING,
+                       f"FC found armed in {mode_name(v.custom_mode)}: left to PX4 and its "
+                       "pilot; only a new engage takes it")
 
 
 def fc_lost(eng: OffboardEngine, now: float, detail: str) -> None:

@@ -45,7 +45,7 @@ def _identity(probe: FcProbe) -> Check:
         return fail("flight controller", f"heard {names} on {where}, not PX4",
                     "offboardd speaks PX4's offboard protocol only")
     waited = f"in {probe.timeout_s:g} s"
-    if "in use" in probe.link_detail:
+    if "in use" in probe.link_detail or "device busy" in probe.link_detail:  # UDP, serial
         return fail("flight controller", f"{probe.link_detail}",
                     "another process owns it (offboardd itself? systemctl stop offboardd "
                     "while the doctor runs)")
