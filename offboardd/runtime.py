@@ -38,6 +38,7 @@ from offboardd.fc_input import FcInput
 from offboardd.mavlink import translate
 from offboardd.mavlink.budget import FcSendBudget
 from offboardd.mavlink.codec import Message
+from offboardd.mavlink.link_noise import NoiseWatch
 from offboardd.mavlink.links import Link, LinkState, open_link
 from offboardd.mavlink.links.unsent import UnsentWatch
 from offboardd.mavlink.signing import refusal_hint
@@ -114,6 +115,7 @@ class Runtime:
         self.run_id = secrets.token_hex(6)  # this run of the daemon, in every `state`
         self.fc_budget = FcSendBudget()
         self.unsent = UnsentWatch()  # a peer that stopped taking our bytes (unsent.py)
+        self._noise = NoiseWatch(str(config.mavlink.url))  # bytes but no MAVLink (baud)
         self._fc_messages = translate.SetpointMessages()  # a held setpoint: built once
         self.rates = CommanderRates()
         self.all_rates = CommanderRates(_ALL_ROUTES_RATES)  # every route at once
@@ -284,7 +286,7 @@ class Runtime:
         state = self.link.state
         if state.open_failed:
             return f"FC link down: {state.detail}"
-        return refusal_hint(self.codec.stats)
+        return refusal_hint(self.codec.stats) or self._noise.hint
 
     def _on_link_state(self, state: LinkState) -> None:
         if state.open_failed:  # still down; a new reason, said once (not once per retry)
@@ -381,6 +383,8 @@ class Runtime:
             self.outputs.telemetry(self._telemetry_schedule, self.fc_input.telemetry, now)
         else:  # no telemetry from a lost FC: its last words went on repeating (review)
             self.fc_input.telemetry.clear()
+        if noise := self._noise.check(self.codec.stats, engine.fc_up, now):
+            self.outputs.notice(Notice(NoticeKind.WARNING, noise, engine.out.phase))
         if stale_text := self.fc_input.flush_stale(now):  # chunked STATUSTEXTs never finished
             self._dispatch(engine.handle_all(stale_text, now), now)
         period_s = self.notifier.watchdog_period_s
