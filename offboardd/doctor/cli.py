@@ -29,6 +29,7 @@ from offboardd.doctor.device import (
 from offboardd.doctor.fc_probe import probe_fc
 from offboardd.doctor.fc_verdicts import fc_verdicts
 from offboardd.doctor.report import Check, exit_code, fail, note, ok, summary, warn
+from offboardd.doctor.writable import writable_checks
 from offboardd.errors import ConfigError
 
 DEFAULT_CONFIG = Path("/etc/offboardd/offboardd.toml")
@@ -77,6 +78,7 @@ def main(args: argparse.Namespace) -> int:
         report(serial)
         serial_missing = serial[0].status.value == "FAIL"
     report(clock_checks(config.recorder, *clock_views()))
+    report(writable_checks(config, user))
     report(asyncio.run(_remote_checks(config, args, skip_fc=serial_missing)))
     print(summary(checks))
     return exit_code(checks)

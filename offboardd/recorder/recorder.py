@@ -13,6 +13,7 @@ link coming up to `post_s` after it goes ("link"); the writer adds the `pre_s` b
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import queue
@@ -64,15 +65,19 @@ class Recorder:
         found only in `state.recorder.error` after a flight otherwise (a non-root
         `offboardd run` outside systemd defaults to /var/lib/offboardd/flights)."""
         root = self._writer.root
+        hint = "set [recorder] dir, or mode = \"off\""
         try:
             root.mkdir(parents=True, exist_ok=True)
             writable = os.access(root, os.W_OK | os.X_OK)
             problem = "" if writable else "not writable by this user"
         except OSError as exc:
             problem = exc.strerror or str(exc)
+            if exc.errno == errno.EROFS:  # the unit's ProtectSystem=strict, most likely
+                hint = (f"under the systemd unit, allow it: `systemctl edit offboardd`, add "
+                        f"[Service] ReadWritePaths={root}; or {hint}")
         if problem:
             log.warning("recorder_folder_unusable", folder=str(root), problem=problem,
-                        hint="set [recorder] dir, or mode = \"off\"")  # fmt: skip
+                        hint=hint)
 
     def close(self) -> None:
         """Stop: the open flight is closed (after its batch) and the thread joined."""
