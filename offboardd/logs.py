@@ -37,6 +37,36 @@ class SyslogPrefixRenderer:
         return f"<{priority}>{text}"
 
 
+class LossTolerantStream:
+    """stderr for structlog, whose write errors are swallowed: a log line that cannot be
+    written must never stop the daemon. `offboardd run 2>&1 | head` (the reader gone:
+    BrokenPipeError), a terminal hung up (an SSH session dropped: EIO) or journald gone
+    raised out of the log call and killed the daemon mid-flight, with no hand-back."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.lost_writes = 0
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):  # ValueError: the stream was closed
+            self.lost_writes += 1
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            self.lost_writes += 1
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+
 def stream_is_journal(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
     """True if `stream` is the journald stream systemd gave us ($JOURNAL_STREAM=dev:inode)."""
     value = (os.environ if environ is None else environ).get("JOURNAL_STREAM", "")
@@ -81,6 +111,7 @@ def configure_logging(
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        logger_factory=structlog.PrintLoggerFactory(
+            file=LossTolerantStream(stream)),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )

@@ -140,7 +140,7 @@ class Runtime:
     # -- life cycle --------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
-        """Serve until `stop` is set (or SIGTERM/SIGINT when `stop` is None), then release."""
+        """Serve until `stop` is set (or SIGTERM/SIGINT/SIGHUP when `stop` is None); release."""
         loop = self._loop = asyncio.get_running_loop()
         stop = stop if stop is not None else _signal_event(loop)
         self.engine = OffboardEngine(self.config.engine, loop.time())
@@ -494,8 +494,14 @@ class Runtime:
         self.outputs.state(state, now)
 
 
+# SIGHUP too: `offboardd run` by hand in an SSH session that drops gets SIGHUP, whose default
+# action killed the daemon on the spot, mid-flight, with no hand-back (PX4's offboard-loss
+# action instead of release_mode); systemd never sends it (SendSIGHUP=no).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 def _signal_event(loop: asyncio.AbstractEventLoop) -> asyncio.Event:
     stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, stop.set)
     return stop
