@@ -107,6 +107,10 @@ async def test_doctor_names_wrong_broker_credentials(mosquitto: Broker, tmp_path
     broker = [line for line in lines if line.split()[1:2] == ["broker"]]
     assert code == 1, lines
     assert broker[0].startswith("FAIL") and "refused the credentials" in broker[0], lines
+    del env["OFFBOARDD_MQTT_PASSWORD"]  # (and no /etc/offboardd/env here)
+    code, lines = await _doctor("--config", str(config), "--no-fc", "--user", "root", env=env)
+    broker = [line for line in lines if line.split()[1:2] == ["broker"]]
+    assert code == 1 and "no password was given" in broker[0], lines
     env["OFFBOARDD_MQTT_PASSWORD"] = "right-secret"
     code, lines = await _doctor("--config", str(config), "--no-fc", "--user", "root", env=env)
     assert code == 0, lines

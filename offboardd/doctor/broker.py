@@ -23,6 +23,7 @@ from offboardd.mqtt.connection import (
 )
 from offboardd.mqtt.settings import MqttSettings
 
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _FIXES = {
     FailureKind.NETWORK: "is the broker running there and listening on that address "
                          "(mosquitto: `listener 1883 0.0.0.0`)? check mqtt.host / mqtt.port",
@@ -49,7 +50,13 @@ async def broker_checks(settings: MqttSettings) -> list[Check]:
     except (aiomqtt.MqttError, OffboarddError, OSError, TimeoutError) as exc:
         failure = explain(exc, paho.take())
         detail = failure.message or type(exc).__name__
-        return [fail("broker", f"{where}: {detail}", _FIXES.get(failure.kind, ""))]
+        fix = _FIXES.get(failure.kind, "")
+        if failure.kind is FailureKind.CREDENTIALS and settings.username and not settings.password:
+            detail += "; no password was given (mqtt.password, OFFBOARDD_MQTT_PASSWORD)"
+        elif failure.kind is FailureKind.NETWORK and settings.host in _LOOPBACK:
+            fix = ("is a broker running on this machine, on that port? `systemctl status "
+                   "mosquitto` (Debian: `apt-get install mosquitto`); check mqtt.port")
+        return [fail("broker", f"{where}: {detail}", fix)]
     how = f"as {settings.username!r}" if settings.username else "anonymously"
     checks = [ok("broker", f"{where} accepts offboardd {how}"
                  + (" over TLS" if settings.tls else ""))]

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import stat
 import tomllib
 from pathlib import Path
 
-from offboardd.config import DaemonConfig, default_config, load_config
+from offboardd.config import MQTT_PASSWORD_ENV, DaemonConfig, default_config, load_config
 from offboardd.doctor.broker import broker_checks
 from offboardd.doctor.clock import clock_checks, clock_views
 from offboardd.doctor.device import (
@@ -33,6 +34,7 @@ from offboardd.doctor.writable import writable_checks
 from offboardd.errors import ConfigError
 
 DEFAULT_CONFIG = Path("/etc/offboardd/offboardd.toml")
+UNIT_ENV_FILE = Path("/etc/offboardd/env")  # the unit's EnvironmentFile= (the MQTT password)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,16 +107,25 @@ async def _remote_checks(config: DaemonConfig, args: argparse.Namespace,
     return fc_lines + mqtt_lines
 
 
-def check_config(path: Path | None, user: User) -> tuple[DaemonConfig | None, list[Check]]:
-    """Load and validate; then whether the service user can read it, and who else can."""
+def check_config(path: Path | None, user: User, unit_env: Path = UNIT_ENV_FILE
+                 ) -> tuple[DaemonConfig | None, list[Check]]:
+    """Load and validate (with the MQTT password the unit would have); then whether the
+    service user can read it, and who else can."""
+    environ, env_checks = _service_environ(unit_env)
     if path is None:
-        return default_config(), [note("config", f"no --config and no {DEFAULT_CONFIG}: "
-                                     "checking the built-in defaults")]
+        return default_config(environ), [
+            *env_checks,
+            note("config", f"no --config and no {DEFAULT_CONFIG}: checking the built-in "
+                 "defaults")]
+    if not path.exists():  # check-config would only say the same again (review)
+        return None, [fail("config", f"{path}: no such file",
+                           f"pass the right --config, or create it (systemd/install.sh "
+                           f"writes {DEFAULT_CONFIG})")]
     try:
-        config = load_config(path)
+        config = load_config(path, environ)
     except ConfigError as exc:
         return None, [fail("config", f"{path}: {exc.message}", f"offboardd check-config {path}")]
-    checks = [ok("config", f"{path}: valid")]
+    checks = [*env_checks, ok("config", f"{path}: valid")]
     st = path.stat()
     if not may_access(st.st_mode, st.st_uid, st.st_gid, user.uid, user.gids, write=False):
         checks.append(fail("config access", f"user {user.name} cannot read {path} "
@@ -125,6 +136,33 @@ def check_config(path: Path | None, user: User) -> tuple[DaemonConfig | None, li
                            "can read it", f"chmod 0640 {path}, or move it to "
                            "OFFBOARDD_MQTT_PASSWORD in /etc/offboardd/env"))
     return config, checks
+
+
+def _service_environ(unit_env: Path) -> tuple[dict[str, str], list[Check]]:
+    """The environment with the MQTT password the unit gives the daemon: its EnvironmentFile
+    when the shell has none. `sudo offboardd doctor` (deploy.md) loads no such file, and a
+    correct install read "broker refused the credentials" (review, 2026-11-29)."""
+    environ = dict(os.environ)
+    if environ.get(MQTT_PASSWORD_ENV):
+        return environ, []
+    try:
+        text = unit_env.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return environ, []
+    except OSError as exc:
+        return environ, [note("password", f"cannot read {unit_env} ({exc.strerror}): the "
+                              "broker is tried without the password the service gets there",
+                              "run the doctor as root (sudo)")]
+    for line in text.splitlines():
+        key, sep, value = line.strip().partition("=")
+        if sep and key.strip() == MQTT_PASSWORD_ENV:
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            environ[MQTT_PASSWORD_ENV] = value
+            return environ, [note("password", f"{MQTT_PASSWORD_ENV} read from {unit_env}, as "
+                                  "the service gets it (EnvironmentFile=)")]
+    return environ, []
 
 
 def _password_in_file(path: Path) -> bool:

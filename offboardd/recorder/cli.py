@@ -40,6 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
+        return _main(args)
+    except BrokenPipeError:  # `log list | head`, `log export latest | head`: a quiet end
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes it at exit)
+        return 0
+
+
+def _main(args: argparse.Namespace) -> int:
+    try:
         root = _root(args)
         if args.log_command == "list":
             return _list(root, args.limit, as_json=args.json)
@@ -48,10 +56,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"offboardd log: {exc}", file=sys.stderr)
         return 1
     if args.log_command == "show":
-        try:
-            _show(flight)
-        except BrokenPipeError:  # `log show | head`
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes it at exit)
+        _show(flight)
         return 0
     if args.log_command == "plot":
         return _plot(flight, Path(args.output) if args.output else flight.folder / "flight.png")

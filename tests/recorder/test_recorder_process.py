@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -31,6 +32,17 @@ async def _take_off(dep: Deployment, c: OffboardClient, up_m: float) -> None:
 def _log(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "offboardd", "log", *args],
                           capture_output=True, text=True, timeout=60, check=False)
+
+
+def _log_into_a_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """`offboardd log ... | head` once head has left: a traceback once (review, 2026-11-29)."""
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    try:
+        return subprocess.run([sys.executable, "-m", "offboardd", "log", *args], stdout=write_fd,
+                              stderr=subprocess.PIPE, text=True, timeout=60, check=False)
+    finally:
+        os.close(write_fd)
 
 
 async def test_kill_9_mid_flight_loses_at_most_the_last_second(
@@ -75,6 +87,9 @@ async def test_kill_9_mid_flight_loses_at_most_the_last_second(
     # repeat where two samples came in one read: a new-user walk-through)
     boot_s = [float(row.rsplit(",", 1)[1]) for row in rows[1:]]
     assert rows[0].endswith(",fc_boot_s") and boot_s == sorted(set(boot_s))
+    for command in (["list"], ["export", "latest"], ["show", "latest"]):  # `... | head`
+        piped = _log_into_a_closed_pipe("--dir", str(root), *command)
+        assert piped.returncode == 0 and "Traceback" not in piped.stderr, (command, piped)
     png = tmp_path / "cut.png"
     plotted = _log("--dir", str(root), "plot", "-o", str(png))
     assert plotted.returncode == 0 and png.read_bytes().startswith(b"\x89PNG"), plotted
