@@ -17,6 +17,8 @@ from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.mavlink.telemetry import TelemetryCache, message_document
 from offboardd.mqtt.bridge import MqttBridge
 
+_MAX_UNFOLLOWED = 16  # system ids remembered (a shared radio may carry a fleet)
+
 
 class FcInput:
     def __init__(self, codec: MavlinkCodec, fc_system_id: int, relay: MqttBridge | None,
@@ -36,6 +38,10 @@ class FcInput:
         # address setpoints go to. The component counts: a camera of the FC's system
         # heartbeating to our port from its own address took the stream away (review).
         self.fc_target: tuple[int, int] | None = None
+        # Autopilots heard heartbeating under another system id than fc_system_id: a
+        # mistyped id left the daemon silent, "no flight controller heard" (review).
+        self.unfollowed: set[int] = set()
+        self.unfollowed_new: list[int] = []
 
     def decode(self, data: bytes, now: float) -> bool:
         """Take one chunk of link bytes; True when it held valid MAVLink (signed, when
@@ -55,6 +61,10 @@ class FcInput:
         for msg in messages:
             source = (msg.get_srcSystem(), msg.get_srcComponent())
             if self.fc_system_id and source[0] != self.fc_system_id:
+                if source[0] not in self.unfollowed and len(self.unfollowed) < _MAX_UNFOLLOWED \
+                        and self._autopilot_heartbeat(msg):
+                    self.unfollowed.add(source[0])
+                    self.unfollowed_new.append(source[0])
                 continue
             # The autopilot followed (once there is one): it vouches for its sender, and the
             # telemetry is its own, not its gimbal's attitude.
@@ -78,6 +88,11 @@ class FcInput:
         if self._relay is not None and self._relay.wants_mavlink(msg.get_type()):
             self._relay.relay_mavlink(msg.get_type(), message_document(msg))
         self._pending.extend(self.translator.events(msg, now))
+
+    def take_unfollowed(self) -> list[int]:
+        """System ids of autopilots heard, not fc_system_id, since the last call (each once)."""
+        new, self.unfollowed_new = self.unfollowed_new, []
+        return new
 
     def take(self) -> list[Event]:
         """The events decoded since the last call, in arrival order."""

@@ -286,7 +286,18 @@ class Runtime:
         state = self.link.state
         if state.open_failed:
             return f"FC link down: {state.detail}"
+        if self.fc_input.unfollowed:
+            return self._unfollowed_text(min(self.fc_input.unfollowed), False)
         return refusal_hint(self.codec.stats) or self._noise.hint
+
+    def _unfollowed_text(self, system_id: int, following: bool) -> str:
+        wanted = self.config.mavlink.fc_system_id
+        if following:
+            return (f"another autopilot (system {system_id}) on the link: following system "
+                    f"{wanted} only (mavlink.fc_system_id)")
+        return (f"an autopilot of system {system_id} is heard on the link, but "
+                f"mavlink.fc_system_id = {wanted}: not followed (set it to {system_id}, or "
+                "to 0 for the first PX4 heard)")
 
     def _on_link_state(self, state: LinkState) -> None:
         if state.open_failed:  # still down; a new reason, said once (not once per retry)
@@ -385,6 +396,10 @@ class Runtime:
             self.fc_input.telemetry.clear()
         if noise := self._noise.check(self.codec.stats, engine.fc_up, now):
             self.outputs.notice(Notice(NoticeKind.WARNING, noise, engine.out.phase))
+        if self.fc_input.unfollowed_new:
+            for system_id in self.fc_input.take_unfollowed():
+                self.outputs.notice(Notice(NoticeKind.WARNING, self._unfollowed_text(
+                    system_id, engine.fc_up), engine.out.phase))
         if stale_text := self.fc_input.flush_stale(now):  # chunked STATUSTEXTs never finished
             self._dispatch(engine.handle_all(stale_text, now), now)
         period_s = self.notifier.watchdog_period_s
