@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from offboardd.client import HEARTBEAT_PERIOD_S
 from offboardd.config import load_config
 from offboardd.core.fc_link import LOSS_TIMEOUT_MARGIN
 from offboardd.core.settings import DEFAULT_COM_OF_LOSS_T_S
@@ -31,4 +32,10 @@ def main(args: argparse.Namespace) -> int:
         print(f"{args.file}: note: a {period_s:.3f} s stream period engages only where PX4's "
               f"COM_OF_LOSS_T is at least {LOSS_TIMEOUT_MARGIN * period_s:.2f} s (its default, "
               f"{DEFAULT_COM_OF_LOSS_T_S:g} s, refuses it: stream_too_slow)")  # fmt: skip
+    lease_s = config.engine.command_timeout_s
+    if lease_s < 2 * HEARTBEAT_PERIOD_S:  # one heartbeat late, and the lease has lapsed
+        print(f"{args.file}: note: a {lease_s:g} s commander lease (engine.command_timeout_s) "
+              f"lapses between the bundled clients' heartbeats ({HEARTBEAT_PERIOD_S:g} s: "
+              "offboardd.client, ctl --keep-lease, the README's loop): engage fails "
+              "lease_lapsed; give it 0.5 s at least, or heartbeat faster")
     return 0

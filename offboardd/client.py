@@ -101,6 +101,9 @@ _ALWAYS_SENT = SAFETY_KINDS | {"disarm"}
 TAKEN_PHASES = frozenset(str(phase) for phase in TAKEN)
 
 
+# The lease's heartbeat (as `ctl --keep-lease` and the README's shell loop send it).
+HEARTBEAT_PERIOD_S = 0.25
+
 class OffboardClient:
     def __init__(
         self,
@@ -115,7 +118,7 @@ class OffboardClient:
         topic_root: str = "offboardd",
         reply_timeout_s: float = 5.0,
         engage_timeout_s: float = 20.0,
-        heartbeat_period_s: float = 0.25,
+        heartbeat_period_s: float = HEARTBEAT_PERIOD_S,
         follow_state: bool = True,
         broker_timeout_s: float = 10.0,  # CONNACK, SUBACK and PUBACK waits
     ) -> None:

@@ -175,6 +175,13 @@ def test_check_config_command_reports_ok_and_errors(tmp_path: Path) -> None:
     slow_path.write_text("[engine]\nsetpoint_rate_hz = 3\n")
     slow = _check_config(slow_path)
     assert slow.returncode == 0 and "COM_OF_LOSS_T is at least 1.33 s" in slow.stdout
+    # a lease shorter than two of the bundled clients' heartbeats lapses between them: every
+    # engage failed lease_lapsed, check-config said ok (review, 2026-11-29)
+    short_path = tmp_path / "short.toml"
+    short_path.write_text("[engine]\ncommand_timeout_s = 0.2\n")
+    short = _check_config(short_path)
+    assert short.returncode == 0 and "0.2 s commander lease" in short.stdout
+    assert "give it 0.5 s at least" in short.stdout
 
 
 @pytest.mark.parametrize(
