@@ -128,8 +128,10 @@ class Runtime:
             if config.recorder.mode is not RecordMode.OFF else None)
         if self.recorder is not None:
             self.outputs.journal = self.recorder.journal
+        recorder = self.recorder
         self.queries = (None if self.bridge is None else FlightsQueries(
-            flights_root(config.recorder), self.recorder is not None, self.bridge.reply))
+            flights_root(config.recorder), recorder is not None, self.bridge.reply,
+            (lambda: recorder.open_flight) if recorder is not None else lambda: None))
         self._last_watchdog_s = -1e9
         self._replayed_seen = 0  # signed frames refused as replays, as last looked at
         self._next_bootstrap_s = -1e9  # _signing_bootstrap's next heartbeat, at the soonest

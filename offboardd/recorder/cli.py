@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 from offboardd.config import load_config
@@ -76,25 +77,43 @@ def _root(args: argparse.Namespace) -> Path:
 
 def _list(root: Path, limit: int, *, as_json: bool) -> int:
     flights = list_flights(root, limit)
+    # the daemon's open flight is written at least every second; one cut off a moment ago
+    # looks the same from here: `ctl flights` asks the daemon, which knows
+    fresh = {f.name for f in flights
+             if not f.summary.complete and written_within(f.folder, _OPEN_WITHIN_S)}
     if as_json:
         print(json.dumps([f.summary.as_dict() for f in flights], indent=1))
         return 0
     if not flights:
         print(f"no flights recorded in {root}")
         return 0
-    for line in flight_table([f.summary for f in flights]):
+    for line in flight_table([f.summary for f in flights], fresh):
         print(line)
     return 0
 
 
-def flight_table(summaries: list[FlightSummary]) -> list[str]:
+_OPEN_WITHIN_S = 5.0  # the writer syncs every flush_interval_s (at most 1 s)
+
+
+def written_within(folder: Path, seconds: float) -> bool:
+    """A file of the flight's folder was written in the last `seconds` (wall clock)."""
+    try:
+        newest = max(p.stat().st_mtime for p in folder.iterdir())
+    except (OSError, ValueError):
+        return False
+    return time.time() - newest < seconds
+
+
+def flight_table(summaries: list[FlightSummary], fresh: Collection[str] = ()) -> list[str]:
     """`log list` and `ctl flights`: a line per flight, under a header."""
     lines = [f"{'flight':<24} {'start (local)':<19} {'duration':>8} {'max alt':>8} "
              f"{'max spd':>8} {'failsafes':>9}  commanders"]
     for s in summaries:
         start = ("?" if s.start_unix_s is None else
                  time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.start_unix_s)))
-        cut = "" if s.complete else "  (cut off: not closed by the recorder)"
+        cut = ("" if s.complete else "  (recording)" if s.recording
+               else "  (not closed: being recorded, or cut off just now)" if s.name in fresh
+               else "  (cut off: not closed by the recorder)")
         lines.append(f"{s.name:<24} {start:<19} {s.duration_s:>7.1f}s "
                      f"{s.max_altitude_m:>7.1f}m {s.max_speed_m_s:>5.1f}m/s {s.failsafes:>9}  "
                      f"{', '.join(s.commanders) or '-'}{cut}")

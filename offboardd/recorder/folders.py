@@ -161,8 +161,9 @@ def enforce_budget(root: Path, settings: RecorderSettings, *, keep: Path | None,
     if keep is not None:
         if total > budget:
             verdict.over = f"flights take {total / _MB:.1f} MB, more than max_total_mb"
-        elif shutil.disk_usage(root).free < min_free:
-            verdict.over = "the file system has less than min_free_mb free"
+        elif (free := shutil.disk_usage(root).free) < min_free:
+            verdict.over = (f"the file system of {root} has {free / _MB:.0f} MB free, less "
+                            f"than min_free_mb = {settings.min_free_mb:g}")
     return verdict
 
 

@@ -17,9 +17,11 @@ _MAX_RUNNING = 2
 
 
 class FlightsQueries:
-    def __init__(self, root: Path, recording: bool, reply: Callable[..., None]) -> None:
+    def __init__(self, root: Path, recording: bool, reply: Callable[..., None],
+                 open_flight: Callable[[], str | None] = lambda: None) -> None:
         self.root = root
         self._recording = recording
+        self._open_flight = open_flight  # the folder the recorder writes now, if any
         self._reply = reply  # the bridge's: queues, never blocks
         self._running: set[asyncio.Task[None]] = set()
 
@@ -36,6 +38,9 @@ class FlightsQueries:
     async def _answer(self, query: FlightsQuery, route: ReplyRoute) -> None:
         flights = await asyncio.to_thread(list_flights, self.root, query.limit)
         off = "" if self._recording else " (recording is off)"
-        found: list[dict[str, Any]] = [f.summary.as_dict() for f in flights]
+        open_now = self._open_flight()
+        found: list[dict[str, Any]] = [
+            {**f.summary.as_dict(), "recording": f.name == open_now and not f.summary.complete}
+            for f in flights]
         self._reply(route, ok=True, message=f"{len(flights)} flights in {self.root}{off}",
                     flights=found)

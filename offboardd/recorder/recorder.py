@@ -212,6 +212,11 @@ class Recorder:
                 q.unfinished_tasks += 1
                 q.not_empty.notify()
 
+    @property
+    def open_flight(self) -> str | None:
+        """The folder name of the flight being written now (read from any thread)."""
+        return self._writer.status.flight if self.flight_open else None
+
     # -- state.recorder ------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
@@ -219,7 +224,8 @@ class Recorder:
         return {
             "mode": self.settings.mode.value,
             "dir": str(self._writer.root),
-            "recording": self.flight_open,
+            # (a flight whose writing stopped on a disk error is open, and not recorded)
+            "recording": self.flight_open and writer.error is None,
             "flight": writer.flight,
             "flight_bytes": writer.flight_bytes,
             "sync_max_ms": writer.sync_max_ms,

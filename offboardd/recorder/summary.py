@@ -27,6 +27,9 @@ class FlightSummary:
     modes: list[str] = field(default_factory=list)  # FC modes in the order first seen
     complete: bool = False  # the recorder closed it (else: cut off, e.g. power loss)
     dropped_batches: int = 0  # batches the writer never got (queue full)
+    # The daemon's open flight, being written now (`ctl flights`; the daemon knows): not cut
+    # off, as it read (review)
+    recording: bool = False
 
     @property
     def duration_s(self) -> float:

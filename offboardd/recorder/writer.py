@@ -187,7 +187,8 @@ class Writer:
                 self._take(item)
                 self._periodic()
             except OSError as exc:  # a full or failing disk: stop the flight, not the daemon
-                self._fail(f"{exc.strerror or exc} ({getattr(exc, 'filename', '')})")
+                where = exc.filename or (self._flight.folder if self._flight else self.root)
+                self._fail(f"{exc.strerror or exc}: {where}")
             except Exception as exc:  # a bug here must not end the thread: the queue would
                 self._fail(f"internal error: {exc!r}")  # fill and every batch be dropped
 

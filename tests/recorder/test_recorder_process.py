@@ -104,6 +104,15 @@ async def test_flights_command_lists_the_recorded_flights(
         await _fc_ready(c)
         assert await c.flights() == []
         await _take_off(dep, c, 2.0)
+        state = await c.wait_for_state(lambda s: bool(s["recorder"]["flight"]), timeout_s=3)
+        flying: list[dict[str, object]] = []
+        for _ in range(50):  # its folder appears with the writer's first batch
+            if flying := await c.flights():
+                break
+            await asyncio.sleep(0.1)
+        # the open flight is being recorded, not "cut off" as it read (review, 2026-11-29)
+        assert [(f["name"], f["recording"]) for f in flying] == [
+            (state["recorder"]["flight"], True)]
         v = dep.sim.vehicle
         assert (await c.land()).ok
         await dep.wait_for(lambda: not v.armed, 30, "landed and disarmed")
@@ -115,7 +124,8 @@ async def test_flights_command_lists_the_recorded_flights(
                 break
             await asyncio.sleep(0.1)
         (flight,) = flights
-        assert flight["complete"] and flight["commanders"] and flight["failsafes"] == 0
+        assert flight["complete"] and not flight["recording"]
+        assert flight["commanders"] and flight["failsafes"] == 0
         assert 1.7 <= float(str(flight["max_altitude_m"])) <= 2.5
 
         refused = await c.send_document({"v": 1, "cmd": "flights", "limit": 0})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import shutil
@@ -389,3 +390,31 @@ def test_folders_from_before_the_order_was_kept_come_first_by_name(tmp_path: Pat
     w._take(Stop(dropped_batches=0))
     assert [p.name for p in folders.flight_folders(tmp_path)] == [
         "2026-01-01T00-00-00Z", "2026-01-02T00-00-00Z", "1970-01-01T00-00-09Z"]
+
+
+def test_a_full_disk_is_named_with_its_folder_and_free_space_with_figures(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review, 2026-11-29: "No space left on device (None)" named no folder, and "less than
+    min_free_mb free" gave no figures."""
+    root = tmp_path / "flights"
+    w = Writer(RecorderSettings(dir=str(root), flush_interval_s=0.05))
+
+    def full(self: object, batch: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")  # no filename, as write(2)'s
+
+    monkeypatch.setattr(writer_mod._OpenFlight, "write", full)
+    w.start()
+    w.queue.put(Start("2026-01-01T00-00-00Z"))
+    w.queue.put(Batch(journal=[{"t": time.time(), "kind": "fc"}]))
+    _wait(lambda: w.status.error is not None)
+    error = str(w.status.error)
+    w.queue.put(Close(0))
+    assert w.join(5.0)
+    assert error == f"recording stopped: No space left on device: {root}/2026-01-01T00-00-00Z"
+
+    keep = root / "2026-01-01T00-00-00Z"
+    verdict = folders.enforce_budget(root, RecorderSettings(dir=str(root), min_free_mb=1e7),
+                                     keep=keep, now_unix_s=time.time())
+    over = str(verdict.over)
+    assert over.startswith(f"the file system of {root} has ")
+    assert over.endswith(" MB free, less than min_free_mb = 1e+07")
