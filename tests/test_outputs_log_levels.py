@@ -54,3 +54,25 @@ def test_the_vehicle_is_followed_in_the_log_whoever_flies_it() -> None:
     followed = [(e["mode"], e["armed"], e["landed_state"]) for e in logs
                 if e["event"] == "fc_state"]
     assert followed == [("AUTO.RTL", True, "in_air"), ("AUTO.RTL", False, "on_ground")]
+
+
+def _lost_and_back(rebooted: bool) -> list[str]:
+    b = Bench()
+    b.connect()
+    b.step(2.0)
+    b.fc_alive = False
+    b.step(6.0)  # lost: no HEARTBEAT for 3 s
+    assert not b.engine.fc_up
+    if rebooted:
+        b.fc.boot_ms = 4_000  # its uptime restarted while unheard
+    b.fc_alive = True
+    b.step(3.0)
+    assert b.engine.fc_up
+    return [n.message for n in b.notices(NoticeKind.WARNING) if "rebooted" in n.message]
+
+
+def test_an_fc_back_from_a_loss_with_its_uptime_restarted_is_said_to_have_rebooted() -> None:
+    """A reboot long enough to lose the FC read as a link loss, then "FC up" (review)."""
+    assert _lost_and_back(rebooted=True) == [
+        "the FC rebooted while unheard (up 5 s now): a reboot, not only a link loss"]
+    assert _lost_and_back(rebooted=False) == []  # its uptime ran on: a link loss only

@@ -64,6 +64,10 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
     # (only a HEARTBEAT or CURRENT_MODE can change it: the other ~55 messages a second skip it)
     cut_before = isinstance(event, FcHeartbeat | FcCurrentMode) and v.motors_cut
     rebooted = v.fold(event, now)
+    if v.rebooted_unheard_s is not None:  # back from a loss, its uptime restarted
+        eng.out.notice(NoticeKind.WARNING, "the FC rebooted while unheard (up "
+                       f"{v.rebooted_unheard_s:.0f} s now): a reboot, not only a link loss")
+        v.rebooted_unheard_s = None
     if (v.armed and not armed_before) or (
             on_ground_before and v.landed_state is not LandedState.ON_GROUND and v.armed):
         eng.guard.home_moved(now)  # PX4 sets home where it arms, and where it takes off

@@ -71,6 +71,11 @@ class _Stamped:
     received_s: float = -1.0e18
 
 
+def _went_back(time_boot_ms: int, previous_ms: int) -> bool:
+    """Behind `previous_ms`, and not the uint32 wrap."""
+    return (time_boot_ms - previous_ms) % _BOOT_MS_MODULUS > _WRAP_WINDOW_MS
+
+
 class VehicleState:
     def __init__(self, estimate_timeout_s: float) -> None:
         self.estimate_timeout_s = estimate_timeout_s
@@ -97,6 +102,11 @@ class VehicleState:
         self._flags_s = _Stamped()
         self._attitude_s = _Stamped()
         self._boot_ms: int | None = None
+        self._boot_heard: tuple[int, float] | None = None  # the last uptime, and when
+        self._boot_before_loss: tuple[int, float] | None = None  # ... before reports were lost
+        # Set when the FC came back from a loss with its uptime restarted (the engine says
+        # so, then clears it): its uptime in s
+        self.rebooted_unheard_s: float | None = None
 
     # -- folding ---------------------------------------------------------------------------
 
@@ -157,22 +167,36 @@ class VehicleState:
                 self.landed_state = LandedState.UNDEFINED
         elif isinstance(event, FcLocalPosition):
             self.local_position, self._local_s.received_s = event, now
-            return self._boot_time(event.time_boot_ms)
+            return self._boot_time(event.time_boot_ms, now)
         elif isinstance(event, FcGlobalPosition):
             self.global_position, self._global_s.received_s = event, now
-            return self._boot_time(event.time_boot_ms)
+            return self._boot_time(event.time_boot_ms, now)
         elif isinstance(event, FcAttitude):
             self.attitude, self._attitude_s.received_s = event, now
-            return self._boot_time(event.time_boot_ms)
+            return self._boot_time(event.time_boot_ms, now)
         elif isinstance(event, FcEstimatorStatus):
             self.estimator_flags, self._flags_s.received_s = event.flags, now
         return False
 
-    def _boot_time(self, time_boot_ms: int) -> bool:
+    def _boot_time(self, time_boot_ms: int, now: float) -> bool:
         previous, self._boot_ms = self._boot_ms, time_boot_ms
+        if previous is None:
+            self._judge_return(time_boot_ms, now)
+        self._boot_heard = (time_boot_ms, now)
         if previous is None or time_boot_ms >= previous - _REBOOT_BACKSTEP_MS:
             return False
-        return (time_boot_ms - previous) % _BOOT_MS_MODULUS > _WRAP_WINDOW_MS
+        return _went_back(time_boot_ms, previous)
+
+    def _judge_return(self, time_boot_ms: int, now: float) -> None:
+        """The first uptime heard after a loss: behind where the uptime before it would be
+        now, the FC rebooted while unheard (a link loss alone read the same: review)."""
+        before, self._boot_before_loss = self._boot_before_loss, None
+        if before is None:
+            return
+        expected_ms = before[0] + int((now - before[1]) * 1000.0)
+        if time_boot_ms < expected_ms - _REBOOT_BACKSTEP_MS and _went_back(time_boot_ms,
+                                                                            expected_ms):
+            self.rebooted_unheard_s = time_boot_ms / 1000.0
 
     def forget_reports(self) -> None:
         """After a reboot or link loss, nothing we knew about the estimate or the landing
@@ -185,6 +209,7 @@ class VehicleState:
         self._local_s, self._global_s, self._flags_s = _Stamped(), _Stamped(), _Stamped()
         self._attitude_s = _Stamped()
         self._boot_ms = None
+        self._boot_before_loss, self._boot_heard = self._boot_heard, None
 
     # -- judgements ------------------------------------------------------------------------
 
