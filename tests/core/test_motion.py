@@ -15,7 +15,7 @@ from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAttitude, FcHomePosition, FcLocalPosition
 from offboardd.core.modes import Px4Mode
-from offboardd.core.motion import Motion, Start, plan
+from offboardd.core.motion import Start, plan
 from offboardd.core.motion_commands import (
     FollowPath,
     Goto,
@@ -34,6 +34,7 @@ from offboardd.core.setpoints import PositionNed, PositionVelocityNed
 from offboardd.core.settings import EngineSettings
 
 from .bench import FC, Bench, speed_m_s
+from .test_motion_fence_arcs import worst_signed_m
 
 UP = PositionNed(0, 0, -5)
 LIMITS = Limits(3.0, 12.0, 3.0, 1.5, 3.0, 4.0)
@@ -284,22 +285,6 @@ def test_an_orbit_keeps_its_radius_and_faces_the_centre() -> None:
 # -- the fence check, against dense sampling ---------------------------------------------
 
 
-def _worst_signed_m(motion: Motion, envelope: Envelope) -> float:
-    """The furthest any point of the motion (every 2 cm) is outside the fence (< 0), or
-    how close it comes to it (> 0)."""
-    fence = envelope.fence
-    assert fence is not None
-    worst = math.inf
-    for leg in motion.profile.legs:
-        seg = leg.segment
-        steps = max(1, math.ceil(seg.length_m / 0.02))
-        for k in range(steps + 1):
-            face = fence.nearest(*seg.point(seg.length_m * k / steps))
-            assert face is not None
-            worst = min(worst, face.distance_m)
-    return worst
-
-
 @pytest.mark.parametrize("seed", range(40))
 def test_the_fence_check_agrees_with_dense_sampling_on_random_concave_fences(seed: int) -> None:
     rng = random.Random(seed)
@@ -316,7 +301,7 @@ def test_the_fence_check_agrees_with_dense_sampling_on_random_concave_fences(see
     start = Start((0.0, 0.0, -5.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0)
     motion = plan(cmd, start, MotionSettings().limits(EnvelopeSettings(), 3.0), None)
     refusal = first_point_outside(motion, envelope)
-    worst_m = _worst_signed_m(motion, envelope)
+    worst_m = worst_signed_m(motion, envelope)
     if refusal is not None:
         assert worst_m < 0, refusal  # never a false refusal
     else:  # lines are exact; an arc sampled every 0.2 m may bulge out by its sagitta only

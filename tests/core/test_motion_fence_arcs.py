@@ -52,7 +52,7 @@ def _star(rng: random.Random, corners: int, min_radius_m: float
                  for k, r in enumerate(radii))
 
 
-def _worst_signed_m(motion: Motion, envelope: Envelope, turn_m: float = math.inf) -> float:
+def worst_signed_m(motion: Motion, envelope: Envelope, turn_m: float = math.inf) -> float:
     """How far outside the fence (< 0) any point of the motion comes, every 2 cm (an arc
     over its first `turn_m` only: after a turn it repeats its points)."""
     fence = envelope.fence
@@ -81,7 +81,7 @@ def test_an_orbit_is_judged_exactly_against_concave_and_distance_fences(seed: in
                   speed_m_s=3.0, turns=rng.choice([0.3, 1.0, 2.5]), clockwise=rng.random() < 0.5)
     motion = _planned(orbit)
     refusal = first_point_outside(motion, envelope)
-    worst_m = _worst_signed_m(motion, envelope, turn_m=2 * math.pi * radius)
+    worst_m = worst_signed_m(motion, envelope, turn_m=2 * math.pi * radius)
     if refusal is not None:
         assert worst_m < 0, refusal  # never a false refusal
         assert refusal[0] in (Reason.FENCE_POLYGON, Reason.FENCE_DISTANCE)
@@ -98,7 +98,7 @@ def test_a_climbing_path_is_never_refused_falsely_nor_let_out(seed: int) -> None
                                   rng.uniform(-13.0, -1.0)) for _ in range(rng.randint(2, 5)))
     motion = _planned(FollowPath("p", waypoints, speed_m_s=3.0, corner_radius_m=3.0))
     refusal = first_point_outside(motion, envelope)
-    worst_m = _worst_signed_m(motion, envelope)
+    worst_m = worst_signed_m(motion, envelope)
     if refusal is not None:
         assert worst_m < 0, refusal
     else:  # a tilted arc near the fence is sampled every 0.2 m: its sagitta at most
