@@ -35,16 +35,32 @@ class PendingReplies:
         # token -> the commander's id, kept past the reply: a motion's end (motion_done,
         # motion_aborted) and `state.motion` name its command after it was answered.
         self._names: OrderedDict[str, str] = OrderedDict()
+        # (reply topic, id) -> (token, command) of each command awaiting its reply: a
+        # second delivery of it is no new command (below)
+        self._awaiting: dict[tuple[str, str], tuple[str, Command]] = {}
+
+    def repeats_pending(self, command: Command, sink: ReplySink) -> bool:
+        """`command` is one still awaiting its reply, delivered again: the same id, route
+        and content (QoS 1 delivers at least once; a client retries). Its reply answers
+        both: an engage repeated in its warm-up was refused phase_not_allowed, then
+        answered ok, two contradicting replies to one id (review, 2026-11-29)."""
+        if isinstance(sink, asyncio.Future):
+            return False
+        entry = self._awaiting.get((sink.topic, command.command_id))
+        return entry is not None and entry[1] == command
 
     def tokenize(self, command: Command, sink: ReplySink) -> Command:
         """Remember where the reply goes; return the command as the engine should see it."""
         token = f"#{next(self._tokens)}"
         self._pending[token] = (command.command_id, sink)
         self._names[token] = command.command_id
+        if not isinstance(sink, asyncio.Future):
+            self._awaiting[(sink.topic, command.command_id)] = (token, command)
         while len(self._names) > self._max_pending:
             self._names.popitem(last=False)
         while len(self._pending) > self._max_pending:
-            _, (_, oldest) = self._pending.popitem(last=False)
+            evicted, (command_id, oldest) = self._pending.popitem(last=False)
+            self._forget(command_id, oldest, evicted)
             if isinstance(oldest, asyncio.Future) and not oldest.done():
                 oldest.cancel()
         return dataclasses.replace(command, command_id=token)
@@ -55,7 +71,16 @@ class PendingReplies:
         if pending is None:
             return None
         command_id, sink = pending
+        self._forget(command_id, sink, reply.command_id)
         return dataclasses.replace(reply, command_id=command_id), sink
+
+    def _forget(self, command_id: str, sink: ReplySink, token: str) -> None:
+        if isinstance(sink, asyncio.Future):
+            return
+        key = (sink.topic, command_id)
+        entry = self._awaiting.get(key)
+        if entry is not None and entry[0] == token:
+            del self._awaiting[key]
 
     def original_id(self, token: str) -> str:
         """The commander's id of a command the engine knows by `token` (else as given)."""

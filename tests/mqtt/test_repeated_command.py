@@ -1,0 +1,52 @@
+"""A command delivered twice while its first delivery awaits its outcome (QoS 1 delivers
+at least once; a client retries) gets one reply, the outcome. An engage repeated in its
+warm-up was answered refused (phase_not_allowed), then ok: a client matching replies by id
+read "engage failed" while the vehicle armed and climbed (review, 2026-11-29). Real
+runtime, bridge, mosquitto and sim."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from tests.conftest import Broker
+from tests.mqtt.helpers import dumps, observer
+from tests.mqtt.test_e2e_sim import T, fc_ready, stack
+
+pytestmark = pytest.mark.integration
+
+ENGAGE = {"v": 1, "id": "E9", "cmd": "engage", "arm": True,
+          "setpoint": {"kind": "position_ned", "north_m": 0, "east_m": 0, "down_m": -3}}
+
+
+async def test_an_engage_delivered_twice_in_its_warm_up_gets_one_reply(
+        mosquitto: Broker) -> None:
+    async with stack(mosquitto) as st, st.client() as c, observer(mosquitto.port) as o:
+        await fc_ready(c)
+        await o.subscribe(T.reply, 1)
+
+        async def lease() -> None:  # the same route as the engage: the shared reply topic
+            for i in range(1000):
+                await o.publish(T.cmd, dumps({"v": 1, "id": f"hb{i}", "cmd": "heartbeat",
+                                              "ack": False}))
+                await asyncio.sleep(0.2)
+
+        heartbeats = asyncio.create_task(lease())
+        try:
+            await o.publish(T.cmd, dumps(ENGAGE), qos=1)
+            await asyncio.sleep(0.3)
+            await o.publish(T.cmd, dumps(ENGAGE), qos=1)  # the same, again: a retry
+            replies = []
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(8.0):
+                    async for message in o.messages:
+                        reply = json.loads(bytes(message.payload))
+                        if reply.get("id") == "E9":
+                            replies.append(reply)
+            state = await c.wait_for_state(lambda s: s["phase"] == "active", timeout_s=5)
+        finally:
+            heartbeats.cancel()
+    assert [(r["ok"], r["reason"]) for r in replies] == [(True, "engaged")], replies
+    assert state["armed"]
