@@ -121,7 +121,9 @@ def _read_yaw(name: str, value: str | dict[str, Any], command_id: str) -> Yaw | 
     if isinstance(value, str):
         if value not in _YAW_WORDS[name]:
             allowed = ", ".join(repr(w) for w in _YAW_WORDS[name])
-            return Rejection(MqttErrorCode.OUT_OF_RANGE,
+            # an unknown word is wrong_type, as an unknown altitude_frame is (it read
+            # out_of_range here: review)
+            return Rejection(MqttErrorCode.WRONG_TYPE,
                              f'yaw: must be one of {allowed} or {{"yaw_deg": <degrees>}}, '
                              f"not {value!r}", command_id)
         return Yaw(YawMode(value))

@@ -560,3 +560,14 @@ def test_a_not_finite_refusal_quotes_the_commands_id(payload: bytes) -> None:
     result = decode(payload)
     assert isinstance(result, Rejection) and result.code == "not_finite"
     assert result.command_id == "n1"
+
+
+def test_an_unknown_word_is_wrong_type_for_a_motions_yaw_as_for_altitude_frame() -> None:
+    """Both are a word not among the choices: one code for one mistake (the yaw's read
+    out_of_range: review, 2026-11-29)."""
+    path = {"v": 1, "id": "p", "cmd": "path", "yaw": "face_center",
+            "waypoints": [{"kind": "position_ned", "north_m": 2, "east_m": 2, "down_m": -5}]}
+    assert code_of(decode(path)) == "wrong_type"
+    frame = {**ENGAGE, "setpoint": {"kind": "global_position", "lat_deg": 47, "lon_deg": 8,
+                                    "alt_m": 5, "altitude_frame": "agl"}}
+    assert code_of(decode(frame)) == "wrong_type"
