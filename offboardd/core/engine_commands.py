@@ -124,8 +124,9 @@ def on_command(eng: OffboardEngine, cmd: Command, now: float) -> None:
         token = eng.resume_token
         eng.out.refuse(cmd.command_id, Reason.NOT_IN_CONTROL,
                        f"{cmd.kind.value} refused: the lease is another commander's (phase "
-                       f"{eng.phase.value}); to take over, send a setpoint or motion with "
-                       f'"resume": "{token}"', resume=token)
+                       f"{eng.phase.value}); a commander is its reply route, so if it is you, "
+                       "send this with the engage's MQTT 5 response topic; to take over, "
+                       f'send a setpoint or motion with "resume": "{token}"', resume=token)
         return
     accepted: bool
     if isinstance(cmd, Engage):

@@ -935,3 +935,16 @@ def test_an_estimate_lost_in_the_warmup_hands_over_when_px4_flies_the_stream() -
     b.step(0.5)
     b.set_mode(Px4Mode.AUTO_LOITER)
     assert b.phase() is Phase.IDLE and b.reason() is Reason.ESTIMATE_MISSING
+
+
+def test_a_setpoint_from_another_route_than_the_engage_says_a_commander_is_its_route() -> None:
+    """Engaged with an MQTT 5 response topic, streaming without one: another commander.
+    The refusal only offered the token, and quoting it moved the lease away from the
+    engage's own route, whose heartbeats were then refused (review, 2026-11-29)."""
+    b = Bench()
+    b.engage(PositionNed(0, 0, -5))  # (the bench's commander: None)
+    b.feed(SetSetpoint("s", PositionNed(1, 0, -5)), commander="offboardd/v/reply")
+    reply = b.reply("s")
+    assert reply.reason is Reason.NOT_IN_CONTROL
+    assert "a commander is its reply route" in reply.message
+    assert "the engage's MQTT 5 response topic" in reply.message
