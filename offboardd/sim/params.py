@@ -64,6 +64,10 @@ PARAM_SPECS: tuple[ParamSpec, ...] = (
     ParamSpec("NAV_ACC_RAD", _FLOAT, 2.0),  # rc.mc_defaults' until v1.18 (px4_versions.py)
     ParamSpec("NAV_DLL_ACT", _INT, 0),
     ParamSpec("NAV_MC_ALT_RAD", _FLOAT, 0.8),
+    # PX4's battery simulator (SITL): drained from full over SIM_BAT_DRAIN s while armed,
+    # held at SIM_BAT_MIN_PCT, full again once disarmed
+    ParamSpec("SIM_BAT_DRAIN", _FLOAT, 60.0),
+    ParamSpec("SIM_BAT_MIN_PCT", _FLOAT, 50.0),
     ParamSpec("NAV_RCL_ACT", _INT, 2),
     ParamSpec("RTL_CONE_ANG", _INT, 45),
     ParamSpec("RTL_DESCEND_ALT", _FLOAT, 30.0),

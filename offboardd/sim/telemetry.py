@@ -145,9 +145,30 @@ def current_mode(v: Vehicle, now_s: float, mode: FlightMode | None = None,
 
 
 def sys_status(v: Vehicle, now_s: float) -> Message:
+    remaining_pct, cell_mv = battery(v, now_s)
     return d.MAVLink_sys_status_message(
-        _SENSORS, _SENSORS, _SENSORS, 250, 16200, 1000, 90, 0, 0, 0, 0, 0, 0, 0, 0, 0
-    )
+        _SENSORS, _SENSORS, _SENSORS, 250, 4 * cell_mv, -1, remaining_pct, 0, 0, 0, 0, 0, 0,
+        0, 0, 0)  # fmt: skip
+
+
+_CELLS = 4
+_FULL_PCT = 99.0  # what PX4 SIH's estimate reads of a full pack
+_FULL_CELL_MV, _HALF_CELL_MV = 4050, 3825  # at 99 % and at 50 % (PX4 SIH: 16.2 and 15.3 V)
+
+
+def battery(v: Vehicle, now_s: float) -> tuple[int, int]:
+    """PX4 SITL's battery simulator as PX4 SIH main reports it (remaining %, mV a cell):
+    full while disarmed; armed, drained over SIM_BAT_DRAIN s to SIM_BAT_MIN_PCT and held
+    there; no current measured. (The sim sent 90 %, 16.2 V and 10 A throughout: a low
+    battery could never be tried against it; review, 2026-11-29.)"""
+    c, params = v.commander, v.params
+    pct = _FULL_PCT
+    drain_s = params.get_float("SIM_BAT_DRAIN")
+    if c.armed and drain_s > 0.0:
+        pct = max(params.get_float("SIM_BAT_MIN_PCT"),
+                  _FULL_PCT - 100.0 * (now_s - c.armed_at_s) / drain_s)
+    cell_mv = _HALF_CELL_MV + (_FULL_CELL_MV - _HALF_CELL_MV) * (pct - 50.0) / (_FULL_PCT - 50.0)
+    return round(max(0.0, pct)), round(max(3000.0, cell_mv))
 
 
 def extended_sys_state(v: Vehicle, now_s: float) -> Message:
@@ -231,10 +252,11 @@ def estimator_status(v: Vehicle, now_s: float) -> Message:
 
 
 def battery_status(v: Vehicle, now_s: float) -> Message:
+    remaining_pct, cell_mv = battery(v, now_s)
     return d.MAVLink_battery_status_message(
         0, d.MAV_BATTERY_FUNCTION_ALL, d.MAV_BATTERY_TYPE_LIPO, 2500,
-        [4050] * 4 + [65535] * 6, 1000, -1, -1, 90, 0, d.MAV_BATTERY_CHARGE_STATE_OK,
-        [0] * 4, 0, 0,
+        [cell_mv] * _CELLS + [65535] * 6, -1, -1, -1, remaining_pct, 0,
+        d.MAV_BATTERY_CHARGE_STATE_OK, [0] * 4, 0, 0,
     )  # fmt: skip
 
 
