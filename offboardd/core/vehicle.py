@@ -102,8 +102,8 @@ class VehicleState:
         self._flags_s = _Stamped()
         self._attitude_s = _Stamped()
         self._boot_ms: int | None = None
-        self._boot_heard: tuple[int, float] | None = None  # the last uptime, and when
-        self._boot_before_loss: tuple[int, float] | None = None  # ... before reports were lost
+        # the last uptime before reports were lost, and when it came
+        self._boot_before_loss: tuple[int, float] | None = None
         # Set when the FC came back from a loss with its uptime restarted (the engine says
         # so, then clears it): its uptime in s
         self.rebooted_unheard_s: float | None = None
@@ -182,7 +182,6 @@ class VehicleState:
         previous, self._boot_ms = self._boot_ms, time_boot_ms
         if previous is None:
             self._judge_return(time_boot_ms, now)
-        self._boot_heard = (time_boot_ms, now)
         if previous is None or time_boot_ms >= previous - _REBOOT_BACKSTEP_MS:
             return False
         return _went_back(time_boot_ms, previous)
@@ -203,13 +202,16 @@ class VehicleState:
         holds. (The returning FC's first HEARTBEAT brings its mode and arming with it, but
         its EXTENDED_SYS_STATE comes later: until then `landed_state` is undefined, not
         the "in air" of before a reboot on the ground: found by a review.)"""
+        if self._boot_ms is not None:  # (it came with one of these three)
+            heard_s = max(self._local_s.received_s, self._global_s.received_s,
+                          self._attitude_s.received_s)
+            self._boot_before_loss = (self._boot_ms, heard_s)
         self.landed_state = LandedState.UNDEFINED
         self.local_position = self.global_position = self.attitude = None
         self.estimator_flags = None
         self._local_s, self._global_s, self._flags_s = _Stamped(), _Stamped(), _Stamped()
         self._attitude_s = _Stamped()
         self._boot_ms = None
-        self._boot_before_loss, self._boot_heard = self._boot_heard, None
 
     # -- judgements ------------------------------------------------------------------------
 
