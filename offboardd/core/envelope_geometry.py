@@ -136,14 +136,7 @@ class FenceShape:
             return True
         if not point_in_polygon(north_m, east_m, self.polygon):
             return False
-        low_n, high_n = north_m - radius_m, north_m + radius_m
-        low_e, high_e = east_m - radius_m, east_m + radius_m
-        polygon = self.polygon
-        for i in range(len(polygon)):
-            (n1, e1), (n2, e2) = polygon[i - 1], polygon[i]
-            if ((n1 < low_n and n2 < low_n) or (n1 > high_n and n2 > high_n)
-                    or (e1 < low_e and e2 < low_e) or (e1 > high_e and e2 > high_e)):
-                continue
+        for (n1, e1), (n2, e2) in edges_near(north_m, east_m, radius_m, self.polygon):
             dn, de = n2 - n1, e2 - e1
             length2 = dn * dn + de * de
             t = 0.0 if length2 <= _EPS else ((north_m - n1) * dn + (east_m - e1) * de) / length2
@@ -180,6 +173,23 @@ def point_in_polygon(n: float, e: float, polygon: tuple[tuple[float, float], ...
             if e < e_cross:
                 inside = not inside
     return inside
+
+
+def edges_near(
+    n: float, e: float, radius_m: float, polygon: tuple[tuple[float, float], ...]
+) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """The polygon's edges (each as its two corners) whose bounding box meets the square
+    about (n, e) of half side `radius_m`: the only ones a circle or ball of that radius
+    there can touch (a cheap pass before exact geometry; most edges miss a corner's arc)."""
+    low_n, high_n, low_e, high_e = n - radius_m, n + radius_m, e - radius_m, e + radius_m
+    out: list[tuple[tuple[float, float], tuple[float, float]]] = []
+    for i in range(len(polygon)):
+        a, b = polygon[i - 1], polygon[i]
+        if ((a[0] < low_n and b[0] < low_n) or (a[0] > high_n and b[0] > high_n)
+                or (a[1] < low_e and b[1] < low_e) or (a[1] > high_e and b[1] > high_e)):
+            continue
+        out.append((a, b))
+    return out
 
 
 def closest_points(

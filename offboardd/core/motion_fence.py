@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from offboardd.core.envelope import Envelope
-from offboardd.core.envelope_geometry import FenceShape
+from offboardd.core.envelope_geometry import FenceShape, edges_near
 from offboardd.core.motion import Motion
 from offboardd.core.motion_path import Arc, Line, Vec3, add, scale, sub, unit
 from offboardd.core.reasons import Reason
@@ -136,13 +136,7 @@ def _meetings(arc: Arc, fence: FenceShape) -> list[float]:
         return dn * e1[0] + de * e1[1], dn * e2[0] + de * e2[1]
 
     angles: list[float] = []
-    polygon = fence.polygon
-    low_n, high_n, low_e, high_e = c[0] - r, c[0] + r, c[1] - r, c[1] + r
-    for i in range(len(polygon)):
-        (n1, e1_), (n2, e2_) = polygon[i - 1], polygon[i]
-        if ((n1 < low_n and n2 < low_n) or (n1 > high_n and n2 > high_n)
-                or (e1_ < low_e and e2_ < low_e) or (e1_ > high_e and e2_ > high_e)):
-            continue  # the edge's box misses the circle's: most edges, for a corner's arc
+    for (n1, e1_), (n2, e2_) in edges_near(c[0], c[1], r, fence.polygon):
         ax, ay = frame(n1, e1_)
         bx, by = frame(n2, e2_)
         dx, dy = bx - ax, by - ay

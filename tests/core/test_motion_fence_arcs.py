@@ -148,3 +148,12 @@ def test_a_level_path_of_400_corners_checks_each_edge_near_it_only(
     motion = _planned(FollowPath("p", zigzag, speed_m_s=5.0, corner_radius_m=5.0))
     assert first_point_outside(motion, envelope) is None
     assert calls[0] <= 2 * len(motion.profile.legs)  # each point tested once, no sampling
+
+
+def test_edges_near_keeps_every_edge_a_circle_there_can_touch() -> None:
+    square = ((-100.0, -100.0), (-100.0, 100.0), (100.0, 100.0), (100.0, -100.0))
+    # a circle of 5 m about (0, 95): only the edge at east = 100 comes within its box,
+    # though neither of that edge's corners does
+    assert geometry.edges_near(0.0, 95.0, 5.0, square) == [((-100.0, 100.0), (100.0, 100.0))]
+    assert geometry.edges_near(0.0, 0.0, 5.0, square) == []
+    assert len(geometry.edges_near(0.0, 0.0, 100.0, square)) == 4  # touching counts
