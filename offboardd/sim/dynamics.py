@@ -60,6 +60,9 @@ class Limits:
     # own jerk-limited trajectory with feed-forward, which the sim does not plan; it flies
     # them on a tight P -> P loop instead (their timelines as measured), not horizontal.py.
     own_trajectory: bool = False
+    # ...unless the sim plans that trajectory itself (Hold's braking, smoothing.StopAhead):
+    # then PX4's loops (horizontal.step) fly it, as they fly PX4's.
+    xy_planned: bool = False
 
 
 @dataclass
@@ -145,7 +148,7 @@ class Dynamics:
         pos_sp, vel_ff = (t.pos_m[0], t.pos_m[1]), (t.vel_m_s[0], t.vel_m_s[1])
         acc_ff = (t.acc_m_s2[0] or 0.0, t.acc_m_s2[1] or 0.0)
         pos, vel = (s.pos_m[0], s.pos_m[1]), (s.vel_m_s[0], s.vel_m_s[1])
-        if lim.own_trajectory:
+        if lim.own_trajectory and not lim.xy_planned:
             acc_n, acc_e = horizontal.tight(s.xy, pos_sp=pos_sp, vel_ff=vel_ff, acc_ff=acc_ff,
                                             pos=pos, vel=vel, limit_m_s=lim.xy_m_s)
         else:

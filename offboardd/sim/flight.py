@@ -1,7 +1,8 @@
 """What each PX4 mode flies, and the land detector.
 
 Turns (reported mode, armed, RC present, the last offboard target) into a target for
-`dynamics`: Hold keeps the point where it was entered, Takeoff climbs to MIS_TAKEOFF_ALT
+`dynamics`: Hold brakes onto the point ahead where PX4 predicts the vehicle stops
+(smoothing.StopAhead) and keeps it, Takeoff climbs to MIS_TAKEOFF_ALT
 at MPC_TKO_SPEED then hands over to Hold at that altitude, Land descends at MPC_LAND_SPEED
 (faster above MPC_LAND_ALT2, crawling below MPC_LAND_ALT3), RTL climbs to its return
 altitude, flies to home (where PX4 last set it, home.py; not the local origin) and lands
@@ -13,7 +14,7 @@ px4-offboard.md §3). Every altitude-controlled target goes through PX4's takeof
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from offboardd.sim import modes
 from offboardd.sim.dynamics import BodyState, Limits
@@ -21,7 +22,7 @@ from offboardd.sim.modes import FlightMode
 from offboardd.sim.params import ParamTable
 from offboardd.sim.rtl import Leg, Return
 from offboardd.sim.setpoints import AttitudeTarget, KinematicTarget
-from offboardd.sim.smoothing import JerkLimited
+from offboardd.sim.smoothing import JerkLimited, StopAhead
 from offboardd.sim.takeoff import Stage, TakeoffRamp, wants_takeoff
 
 NO_RC_DESCENT_M_S = 0.6  # [SITL] Position fallback without RC sinks at ~0.6 m/s
@@ -47,6 +48,7 @@ class FlightTasks:
         self._ground_since_s: float | None = None
         self.ramp = TakeoffRamp()
         self._descent = JerkLimited()
+        self._stop: StopAhead | None = None  # Hold's braking, while in Hold
         self._return: Return | None = None  # Return's legs, from its activation
 
     def plan(self, mode: FlightMode, *, armed: bool, rc_present: bool, estimator_valid: bool,
@@ -80,7 +82,7 @@ class FlightTasks:
         # PX4's own modes feed them a smoothed trajectory the sim leaves out.
         flown_as_streamed = mode is modes.OFFBOARD and target is offboard
         limits = Limits(lim.xy_m_s, up_m_s, lim.down_m_s, i_acc,
-                        own_trajectory=not flown_as_streamed)
+                        own_trajectory=not flown_as_streamed, xy_planned=lim.xy_planned)
         if mode is modes.TAKEOFF:  # the trajectory's gentle climb (takeoff.py)
             ramp_s = params.get_float("MPC_TKO_RAMP_T")
             tko_m_s = params.get_float("MPC_TKO_SPEED")
@@ -113,14 +115,24 @@ class FlightTasks:
             self._anchor_key = key
             self._descent = JerkLimited()
             self._return = None
+            self._stop = None
             p = state.pos_m
             if after_takeoff and mode is modes.LOITER:
                 # PX4 loiters at the takeoff setpoint (setLoiterItemFromCurrentPositionSetpoint)
                 self._anchor = (self._anchor[0], self._anchor[1], -takeoff_alt_m, self._anchor[3])
             else:
                 self._anchor = (p[0], p[1], p[2], state.yaw_rad)
+                if mode is modes.LOITER and not landed:  # ...WithBreaking
+                    self._stop = StopAhead((p[0], p[1]), (state.vel_m_s[0], state.vel_m_s[1]),
+                                           params.get_float("MPC_JERK_AUTO"),
+                                           params.get_float("MPC_ACC_HOR"))  # fmt: skip
+                    self._anchor = (*self._stop.stop_ne_m, p[2], state.yaw_rad)
         north, east, down, yaw = self._anchor
         hold = KinematicTarget((north, east, down), (None, None, None), (None, None, None), yaw)
+        if self._stop is not None:  # Hold's trajectory, flown by PX4's loops (dynamics.py)
+            (n, e), (vn, ve), (an, ae) = self._stop.step(dt_s)
+            braking = KinematicTarget((n, e, down), (vn, ve, None), (an, ae, None), yaw)
+            return Plan(braking, replace(limits, xy_planned=True))
         if mode is modes.OFFBOARD:
             return Plan(hold if offboard is None or offboard_failsafe else offboard, limits)
         if mode.needs_manual_control:

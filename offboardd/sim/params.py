@@ -44,6 +44,7 @@ PARAM_SPECS: tuple[ParamSpec, ...] = (
     ParamSpec("MAV_SYS_ID", _INT, 1),
     ParamSpec("MAV_TYPE", _INT, 2),
     ParamSpec("MIS_TAKEOFF_ALT", _FLOAT, 2.5),
+    ParamSpec("MPC_ACC_HOR", _FLOAT, 3.0),
     ParamSpec("MPC_JERK_AUTO", _FLOAT, 4.0),
     ParamSpec("MPC_LAND_ALT1", _FLOAT, 10.0),
     ParamSpec("MPC_LAND_ALT2", _FLOAT, 5.0),

@@ -33,7 +33,6 @@ from offboardd.sim.params import ParamTable
 from offboardd.sim.setpoints import KinematicTarget
 from offboardd.sim.smoothing import JerkLimited, braking_speed_m_s
 
-_ACC_HOR_M_S2 = 3.0  # MPC_ACC_HOR
 _ACC_UP_M_S2 = 4.0  # MPC_ACC_UP_MAX
 _AT_HOME_M = 0.3  # nearer: hold the point instead of flying toward it
 _NONE3 = (None, None, None)
@@ -107,9 +106,10 @@ class Return:
         # PX4's trajectory toward a point it stops at: jerk-limited up to MPC_XY_CRUISE,
         # braking on its curve ([SITL main]: 3.9 m/s at most on a 15 m leg, 2.5 m/s 5.5 m out)
         along = (state.vel_m_s[0] * gap_n + state.vel_m_s[1] * gap_e) / away
+        acc_hor = params.get_float("MPC_ACC_HOR")
         limit = min(params.get_float("MPC_XY_CRUISE"),
-                    braking_speed_m_s(away, jerk, _ACC_HOR_M_S2))  # fmt: skip
-        speed = self._speed.toward(limit, along, dt_s, jerk, _ACC_HOR_M_S2)
+                    braking_speed_m_s(away, jerk, acc_hor))  # fmt: skip
+        speed = self._speed.toward(limit, along, dt_s, jerk, acc_hor)
         return KinematicTarget((None, None, down), (speed * gap_n / away, speed * gap_e / away,
                                                     None), _NONE3, yaw_rad)  # fmt: skip
 
