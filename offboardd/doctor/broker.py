@@ -20,6 +20,7 @@ from offboardd.mqtt.connection import (
     client_options,
     explain,
     security_warnings,
+    with_settings_hint,
 )
 from offboardd.mqtt.settings import MqttSettings
 
@@ -48,12 +49,10 @@ async def broker_checks(settings: MqttSettings) -> list[Check]:
         async with asyncio.timeout(settings.timeout_s + 1.0), _client(settings, paho):
             pass
     except (aiomqtt.MqttError, OffboarddError, OSError, TimeoutError) as exc:
-        failure = explain(exc, paho.take())
+        failure = with_settings_hint(explain(exc, paho.take()), settings)
         detail = failure.message or type(exc).__name__
         fix = _FIXES.get(failure.kind, "")
-        if failure.kind is FailureKind.CREDENTIALS and settings.username and not settings.password:
-            detail += "; no password was given (mqtt.password, OFFBOARDD_MQTT_PASSWORD)"
-        elif failure.kind is FailureKind.NETWORK and settings.host in _LOOPBACK:
+        if failure.kind is FailureKind.NETWORK and settings.host in _LOOPBACK:
             fix = ("is a broker running on this machine, on that port? `systemctl status "
                    "mosquitto` (Debian: `apt-get install mosquitto`); check mqtt.port")
         return [fail("broker", f"{where}: {detail}", fix)]

@@ -161,7 +161,8 @@ class MqttBridge:
                     self.last_failure = None
                     await self._serve(client)
             except (aiomqtt.MqttError, OffboarddError) as exc:
-                failure = connection.explain(exc, paho_errors.take())
+                failure = connection.with_settings_hint(
+                    connection.explain(exc, paho_errors.take()), s)
             finally:
                 self._stream.detach()
                 self._writes = None

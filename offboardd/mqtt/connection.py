@@ -281,6 +281,15 @@ def explain(exc: BaseException, paho_error: str | None = None) -> ConnectFailure
     return ConnectFailure(FailureKind.NETWORK, detail)
 
 
+def with_settings_hint(failure: ConnectFailure, settings: MqttSettings) -> ConnectFailure:
+    """`failure`, saying so when the credentials were refused for a user name that went
+    without a password (most often: the environment file holding it was not read)."""
+    if failure.kind is FailureKind.CREDENTIALS and settings.username and not settings.password:
+        return ConnectFailure(failure.kind, failure.message + "; no password was given "
+                              "(mqtt.password, OFFBOARDD_MQTT_PASSWORD)")
+    return failure
+
+
 def _reason_value(rc: object) -> int | None:
     if isinstance(rc, int):
         return rc

@@ -172,6 +172,20 @@ async def test_wrong_password_is_refused_clearly_and_retried_with_backoff(
     assert info.value.failure.kind == FailureKind.CREDENTIALS
 
 
+async def test_a_user_name_without_password_says_the_password_is_missing(
+        tmp_path: Path, pki: Pki) -> None:
+    # the daemon's own log line, as `offboardd doctor` says it: the password lives in
+    # /etc/offboardd/env, which a hand-started daemon does not read
+    with secure_broker(tmp_path, pki) as secure, structlog.testing.capture_logs() as logs:
+        async with failing_bridge(secure.plain_port, username="offboardd",
+                                  reconnect_min_s=0.05, reconnect_max_s=0.1) as bridge:
+            await asyncio.sleep(0.5)
+            assert not bridge.connected.is_set()
+    failures = [e for e in logs if e["event"] == "mqtt_connect_failed"]
+    assert failures and "no password was given (mqtt.password, OFFBOARDD_MQTT_PASSWORD)" in (
+        failures[0]["error"]), failures[0]
+
+
 async def test_ctl_reports_refused_credentials(tmp_path: Path, pki: Pki,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser()
