@@ -1,5 +1,7 @@
 """MAVSDK (the `mavsdk` package: its C++ core in-process through ctypes) holding an
-offboard hover, the way its examples do: set a setpoint, start Offboard, arm.
+offboard hover, the way its examples do: wait for the vehicle's health (a position and
+home; and armable, or PX4 refuses the arm while it boots), set a setpoint, start
+Offboard, arm.
 
 `python -m bench.peers.mavsdk_peer PORT`: listens on udpin://127.0.0.1:PORT, prints
 `engaged` once armed in OFFBOARD, then keeps streaming (MAVSDK's fixed 20 Hz) until
@@ -33,6 +35,10 @@ async def hover(port: int) -> None:
             raise SystemExit("mavsdk_peer: no autopilot")
         offboard, action = OffboardAsync(system), ActionAsync(system)
         telemetry = TelemetryAsync(system)
+        async for health in telemetry.subscribe_health():
+            if (health.is_global_position_ok and health.is_home_position_ok
+                    and health.is_armable):
+                break
         await offboard.set_position_ned(PositionNedYaw(0.0, 0.0, _HOVER_DOWN_M, 0.0))
         await offboard.start()
         await action.arm()

@@ -56,7 +56,8 @@ disables), tcp_port, pty/pty_symlink (read `sim.pty_path`), profile "px4" | "lig
 "heavy", px4_version ("1.18"), double_ack (None = as the release does; True = v1.16.2's
 two DO_SET_MODE ACKs, False = one), params (initial overrides, names as the release has
 them), home_lat_deg/home_lon_deg/home_alt_m (where it boots: the local origin and the
-first home), boot_mode ("AUTO.LOITER"), faults
+first home), boot_mode ("AUTO.LOITER"), boot_ready_s (3.0: PX4 SIH's boot timeline, UNINIT
+and arming refused that long, the estimate valid after 2/3 of it; 0: ready at once), faults
 (scheduled FaultSpec, see faults.py), tick_hz, reboot_gap_s, signing_key (32 bytes: sign
 everything, like PX4 v1.17 with a key) and require_signing (refuse unsigned and wrongly
 signed frames; counted in `sim.link(name).codec.stats`), see signing.py.

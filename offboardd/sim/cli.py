@@ -77,6 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", choices=PROFILE_NAMES, default=d.profile,
                         help="telemetry load: px4 (~430 msg/s, PX4 SIH main's onboard "
                              "set), light, heavy (~2000 msg/s)")
+    parser.add_argument("--boot-s", type=float, default=d.boot_ready_s, dest="boot_ready_s",
+                        metavar="S", help="seconds until it can arm, as PX4 SIH boots (3.0; "
+                        "its estimate valid after 2/3 of it; 0: ready at once)")
     parser.add_argument("--sysid", type=int, default=d.system_id, help="system id (1)")
     parser.add_argument("--compid", type=int, default=d.component_id, help="component id (1)")
     parser.add_argument("--px4-version", choices=VERSION_NAMES, default=d.px4_version,
@@ -110,6 +113,7 @@ def config_from_args(args: argparse.Namespace) -> SimConfig:
         tcp_port=args.tcp, pty=args.pty is not None, pty_symlink=args.pty or None,
         pty_baud=args.pty_baud,
         profile=args.profile, px4_version=args.px4_version, double_ack=args.double_ack,
+        boot_ready_s=args.boot_ready_s,
         params=dict(args.param),
         home_lat_deg=args.home[0], home_lon_deg=args.home[1], home_alt_m=args.home[2],
         faults=tuple(args.fault), signing_key=args.signing_key,

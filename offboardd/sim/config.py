@@ -17,6 +17,13 @@ Endpoint = tuple[str, int]
 PROFILE_NAMES = ("px4", "light", "heavy")
 
 
+# Parts of the boot (SimConfig.boot_ready_s, 3.0 s on PX4 SIH main from its first
+# HEARTBEAT): GLOBAL_POSITION_INT came ~1.5 s in, ESTIMATOR_STATUS's horizontal position
+# ~2.0 s.
+BOOT_GLOBAL = 0.5
+BOOT_ESTIMATE = 2.0 / 3.0
+
+
 @dataclass(frozen=True)
 class FaultSpec:
     """One scheduled fault: `name` at `at_s` seconds after start, with an optional argument.
@@ -57,6 +64,12 @@ class SimConfig:
     home_lon_deg: float = 8.545594
     home_alt_m: float = 488.0
     boot_mode: str = "AUTO.LOITER"
+    # PX4 SIH main's boot as the onboard link sees it ([SITL main 2026-11-29], from its
+    # first HEARTBEAT): GLOBAL_POSITION_INT after ~1.5 s, ESTIMATOR_STATUS's horizontal
+    # position after ~2.0 s, system_status UNINIT and arming TEMPORARILY_REJECTED until
+    # ~3.0 s. This many seconds, that timeline scaled to it (again after each reboot);
+    # 0: ready at once.
+    boot_ready_s: float = 3.0
     tick_hz: float = 100.0  # physics and telemetry tick (ATTITUDE is 100/s on PX4)
     reboot_gap_s: float = 3.0  # silence while "rebooting"
     faults: tuple[FaultSpec, ...] = ()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from offboardd.mavlink.codec import Message, dialect
+from offboardd.sim.config import BOOT_ESTIMATE, BOOT_GLOBAL
 from offboardd.sim.dynamics import GRAVITY_M_S2, euler_to_quaternion
 from offboardd.sim.modes import FlightMode
 from offboardd.sim.setpoints import AttitudeTarget, KinematicTarget
@@ -118,7 +119,7 @@ def heartbeat(v: Vehicle, now_s: float) -> Message:
     c = v.commander
     if c.armed:
         status = d.MAV_STATE_CRITICAL if c.failsafe else d.MAV_STATE_ACTIVE
-    elif c.intent.allows_arming and c.can_run(c.intent):
+    elif c.intent.allows_arming and c.can_run(c.intent) and now_s >= c.ready_at_s:
         status = d.MAV_STATE_STANDBY
     else:
         # Disarmed where arming would be refused: [SITL main, v1.16.2] UNINIT (0) in
@@ -146,8 +147,11 @@ def current_mode(v: Vehicle, now_s: float, mode: FlightMode | None = None,
 
 def sys_status(v: Vehicle, now_s: float) -> Message:
     remaining_pct, cell_mv = battery(v, now_s)
+    # [SITL main] the pre-arm check's bit is healthy once PX4 could arm (STANDBY), not
+    # while it boots: what MAVSDK's `is_armable` reads
+    health = _SENSORS & ~d.MAV_SYS_STATUS_PREARM_CHECK if v.booting(now_s) else _SENSORS
     return d.MAVLink_sys_status_message(
-        _SENSORS, _SENSORS, _SENSORS, 250, 4 * cell_mv, -1, remaining_pct, 0, 0, 0, 0, 0, 0,
+        _SENSORS, _SENSORS, health, 250, 4 * cell_mv, -1, remaining_pct, 0, 0, 0, 0, 0, 0,
         0, 0, 0)  # fmt: skip
 
 
@@ -202,6 +206,8 @@ def local_position_ned(v: Vehicle, now_s: float) -> Message | None:
 def global_position_int(v: Vehicle, now_s: float) -> Message | None:
     if not (v.commander.estimator_valid and v.commander.global_valid):
         return None
+    if v.booting(now_s, BOOT_GLOBAL):
+        return None
     lat, lon, alt_mm = _global(v)
     vel = v.state.vel_m_s
     hdg = int(math.degrees(v.state.yaw_rad) % 360 * 100)
@@ -238,7 +244,9 @@ def highres_imu(v: Vehicle, now_s: float) -> Message:
 
 
 def estimator_status(v: Vehicle, now_s: float) -> Message:
-    ok = v.commander.estimator_valid
+    # (booting: no horizontal position yet; LOCAL_POSITION_NED flows all the same, as
+    # PX4's did from its start, and a mode change is accepted)
+    ok = v.commander.estimator_valid and not v.booting(now_s, BOOT_ESTIMATE)
     flags = ESTIMATOR_FLAGS_OK if ok else ESTIMATOR_FLAGS_BAD
     if not v.commander.terrain_valid:
         flags &= ~d.ESTIMATOR_POS_VERT_AGL

@@ -62,8 +62,9 @@ class Vehicle:
         self.params = ParamTable(config.params, self.px4)
         self.params.set("MAV_SYS_ID", config.system_id)
         self.record = SimRecord()
+        self.boot_ready_s = config.boot_ready_s
         self.commander = Commander(self.params, modes.mode_by_name(config.boot_mode), now_s,
-                                   self.px4)  # fmt: skip
+                                   self.px4, boot_ready_s=config.boot_ready_s)  # fmt: skip
         self.dynamics = Dynamics()
         self.tasks = FlightTasks()
         self.link_requests: list[LinkRequest] = []
@@ -139,6 +140,12 @@ class Vehicle:
 
     def boot_us(self, now_s: float) -> int:
         return int((now_s - self.boot_s) * 1e6)
+
+    def booting(self, now_s: float, part: float = 1.0) -> bool:
+        """Before `part` of PX4's boot timeline has passed (SimConfig.boot_ready_s): the
+        whole of it for arming, config.BOOT_ESTIMATE of it for the estimate,
+        config.BOOT_GLOBAL for the global position."""
+        return now_s - self.boot_s < part * self.boot_ready_s
 
     # ---- input --------------------------------------------------------------
     def handle(self, msg: Message, now_s: float, link_id: int) -> list[Outgoing]:

@@ -25,6 +25,7 @@ from offboardd.recorder.settings import RecorderSettings
 from offboardd.runtime import Runtime
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import free_port
+from tests.sim.client import QUICK_BOOT
 
 
 @dataclass
@@ -130,7 +131,7 @@ async def flight(
     companion_port = free_port()
     sim_config = SimConfig(
         udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", companion_port), gcs_bind=None,
-        pty=link == "serial", **{"profile": "light", **(sim or {})},
+        pty=link == "serial", **{"profile": "light", **QUICK_BOOT, **(sim or {})},
     )
     async with SimServer(sim_config) as server:
         url = (

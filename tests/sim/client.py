@@ -34,6 +34,10 @@ RTL = 84148224
 TAKEOFF = 33816576
 
 
+# For a test that is not about PX4's boot: ready at once, not ~3 s after it starts
+# (SimConfig.boot_ready_s).
+QUICK_BOOT: dict[str, float] = {"boot_ready_s": 0.0}
+
 # For a test that only needs the vehicle in the air, what a PX4 user would set too:
 # MPC_TKO_RAMP_T 0 disables PX4's takeoff ramp (lift-off right after COM_SPOOLUP_TIME,
 # not ~3 s after arming; offboardd/sim/takeoff.py).
@@ -44,7 +48,7 @@ def sim_config(**overrides: Any) -> SimConfig:
     """A SimConfig on kernel-chosen loopback ports, GCS link off unless asked."""
     base: dict[str, Any] = {
         "udp_bind": ("127.0.0.1", 0), "udp_remote": None, "gcs_bind": None,
-        "gcs_remote": None,
+        "gcs_remote": None, **QUICK_BOOT,
     }  # fmt: skip
     base.update(overrides)
     return SimConfig(**base)

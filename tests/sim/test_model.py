@@ -22,14 +22,14 @@ from offboardd.sim.telemetry import (
     heartbeat,
 )
 from offboardd.sim.vehicle import Vehicle
-from tests.sim.client import NAN, d, position_sp
+from tests.sim.client import NAN, QUICK_BOOT, d, position_sp
 
 TICK_S = 0.01
 
 
 class Harness:
     def __init__(self, **config: object) -> None:
-        self.v = Vehicle(SimConfig(**config), 0.0)  # type: ignore[arg-type]
+        self.v = Vehicle(SimConfig(**{**QUICK_BOOT, **config}), 0.0)  # type: ignore[arg-type]
         self.t = 0.0
         self._codec = MavlinkCodec(1, 191)
         self._rx = MavlinkCodec(1, 1)
