@@ -53,6 +53,13 @@ _NEEDED_FLAGS = {
 }
 # ESTIMATOR_STATUS is slow or absent on trimmed links: only a recent one may veto.
 _ESTIMATOR_STATUS_FRESH_S = 3.0
+# ...except while PX4 is booting: it streams LOCAL_POSITION_NED from its start and its
+# estimator's horizontal position comes ~3 s later ([SITL main 2026-11-29]: position
+# messages from 0.5 s of uptime, HEARTBEAT (UNINIT) and ESTIMATOR_STATUS from 1.4 s, the
+# position in it at 3.4 s, STANDBY at 4.4 s). An FC up for less than this that says
+# UNINIT counts no estimate before an ESTIMATOR_STATUS says so. (Later, UNINIT only means
+# "disarmed where arming would be refused": a trimmed link's estimate counts then.)
+_BOOT_FLAGS_NEEDED_MS = 10_000
 _EXTRAPOLATE_MAX_S = 0.25  # an older estimate is moved on no further: its velocity may be stale too
 # Levelling a tilted setpoint keeps the vertical share of its thrust; beyond this tilt the
 # commander's thrust says little about what hovers, and half of it is the bound we keep.
@@ -273,6 +280,9 @@ class VehicleState:
         ):
             needed = _NEEDED_FLAGS[need]
             return self.estimator_flags & needed == needed
+        if (self.estimator_flags is None and self.system_status == SystemStatus.UNINIT
+                and self._boot_ms is not None and self._boot_ms < _BOOT_FLAGS_NEEDED_MS):
+            return False  # booting: its estimate counts once PX4 says it converged
         # Only ESTIMATOR_STATUS says whether PX4 has a terrain estimate: no news, no terrain.
         return need is not EstimateNeed.TERRAIN
 

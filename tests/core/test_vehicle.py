@@ -12,6 +12,7 @@ from offboardd.core.events import (
     FcHeartbeat,
     FcLocalPosition,
     LandedState,
+    SystemStatus,
 )
 from offboardd.core.modes import Px4Mode
 from offboardd.core.setpoints import EstimateNeed, PositionNed
@@ -54,6 +55,27 @@ def test_estimator_flags_veto_when_recent() -> None:
     v.fold(FcEstimatorStatus(0, **FC), 10.3)
     v.fold(pos(1100), 14.0)  # flags 3.7 s old: no longer trusted to veto
     assert v.estimate_valid(LOCAL, 14.0)
+
+
+def test_a_booting_px4_counts_no_estimate_before_its_estimator_status() -> None:
+    # [SITL main] PX4 streams LOCAL_POSITION_NED from 0.5 s of uptime; its HEARTBEAT says
+    # UNINIT, ESTIMATOR_STATUS has the position only at 3.4 s
+    v = VehicleState(estimate_timeout_s=0.5)
+    booting = FcHeartbeat(12, 2, 0, 0, SystemStatus.UNINIT, **FC)
+    assert v.accepts(booting)
+    v.fold(booting, 1.4)
+    v.fold(pos(1400), 1.4)
+    assert not v.estimate_valid(LOCAL, 1.4)
+    v.fold(FcEstimatorStatus(2 | 4 | 8 | 32, **FC), 3.4)
+    v.fold(pos(3400), 3.4)
+    assert v.estimate_valid(LOCAL, 3.4)
+    # UNINIT later on (disarmed after a landing) on a link without ESTIMATOR_STATUS: the
+    # position counts, as it always did there
+    later = VehicleState(estimate_timeout_s=0.5)
+    assert later.accepts(booting)
+    later.fold(booting, 600.0)
+    later.fold(pos(600_000), 600.0)
+    assert later.estimate_valid(LOCAL, 600.0)
 
 
 def test_global_position_needs_its_own_message() -> None:
