@@ -109,7 +109,9 @@ class FlightTasks:
         if not armed:
             self._anchor_key = None
             return Plan(None, limits)
-        key = (mode.name, offboard_failsafe or offboard is None)
+        # (what the companion streams moves the anchor in OFFBOARD only: a setpoint turning
+        # failsafe in Hold must not restart its braking)
+        key = (mode.name, mode is modes.OFFBOARD and (offboard_failsafe or offboard is None))
         if key != self._anchor_key:  # entering a mode: remember where we are
             after_takeoff = self._anchor_key is not None and self._anchor_key[0] == "AUTO.TAKEOFF"
             self._anchor_key = key
