@@ -45,19 +45,15 @@ class Notice:
 
 class Commander:
     def __init__(self, params: ParamTable, boot_mode: FlightMode, now_s: float,
-                 px4: Px4Version, boot_ready_s: float = 0.0) -> None:  # fmt: skip
+                 px4: Px4Version) -> None:  # fmt: skip
         self._params = params
         self._px4 = px4
-        self._boot_ready_s = boot_ready_s
         self.boot_mode = boot_mode
         self.notices: list[Notice] = []
         self.reset(now_s)
 
     def reset(self, now_s: float) -> None:
         """Power-on state (also after a reboot)."""
-        # [SITL main] arming TEMPORARILY_REJECTED until the boot's checks pass (~3 s);
-        # a mode change is accepted meanwhile (OFFBOARD too, with a stream)
-        self.ready_at_s = now_s + self._boot_ready_s
         self.intent: FlightMode = self.boot_mode
         self.mode: FlightMode = self.boot_mode
         self.armed = False
@@ -140,8 +136,6 @@ class Commander:
         if self.armed:
             return True
         if self.terminated:  # "Preflight Fail: Flight termination active"
-            return False
-        if now_s < self.ready_at_s:  # still booting
             return False
         if self.intent is modes.OFFBOARD:
             self._offboard_ok = self.offboard_signal_ok(now_s)

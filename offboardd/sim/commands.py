@@ -122,6 +122,10 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
         return TEMPORARILY_REJECTED, f"Switching to {mode.name} is currently not possible"
     if cmd == d.MAV_CMD_COMPONENT_ARM_DISARM:
         if p[0] >= 0.5:
+            # [SITL main] TEMPORARILY_REJECTED until the boot's checks pass (~3 s); a mode
+            # change is accepted meanwhile (OFFBOARD too, with a stream)
+            if v.booting(now_s):
+                return TEMPORARILY_REJECTED, "Arming denied: system not ready (booting)"
             return (ACCEPTED, "") if c.arm(now_s) else (
                 TEMPORARILY_REJECTED, f"Arming denied: {c.intent.name} not ready")  # fmt: skip
         forced = int(p[1]) == FORCE_DISARM_MAGIC

@@ -119,7 +119,7 @@ def heartbeat(v: Vehicle, now_s: float) -> Message:
     c = v.commander
     if c.armed:
         status = d.MAV_STATE_CRITICAL if c.failsafe else d.MAV_STATE_ACTIVE
-    elif c.intent.allows_arming and c.can_run(c.intent) and now_s >= c.ready_at_s:
+    elif c.intent.allows_arming and c.can_run(c.intent) and not v.booting(now_s):
         status = d.MAV_STATE_STANDBY
     else:
         # Disarmed where arming would be refused: [SITL main, v1.16.2] UNINIT (0) in

@@ -64,7 +64,7 @@ class Vehicle:
         self.record = SimRecord()
         self.boot_ready_s = config.boot_ready_s
         self.commander = Commander(self.params, modes.mode_by_name(config.boot_mode), now_s,
-                                   self.px4, boot_ready_s=config.boot_ready_s)  # fmt: skip
+                                   self.px4)  # fmt: skip
         self.dynamics = Dynamics()
         self.tasks = FlightTasks()
         self.link_requests: list[LinkRequest] = []
