@@ -12,8 +12,10 @@ mode change is accepted meanwhile.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from offboardd.mavlink.codec import Message
 from tests.sim.client import OFFBOARD, Peer, d, position_sp
 
 ARM_TRIES_S = (0.5, 1.5, 2.5, 3.5, 4.5)  # after the first HEARTBEAT
@@ -41,9 +43,9 @@ class BootSeen:
                 "arm": self.arm_results, "offboard": self.mode_result}  # fmt: skip
 
 
-def _first(peer: Peer, t0: float, ok: object) -> float | None:
+def _first(peer: Peer, t0: float, ok: Callable[[Message], bool]) -> float | None:
     for t, m in peer.received:
-        if t >= t0 - 0.05 and callable(ok) and ok(m):
+        if t >= t0 - 0.05 and ok(m):
             return round(t - t0, 2)
     return None
 
@@ -80,7 +82,7 @@ async def watch_boot(peer: Peer) -> BootSeen:
                             and m.get_srcSystem() == peer.target_system
                             and m.system_status == d.MAV_STATE_STANDBY)  # fmt: skip
     seen.armable_s = _first(peer, t0, lambda m: m.get_type() == "SYS_STATUS"
-                            and m.onboard_control_sensors_health & PREARM)  # fmt: skip
+                            and bool(m.onboard_control_sensors_health & PREARM))  # fmt: skip
     return seen
 
 
