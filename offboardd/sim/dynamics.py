@@ -132,7 +132,10 @@ class Dynamics:
             s.z_integral_m_s2 = 0.0
             s.xy.settle()
             s.rates_rad_s = [0.0, 0.0, 0.0]
-            acc = [-_DRAG_PER_S * s.vel_m_s[0], -_DRAG_PER_S * s.vel_m_s[1], GRAVITY_M_S2]
+            # SIH's drag holds the fall too: 5 m in ~1.2 s at ~6.7 m/s, not 1.0 s at 9.9
+            # (measured: tests/sim/emergency_stop_flight.py)
+            acc = [-_DRAG_PER_S * v for v in s.vel_m_s]
+            acc[2] += GRAVITY_M_S2
         s.acc_m_s2 = acc
         for i in range(3):
             s.vel_m_s[i] += acc[i] * dt_s
