@@ -20,6 +20,7 @@ from offboardd.doctor.device import device_checks, resolve_user
 from offboardd.doctor.report import Status
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import Broker, free_port
+from tests.sim.client import QUICK_BOOT_S
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +51,8 @@ async def test_doctor_against_the_sim_and_a_broker_is_all_ok(
     params = {"COM_OBL_RC_ACT": 5, "COM_RC_OVERRIDE": 3}
     # PX4 v1.16.2: the doctor reads COM_RC_OVERRIDE, which v1.18 removed (#27041)
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light", params=params, px4_version="1.16")
+                           gcs_bind=None, profile="light", params=params, px4_version="1.16",
+                           boot_ready_s=QUICK_BOOT_S)
     async with SimServer(sim_config):
         code, lines = await _doctor("--config", str(config), "--user", "root")
     checks, summary = lines[:-1], lines[-1]
@@ -78,7 +80,8 @@ async def test_doctor_names_px4_limits_looser_than_the_envelope(
     config = _config(tmp_path, f"udpin://127.0.0.1:{port}", mosquitto.port)
     config.write_text(config.read_text() + "[envelope]\nmax_horizontal_speed_m_s = 5.0\n")
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light", params={"COM_OBL_RC_ACT": 5})
+                           gcs_bind=None, profile="light", params={"COM_OBL_RC_ACT": 5},
+                           boot_ready_s=QUICK_BOOT_S)
     async with SimServer(sim_config):
         code, lines = await _doctor("--config", str(config), "--user", "root", "--no-mqtt")
     limits = [line for line in lines if line.split()[1:2] == ["envelope"]]
@@ -174,7 +177,7 @@ def test_unreadable_config_for_the_service_user(tmp_path: Path,
 
 async def test_doctor_over_a_serial_pty_to_the_sim(tmp_path: Path) -> None:
     sim_config = SimConfig(udp_bind=None, udp_remote=None, gcs_bind=None, pty=True,
-                           profile="light")
+                           profile="light", boot_ready_s=QUICK_BOOT_S)
     async with SimServer(sim_config) as sim:
         config = _config(tmp_path, f"serial://{sim.pty_path}:921600", free_port())
         code, lines = await _doctor("--config", str(config), "--no-mqtt", "--user", "root")

@@ -20,6 +20,7 @@ import pytest
 from offboardd.client import OffboardClient
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import Broker, free_port
+from tests.sim.client import QUICK_BOOT_S
 
 pytestmark = pytest.mark.integration
 SITL = Path(__file__).resolve().parents[1] / "sitl"
@@ -75,8 +76,9 @@ async def test_guide_scripts_run_the_daemon_and_fly_the_scenario(
 ) -> None:
     fc_port = free_port()
     config = _config(tmp_path, fc_port, mosquitto.port, "sitl-ci")
-    sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", fc_port),
-                           gcs_bind=None, profile="light")
+    sim_config = SimConfig(udp_bind=("127.0.0.1", 0),
+                           udp_remote=("127.0.0.1", fc_port), gcs_bind=None, profile="light",
+                           boot_ready_s=QUICK_BOOT_S)
     summary_path = tmp_path / "summary.json"
     async with SimServer(sim_config) as sim, run_daemon_script(config) as daemon:
         fly = await asyncio.create_subprocess_exec(

@@ -35,6 +35,7 @@ from offboardd.runtime import Runtime
 from offboardd.sim import SimConfig, SimServer
 from offboardd.systemd import SystemdNotifier
 from tests.conftest import Broker, free_port
+from tests.sim.client import QUICK_BOOT_S
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ async def test_daemon_notifies_ready_watchdog_status_stopping(
     reader = threading.Thread(target=_read_all, args=(read_fd, stderr_chunks), daemon=True)
     reader.start()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light")
+                           gcs_bind=None, profile="light", boot_ready_s=QUICK_BOOT_S)
     async with SimServer(sim_config):
         started_s = time.monotonic()
         daemon = await asyncio.create_subprocess_exec(
@@ -224,7 +225,7 @@ async def test_watchdog_is_fed_every_half_period_while_telemetry_flows(
     runtime = Runtime(DaemonConfig(mavlink=MavlinkSettings(url=url)), mqtt=False,
                       notifier=notifier)
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light")
+                           gcs_bind=None, profile="light", boot_ready_s=QUICK_BOOT_S)
     stop = asyncio.Event()
     async with SimServer(sim_config):
         task = asyncio.create_task(runtime.run(stop))

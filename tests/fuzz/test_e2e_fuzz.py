@@ -42,6 +42,7 @@ from offboardd.sim import SimConfig, SimServer
 from tests.conftest import Broker, datagrams_from, free_port
 from tests.integration.harness import serving
 from tests.mqtt.helpers import observer, settings_for
+from tests.sim.client import QUICK_BOOT_S
 
 from .budget import BUDGET, Cases
 from .e2e_payloads import E2E_TEST, mavlink_garbage, mqtt_payloads
@@ -79,7 +80,7 @@ class Fuzzing:
 async def daemon_and_sim(broker: Broker) -> AsyncIterator[Fuzzing]:
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light")
+                           gcs_bind=None, profile="light", boot_ready_s=QUICK_BOOT_S)
     async with SimServer(sim_config) as sim:
         received: list[tuple[float, Message, tuple[float, float, float]]] = []
         handle = sim.vehicle.handle

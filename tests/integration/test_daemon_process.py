@@ -19,6 +19,7 @@ from offboardd.client import OffboardClient
 from offboardd.core.setpoints import PositionNed, VelocityNed
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import Broker, free_port
+from tests.sim.client import QUICK_BOOT_S
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +55,7 @@ async def deployment(
         '[log]\nformat = "json"\n' + extra
     )
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light")
+                           gcs_bind=None, profile="light", boot_ready_s=QUICK_BOOT_S)
     async with SimServer(sim_config) as sim:
         # logs to a file: a pipe nobody reads would fill and freeze the daemon
         with (tmp_path / "daemon.log").open("wb") as log_file:

@@ -22,6 +22,7 @@ from offboardd.mavlink.signing import TICKS_PER_S, TimestampStore
 from offboardd.sim import SimConfig, SimServer
 from tests.conftest import free_port
 from tests.integration.harness import Flight, flying
+from tests.sim.client import QUICK_BOOT_S
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +34,7 @@ async def signed_flight(tmp_path: Path, daemon_key: bytes | None) -> AsyncIterat
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
                            gcs_bind=None, profile="light", signing_key=SIM_KEY,
-                           require_signing=True)  # fmt: skip
+                           require_signing=True, boot_ready_s=QUICK_BOOT_S)  # fmt: skip
     mavlink = MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{port}"))
     if daemon_key is not None:
         key_file = tmp_path / "signing.key"
@@ -121,7 +122,7 @@ async def test_a_px4_signing_from_its_provisioning_timestamp_is_heard_over_a_uar
     key_file.write_text(SIM_KEY.hex() + "\n")
     key_file.chmod(0o600)
     sim_config = SimConfig(udp_bind=None, gcs_bind=None, pty=True, profile="light",
-                           signing_key=SIM_KEY, require_signing=True)
+                           signing_key=SIM_KEY, require_signing=True, boot_ready_s=QUICK_BOOT_S)
     async with SimServer(sim_config) as sim:
         for link in sim.links:  # provisioned an hour ago
             link.codec.signing_timestamp -= 3600 * TICKS_PER_S

@@ -15,6 +15,7 @@ from offboardd.sim import SimConfig, SimServer
 from offboardd.sim.streams import PROFILES
 from tests.conftest import free_port
 from tests.integration.harness import serving
+from tests.sim.client import QUICK_BOOT_S
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +37,7 @@ async def _until(predicate: object, timeout_s: float) -> None:
 async def test_the_daemons_link_carries_only_what_it_asked_for() -> None:
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=("127.0.0.1", 0), profile="px4")
+                           gcs_bind=("127.0.0.1", 0), profile="px4", boot_ready_s=QUICK_BOOT_S)
     async with SimServer(sim_config) as sim, serving(
             config_from_dict(_config(port, "minimal"), {}), mqtt=False) as runtime:
         engine = runtime.engine
@@ -64,7 +65,7 @@ async def test_the_daemons_link_carries_only_what_it_asked_for() -> None:
 async def test_plan_px4_leaves_pxs_streams_alone() -> None:
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="px4")
+                           gcs_bind=None, profile="px4", boot_ready_s=QUICK_BOOT_S)
     async with SimServer(sim_config) as sim, serving(
             config_from_dict(_config(port, "px4"), {}), mqtt=False) as runtime:
         assert runtime.engine is not None and runtime.engine.streams.rows == ()
@@ -77,7 +78,7 @@ async def test_plan_px4_leaves_pxs_streams_alone() -> None:
 async def test_restore_on_exit_gives_the_link_back_its_default_rates() -> None:
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="px4")
+                           gcs_bind=None, profile="px4", boot_ready_s=QUICK_BOOT_S)
     config = _config(port, "minimal")
     config["mavlink"]["streams"]["restore_on_exit"] = True  # type: ignore[index]
     async with SimServer(sim_config) as sim:
@@ -97,7 +98,7 @@ async def test_a_vehicle_that_is_not_system_1_is_answered_as_ours() -> None:
     the first command on, or on system 2 every row would end "no answer"."""
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="px4", system_id=2)
+                           gcs_bind=None, profile="px4", system_id=2, boot_ready_s=QUICK_BOOT_S)
     async with SimServer(sim_config) as sim, serving(
             config_from_dict(_config(port, "minimal"), {}), mqtt=False) as runtime:
         engine = runtime.engine
@@ -114,7 +115,7 @@ async def test_run_without_a_config_file_applies_the_default_plan() -> None:
     users run it, a process with only --link: the daemon's link carries the minimal plan."""
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="px4")
+                           gcs_bind=None, profile="px4", boot_ready_s=QUICK_BOOT_S)
     total_before = sum(PROFILES["px4"].values())
     async with SimServer(sim_config) as sim:
         daemon = await asyncio.create_subprocess_exec(

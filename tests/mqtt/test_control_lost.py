@@ -21,6 +21,7 @@ from tests.conftest import Broker, free_port
 from tests.integration.harness import serving
 from tests.mqtt.helpers import body, dumps, next_message, observer, settings_for
 from tests.mqtt.test_e2e_sim import VEHICLE, Stack, T, fc_ready, stack
+from tests.sim.client import QUICK_BOOT_S
 
 pytestmark = pytest.mark.integration
 UP = PositionNed(0.0, 0.0, -3.0)
@@ -93,7 +94,7 @@ async def test_each_way_of_losing_control_reaches_the_commander(
 async def test_a_daemon_restart_is_a_loss_of_control(mosquitto: Broker) -> None:
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light")
+                           gcs_bind=None, profile="light", boot_ready_s=QUICK_BOOT_S)
     config = DaemonConfig(mavlink=MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{port}")),
                           mqtt=dataclasses.replace(settings_for(mosquitto.port),
                                                    vehicle_id=VEHICLE))

@@ -39,6 +39,7 @@ from tests.mqtt.helpers import (
     request_properties,
     settings_for,
 )
+from tests.sim.client import QUICK_BOOT_S
 
 pytestmark = pytest.mark.integration
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -67,7 +68,8 @@ async def stack(broker: Broker, protocol: str = "5", *,
                 ) -> AsyncIterator[Stack]:  # fmt: skip
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light", params=sim_params or {})
+                           gcs_bind=None, profile="light", params=sim_params or {},
+                           boot_ready_s=QUICK_BOOT_S)
     async with SimServer(sim_config) as sim:
         config = DaemonConfig(
             mavlink=MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{port}")),

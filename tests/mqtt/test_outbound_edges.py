@@ -23,6 +23,7 @@ from tests.conftest import Broker, free_port
 from tests.integration.harness import serving
 from tests.mqtt.helpers import observer, settings_for
 from tests.mqtt.test_e2e_sim import stack
+from tests.sim.client import QUICK_BOOT_S
 
 pytestmark = pytest.mark.integration
 VEHICLE = "vehicle1"
@@ -48,7 +49,7 @@ async def test_retained_state_after_a_clean_stop_is_the_final_state(mosquitto: B
     is cancelled, so the retained state can say the vehicle is still under control."""
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
-                           gcs_bind=None, profile="light")
+                           gcs_bind=None, profile="light", boot_ready_s=QUICK_BOOT_S)
     stop = asyncio.Event()
     async with SimServer(sim_config) as _sim:
         config = DaemonConfig(

@@ -36,7 +36,8 @@ TAKEOFF = 33816576
 
 # For a test that is not about PX4's boot: ready at once, not ~3 s after it starts
 # (SimConfig.boot_ready_s).
-QUICK_BOOT: dict[str, float] = {"boot_ready_s": 0.0}
+QUICK_BOOT_S = 0.0
+QUICK_BOOT: dict[str, float] = {"boot_ready_s": QUICK_BOOT_S}
 
 # For a test that only needs the vehicle in the air, what a PX4 user would set too:
 # MPC_TKO_RAMP_T 0 disables PX4's takeoff ramp (lift-off right after COM_SPOOLUP_TIME,
