@@ -25,6 +25,8 @@ async def test_emergency_stop_in_flight_disarms_px4_and_the_daemon_stays_stopped
         r = s.record
         await s.take_off(ALT_M)
         loop = asyncio.get_running_loop()
+        tried_t = loop.time()
+        refused = await s.client.send_document({"v": 1, "cmd": "disarm"})
         asked_t = loop.time()
         reply = await s.client.emergency_stop(confirm=True)
         replied_t = loop.time()
@@ -33,11 +35,12 @@ async def test_emergency_stop_in_flight_disarms_px4_and_the_daemon_stays_stopped
         await asyncio.sleep(3.0)  # nothing more from the daemon while it lies there
         state = await s.client.wait_for_state(lambda st: not st["armed"], 2)
         disarms = [c for c in r.commands if c.fields["command"] == MAV_CMD_COMPONENT_ARM_DISARM
-                   and c.t >= asked_t]
+                   and c.t >= tried_t]
         acks = [a for a in r.acks if a.fields["command"] == MAV_CMD_COMPONENT_ARM_DISARM
-                and a.t >= asked_t]
+                and a.t >= tried_t]
         disarmed = [t for t, armed in r.armed if not armed and t >= asked_t]
         seen = StopSeen(
+            disarm_refused=str(refused.extra.get("reason")),
             reply_ok=reply.ok, reply_message=reply.message,
             replied_s=replied_t - asked_t,
             disarm_params=[(c.fields["param1"], c.fields["param2"]) for c in disarms],

@@ -2,13 +2,15 @@
 (tests/px4/test_px4_emergency_stop.py) and on the sim with the daemon and a real broker
 (tests/sim/test_emergency_stop.py): a differential test, the sim held to what PX4 does.
 
-The commander's client asks for it at ALT_M over the vehicle's origin. What must follow, on
-either vehicle: the reply ok ("disarmed"), one force-disarm (param1 0, param2 21196) ACKed
-ACCEPTED, the FC disarmed (its HEARTBEAT), the vehicle on the ground about as soon as a fall
-from ALT_M allows, no setpoint after the request, no OFFBOARD or arm request, and the daemon
-in `failsafe` for `emergency_stop`, not streaming; PX4 stays in OFFBOARD, disarmed.
+The commander's client first sends a plain `disarm` at ALT_M over the vehicle's origin: the
+daemon refuses it (`disarm_in_flight`: PX4 reports the vehicle in the air) and sends
+nothing. Then `emergency_stop`. What must follow, on either vehicle: the reply ok
+("disarmed"), one force-disarm (param1 0, param2 21196) ACKed ACCEPTED, the FC disarmed
+(its HEARTBEAT), the vehicle on the ground about as soon as a fall from ALT_M allows, no
+setpoint after the request, no OFFBOARD or arm request, and the daemon in `failsafe` for
+`emergency_stop`, not streaming; PX4 stays in OFFBOARD, disarmed.
 
-[SITL main 2026-11-29] three runs: replied 0.16-0.27 s, HEARTBEAT disarmed 0.12-0.25 s,
+[SITL main 2026-11-29] four runs: replied 0.13-0.27 s, HEARTBEAT disarmed 0.10-0.25 s,
 on the ground 1.29-1.33 s after the request (the climb stops ~0.1 s in, then ~1.16 s of
 fall from 4.64 m, 6.5 m/s at the ground: gravity against SIH's linear drag of 1/s). The
 sim: 0.19 s, 0.002 s, 1.18 s (1.00 s before its fall had the drag).
@@ -27,10 +29,12 @@ MAV_RESULT_ACCEPTED = 0
 class StopSeen:
     """What a run saw, times in s from the request."""
 
+    disarm_refused: str  # the plain disarm's reply: its reason
     reply_ok: bool
     reply_message: str
     replied_s: float
     disarm_params: list[tuple[float, float]]  # (param1, param2) of each ARM_DISARM sent
+    # (from the plain disarm on)
     ack_results: list[int]
     disarmed_s: float | None  # the first HEARTBEAT disarmed
     fell_s: float  # below 0.3 m and still
@@ -53,6 +57,7 @@ class StopSeen:
 
 def check_stop(seen: StopSeen) -> None:
     figures = seen.figures()
+    assert seen.disarm_refused == "disarm_in_flight", figures
     assert seen.reply_ok and "disarmed" in seen.reply_message, figures
     assert seen.disarm_params == [FORCE_DISARM], figures
     assert seen.ack_results == [MAV_RESULT_ACCEPTED], figures

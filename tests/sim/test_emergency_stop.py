@@ -27,6 +27,8 @@ async def test_emergency_stop_in_flight_disarms_and_the_daemon_stays_stopped(
         vehicle, record = s.sim.vehicle, s.sim.record
         loop = asyncio.get_running_loop()
         await wait_until(lambda: abs(-vehicle.position_ned_m[2] - ALT_M) < 0.4, "up", 20)
+        tried_t = loop.time()
+        refused = await c.send_document({"v": 1, "cmd": "disarm"})
         asked_t = loop.time()
         reply = await c.emergency_stop(confirm=True)
         replied_t = loop.time()
@@ -36,13 +38,14 @@ async def test_emergency_stop_in_flight_disarms_and_the_daemon_stays_stopped(
         await asyncio.sleep(3.0)
         state = await c.wait_for_state(lambda st: not st["armed"], 2)
         commands = [e for e in record.commands if e.command == MAV_CMD_COMPONENT_ARM_DISARM
-                    and e.time_s >= asked_t]
+                    and e.time_s >= tried_t]
         disarmed = [t for t, armed, _ in record.armed_changes if not armed and t >= asked_t]
         seen = StopSeen(
+            disarm_refused=str(refused.extra.get("reason")),
             reply_ok=reply.ok, reply_message=reply.message, replied_s=replied_t - asked_t,
             disarm_params=[(e.params[0], e.params[1]) for e in commands],
             ack_results=[a.result for a in record.acks_for(MAV_CMD_COMPONENT_ARM_DISARM)
-                         if a.time_s >= asked_t],
+                         if a.time_s >= tried_t],
             disarmed_s=disarmed[0] - asked_t if disarmed else None,
             fell_s=on_ground_t - asked_t,
             setpoints_after_s=[e.time_s - asked_t for e in record.setpoints
