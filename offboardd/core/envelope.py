@@ -33,8 +33,10 @@ from offboardd.core.envelope_geometry import (
     Home,
     Vec3,
     cap_along,
+    cap_along_peak,
     describe_face,
     dot,
+    stopping_distance_m,
     stopping_speed_m_s,
 )
 from offboardd.core.envelope_limits import (
@@ -76,6 +78,11 @@ ACCEL_PLAN = 0.5
 PX4_VELOCITY_LAG_S = 0.5
 FENCE_HOLD_ZONE_M = 0.5
 _SAME = 1e-6  # below this the shaped vector is the commanded one
+# A tick shapes against the polygon's edges the vehicle could reach (polygon.NearEdges):
+# beyond that reach a face's allowed speed is above any the setpoint asks. The pad
+# covers rounding; an acceleration's bound is checked after (_shape_acceleration).
+_REACH_PAD_M = 0.5
+_ACCEL_BOUND_FACTOR = 2.0  # of the larger of the asked and the braking acceleration
 
 
 @dataclass(frozen=True)
@@ -231,20 +238,22 @@ class Envelope:
             return sp, None
         vel: Vec3 = (pos.north_m_s, pos.east_m_s, pos.down_m_s)
         accel = self.settings.max_acceleration_m_s2
+        at = (pos.north_m, pos.east_m, pos.down_m)
         if isinstance(sp, AccelerationNed):
             # Plan the stop at a fraction of the braking allowed, so steering lag can be
             # made up by braking harder (up to the limit) instead of overshooting. The
             # braking is an acceleration setpoint too, held to max_tilt_deg: plan with it.
-            accel = min(accel, horizontal_acceleration_limit(self.settings))
-            ceilings = self._ceilings(pos.north_m, pos.east_m, pos.down_m, accel * ACCEL_PLAN)
-            shaped, why = self._shape_acceleration(sp, vel, ceilings)
+            accel = min(accel, horizontal_acceleration_limit(self.settings)) * ACCEL_PLAN
+            shaped, why = self._shape_acceleration(sp, vel, at, accel)
         else:
-            ceilings = self._ceilings(pos.north_m, pos.east_m, pos.down_m, accel,
-                                      PX4_VELOCITY_LAG_S)
+            asked = _velocity_ned(sp, yaw or 0.0)
+            asked_m_s = math.sqrt(dot(asked, asked))
+            reach_m = max(FENCE_HOLD_ZONE_M, stopping_distance_m(
+                asked_m_s + _SAME, accel, PX4_VELOCITY_LAG_S))  # fmt: skip
+            ceilings = self._ceilings(at, accel, PX4_VELOCITY_LAG_S, reach_m)
             shaped, why = self._shape_velocity(sp, yaw or 0.0, ceilings)
             if why is not None:
-                held = self._hold_at_line(sp, _velocity_ned(sp, yaw or 0.0),
-                                          (pos.north_m, pos.east_m, pos.down_m), ceilings)
+                held = self._hold_at_line(sp, asked, at, ceilings)
                 if held is not None:
                     shaped, why = held, (Reason.FENCE_STOP, why[1] + "; holding at the line")
         self.limiting = why is not None
@@ -276,8 +285,7 @@ class Envelope:
             return None
         # Stepping onto several faces at once (a concave corner, a vehicle already outside)
         # can land outside another: then no hold, the shaped velocity stands (found by fuzzing).
-        nearest = self.fence.nearest(target[0], target[1], target[2])
-        if nearest is not None and nearest.distance_m < 0.0:
+        if not self.fence.contains(target[0], target[1], target[2]):
             return None
         yaw_rate = getattr(sp, "yaw_rate_rad_s", None)
         yaw = getattr(sp, "yaw_rad", None)
@@ -285,14 +293,17 @@ class Envelope:
                            yaw_rate_rad_s=None if yaw is not None else yaw_rate)
 
     def _ceilings(
-        self, n: float, e: float, d: float, accel: float, lag_s: float = 0.0
+        self, at: Vec3, accel: float, lag_s: float, reach_m: float | None
     ) -> list[tuple[Vec3, float, Boundary]]:
+        """Each face's outward direction and the speed allowed towards it from `at`; with
+        `reach_m` (beyond the stop margin), polygon edges further away may be left out."""
         if self.fence is None:
             return []
         margin = self.settings.stop_margin_m
+        reach = None if reach_m is None else margin + reach_m + _REACH_PAD_M
         return [
             (f.outward, stopping_speed_m_s(f.distance_m - margin, accel, lag_s), f)
-            for f in self.fence.boundaries(n, e, d)
+            for f in self.fence.boundaries(at[0], at[1], at[2], reach)
         ]
 
     def _shape_velocity(
@@ -325,8 +336,28 @@ class Envelope:
         return shaped, why
 
     def _shape_acceleration(
-        self, sp: AccelerationNed, vel: Vec3, ceilings: list[tuple[Vec3, float, Boundary]]
+        self, sp: AccelerationNed, vel: Vec3, at: Vec3, accel: float
     ) -> tuple[Setpoint, tuple[Reason, str] | None]:
+        """Against the faces near enough to matter: the ones whose allowed acceleration
+        is above `bound_m_s2` are left out, which is exact as long as the capping never
+        makes the vector longer than that (checked; else against every face)."""
+        a = (sp.north_m_s2, sp.east_m_s2, sp.down_m_s2)
+        bound_m_s2 = _ACCEL_BOUND_FACTOR * max(math.sqrt(dot(a, a)),
+                                               self.settings.max_acceleration_m_s2)
+        speed_m_s = math.sqrt(dot(vel, vel)) + bound_m_s2 / ACCEL_STEER_GAIN_PER_S
+        near = self._ceilings(at, accel, 0.0, stopping_distance_m(speed_m_s, accel))
+        shaped = self._shape_acceleration_against(sp, vel, near, bound_m_s2)
+        if shaped is None:
+            shaped = self._shape_acceleration_against(sp, vel, self._ceilings(
+                at, accel, 0.0, None), None)  # fmt: skip
+            assert shaped is not None
+        return shaped
+
+    def _shape_acceleration_against(
+        self, sp: AccelerationNed, vel: Vec3, ceilings: list[tuple[Vec3, float, Boundary]],
+        bound_m_s2: float | None,
+    ) -> tuple[Setpoint, tuple[Reason, str] | None] | None:
+        """None: the capping went past `bound_m_s2`, so a face left out may have counted."""
         s = self.settings
         speed_h = math.hypot(vel[0], vel[1])
         speed: list[tuple[Vec3, float, Reason]] = [
@@ -342,7 +373,9 @@ class Envelope:
             (n, max(-brake, ACCEL_STEER_GAIN_PER_S * (cap - dot(vel, n)))) for n, cap, _ in every
         ]
         a = (sp.north_m_s2, sp.east_m_s2, sp.down_m_s2)
-        capped, _ = cap_along(a, limits)
+        capped, _, peak_m_s2 = cap_along_peak(a, limits)
+        if bound_m_s2 is not None and peak_m_s2 > bound_m_s2:
+            return None
         if max(abs(x - y) for x, y in zip(capped, a, strict=True)) < _SAME:
             return sp, None
         worst = max(range(len(every)), key=lambda i: dot(a, limits[i][0]) - limits[i][1])
@@ -363,6 +396,9 @@ class Envelope:
         return None if self.fence is None else self.fence.nearest(n, e, d)
 
     def breach(self, n: float, e: float, d: float) -> Boundary | None:
+        if self.fence is not None and self.fence.contains_vehicle(n, e, d):
+            self.inside_seen = True  # (the nearest face's distance is >= 0)
+            return None
         face = self.nearest_face(n, e, d)
         if face is None:
             return None

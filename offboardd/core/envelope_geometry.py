@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from offboardd.core.envelope_settings import EnvelopeSettings, PolygonFrame
 from offboardd.core.geo import offset_m
+from offboardd.core.polygon import NearEdges, closest_point, edges_near, point_in_polygon
 from offboardd.core.reasons import Reason
 
 Vec3 = tuple[float, float, float]
@@ -64,10 +65,15 @@ class FenceShape:
         if settings.polygon_frame is PolygonFrame.GLOBAL:
             polygon = tuple(home.to_local(lat, lon) for lat, lon in polygon)
         self.polygon: tuple[tuple[float, float], ...] = polygon
+        # the edges near the vehicle, for its ticks and position reports (polygon.py)
+        self.near = NearEdges(polygon) if polygon else None
 
-    def boundaries(self, north_m: float, east_m: float, down_m: float) -> list[Boundary]:
+    def boundaries(self, north_m: float, east_m: float, down_m: float,
+                   reach_m: float | None = None) -> list[Boundary]:
         """Every face that constrains a vehicle at this point (polygon: all edges when
-        inside, the nearest one when outside)."""
+        inside, the nearest one when outside). With `reach_m`, the vehicle's own point:
+        inside, the polygon's edges further than that may be left out (the ones near it
+        are kept between calls: polygon.NearEdges)."""
         s, home = self.settings, self.home
         out: list[Boundary] = []
         if s.max_distance_m is not None:
@@ -84,14 +90,22 @@ class FenceShape:
         if s.min_altitude_m is not None:
             out.append(Boundary(Reason.FENCE_MIN_ALTITUDE, "min_altitude_m",
                                 alt - s.min_altitude_m, (0.0, 0.0, 1.0)))  # fmt: skip
-        if self.polygon:
-            out.extend(self._polygon_boundaries(north_m, east_m))
+        if self.near is not None:
+            out.extend(self._polygon_boundaries(north_m, east_m, reach_m))
         return out
 
-    def _polygon_boundaries(self, north_m: float, east_m: float) -> list[Boundary]:
-        inside = point_in_polygon(north_m, east_m, self.polygon)
+    def _polygon_boundaries(self, north_m: float, east_m: float,
+                            reach_m: float | None) -> list[Boundary]:
+        assert self.near is not None
+        edges = self.near.edges
+        if reach_m is None:
+            inside = point_in_polygon(north_m, east_m, self.polygon)
+        else:
+            inside, near = self.near.around(north_m, east_m, reach_m)
+            edges = near if inside else edges  # outside: the nearest of them all
         faces: list[Boundary] = []
-        for qn, qe in closest_points(north_m, east_m, self.polygon):
+        for edge in edges:
+            qn, qe = closest_point(north_m, east_m, edge)
             dn, de = qn - north_m, qe - east_m
             dist = math.hypot(dn, de)
             if dist <= _EPS:
@@ -109,6 +123,11 @@ class FenceShape:
     def contains(self, north_m: float, east_m: float, down_m: float) -> bool:
         """Inside (or on) every part of the fence: the cheap test for many points (a
         planned path); `nearest` says which face and how far when it is not."""
+        return self._contains_round(north_m, east_m, down_m) and (
+            not self.polygon or point_in_polygon(north_m, east_m, self.polygon))
+
+    def _contains_round(self, north_m: float, east_m: float, down_m: float) -> bool:
+        """Inside the distance from home and the altitudes (the polygon aside)."""
         s, home = self.settings, self.home
         if s.max_distance_m is not None and math.hypot(
                 north_m - home.north_m, east_m - home.east_m) > s.max_distance_m:
@@ -116,9 +135,15 @@ class FenceShape:
         alt = home.altitude_m(down_m)
         if s.max_altitude_m is not None and alt > s.max_altitude_m:
             return False
-        if s.min_altitude_m is not None and alt < s.min_altitude_m:
-            return False
-        return not self.polygon or point_in_polygon(north_m, east_m, self.polygon)
+        return s.min_altitude_m is None or alt >= s.min_altitude_m
+
+    def contains_vehicle(self, north_m: float, east_m: float, down_m: float) -> bool:
+        """`contains` for the vehicle's own position (its reports, many a second): the
+        polygon's part answered near the last one (polygon.NearEdges)."""
+        if self.near is None:
+            return self.contains(north_m, east_m, down_m)
+        return (self.near.inside(north_m, east_m)
+                and self._contains_round(north_m, east_m, down_m))
 
     def holds_ball(self, north_m: float, east_m: float, down_m: float, radius_m: float) -> bool:
         """Every point within `radius_m` of this one is inside the fence (a cheap test
@@ -136,12 +161,9 @@ class FenceShape:
             return True
         if not point_in_polygon(north_m, east_m, self.polygon):
             return False
-        for (n1, e1), (n2, e2) in edges_near(north_m, east_m, radius_m, self.polygon):
-            dn, de = n2 - n1, e2 - e1
-            length2 = dn * dn + de * de
-            t = 0.0 if length2 <= _EPS else ((north_m - n1) * dn + (east_m - e1) * de) / length2
-            t = min(1.0, max(0.0, t))
-            if math.hypot(n1 + t * dn - north_m, e1 + t * de - east_m) <= radius_m:
+        for edge in edges_near(north_m, east_m, radius_m, self.polygon):
+            qn, qe = closest_point(north_m, east_m, edge)
+            if math.hypot(qn - north_m, qe - east_m) <= radius_m:
                 return False
         return True
 
@@ -162,52 +184,6 @@ def describe_face(face: Boundary, s: EnvelopeSettings) -> str:
     return f"{-d:.1f} m outside the polygon" if d < 0 else f"{d:.1f} m inside the polygon"
 
 
-def point_in_polygon(n: float, e: float, polygon: tuple[tuple[float, float], ...]) -> bool:
-    """Even-odd rule (ray casting along +east); a point on an edge may go either way."""
-    inside = False
-    count = len(polygon)
-    for i in range(count):
-        (n1, e1), (n2, e2) = polygon[i], polygon[(i + 1) % count]
-        if (n1 > n) != (n2 > n):
-            e_cross = e1 + (n - n1) * (e2 - e1) / (n2 - n1)
-            if e < e_cross:
-                inside = not inside
-    return inside
-
-
-def edges_near(
-    n: float, e: float, radius_m: float, polygon: tuple[tuple[float, float], ...]
-) -> list[tuple[tuple[float, float], tuple[float, float]]]:
-    """The polygon's edges (each as its two corners) whose bounding box meets the square
-    about (n, e) of half side `radius_m`: the only ones a circle or ball of that radius
-    there can touch (a cheap pass before exact geometry; most edges miss a corner's arc)."""
-    low_n, high_n, low_e, high_e = n - radius_m, n + radius_m, e - radius_m, e + radius_m
-    out: list[tuple[tuple[float, float], tuple[float, float]]] = []
-    for i in range(len(polygon)):
-        a, b = polygon[i - 1], polygon[i]
-        if ((a[0] < low_n and b[0] < low_n) or (a[0] > high_n and b[0] > high_n)
-                or (a[1] < low_e and b[1] < low_e) or (a[1] > high_e and b[1] > high_e)):
-            continue
-        out.append((a, b))
-    return out
-
-
-def closest_points(
-    n: float, e: float, polygon: tuple[tuple[float, float], ...]
-) -> list[tuple[float, float]]:
-    """For each edge, the point of that segment closest to (n, e)."""
-    out: list[tuple[float, float]] = []
-    count = len(polygon)
-    for i in range(count):
-        (n1, e1), (n2, e2) = polygon[i], polygon[(i + 1) % count]
-        dn, de = n2 - n1, e2 - e1
-        length2 = dn * dn + de * de
-        t = 0.0 if length2 <= _EPS else ((n - n1) * dn + (e - e1) * de) / length2
-        t = min(1.0, max(0.0, t))
-        out.append((n1 + t * dn, e1 + t * de))
-    return out
-
-
 def stopping_speed_m_s(distance_m: float, accel_m_s2: float, lag_s: float = 0.0) -> float:
     """The fastest approach that can still stop within `distance_m` when braking at
     `accel_m_s2` starts `lag_s` late: from d = v lag + v^2 / (2 a),
@@ -218,6 +194,12 @@ def stopping_speed_m_s(distance_m: float, accel_m_s2: float, lag_s: float = 0.0)
     return a * (math.sqrt(lag_s * lag_s + 2.0 * distance_m / a) - lag_s)
 
 
+def stopping_distance_m(speed_m_s: float, accel_m_s2: float, lag_s: float = 0.0) -> float:
+    """How far an approach at `speed_m_s` runs on when braking at `accel_m_s2` starts
+    `lag_s` late (stopping_speed_m_s's inverse)."""
+    return speed_m_s * lag_s + speed_m_s * speed_m_s / (2.0 * accel_m_s2)
+
+
 def dot(a: Vec3, b: Vec3) -> float:
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
@@ -226,14 +208,24 @@ def cap_along(v: Vec3, constraints: list[tuple[Vec3, float]], rounds: int = 8) -
     """The vector near `v` with v . n <= c for every (n, c) (n a unit vector, or zero for
     "no direction"), by alternating projections onto the half-spaces; and whether every
     constraint holds at the end (a narrow corridor may not converge in `rounds`)."""
-    out = v
+    out, ok, _ = cap_along_peak(v, constraints, rounds)
+    return out, ok
+
+
+def cap_along_peak(v: Vec3, constraints: list[tuple[Vec3, float]], rounds: int = 8
+                   ) -> tuple[Vec3, bool, float]:
+    """cap_along, and the largest norm the vector had on the way: a constraint left out
+    whose c is above that never came into play (v . n <= |v| <= c), so leaving it out
+    changed nothing."""
+    out, peak = v, math.sqrt(dot(v, v))
     for _ in range(rounds):
         moved = False
         for n, c in constraints:
             excess = dot(out, n) - c
             if excess > 1e-9:
                 out = (out[0] - excess * n[0], out[1] - excess * n[1], out[2] - excess * n[2])
+                peak = max(peak, math.sqrt(dot(out, out)))
                 moved = True
         if not moved:
-            return out, True
-    return out, all(dot(out, n) <= c + 1e-6 for n, c in constraints)
+            return out, True, peak
+    return out, all(dot(out, n) <= c + 1e-6 for n, c in constraints), peak

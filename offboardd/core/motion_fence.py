@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 
 from offboardd.core.envelope import Envelope
-from offboardd.core.envelope_geometry import FenceShape, edges_near
+from offboardd.core.envelope_geometry import FenceShape
 from offboardd.core.motion import Motion
 from offboardd.core.motion_path import Arc, Line, Vec3, add, scale, sub, unit
+from offboardd.core.polygon import edges_near
 from offboardd.core.reasons import Reason
 from offboardd.core.setpoints import PositionNed
 

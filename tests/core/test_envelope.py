@@ -8,10 +8,11 @@ import math
 import pytest
 
 from offboardd.core.envelope import Envelope
-from offboardd.core.envelope_geometry import Home, point_in_polygon, stopping_speed_m_s
+from offboardd.core.envelope_geometry import Home, stopping_speed_m_s
 from offboardd.core.envelope_limits import apply_limits, tilt_rad
 from offboardd.core.envelope_settings import EnvelopeSettings, LimitAction, PolygonFrame
 from offboardd.core.events import FcHomePosition
+from offboardd.core.polygon import point_in_polygon
 from offboardd.core.reasons import Reason
 from offboardd.core.setpoints import (
     AccelerationNed,

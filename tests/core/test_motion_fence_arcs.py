@@ -21,6 +21,7 @@ from offboardd.core.motion import Motion, Start, plan
 from offboardd.core.motion_commands import FollowPath, MotionCommand, Orbit
 from offboardd.core.motion_fence import first_point_outside
 from offboardd.core.motion_settings import MotionSettings
+from offboardd.core.polygon import edges_near, point_in_polygon
 from offboardd.core.reasons import Reason
 from offboardd.core.setpoints import PositionNed
 
@@ -107,7 +108,7 @@ def test_a_climbing_path_is_never_refused_falsely_nor_let_out(seed: int) -> None
 
 def _counting_polygon_tests(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls = [0]
-    inner = geometry.point_in_polygon
+    inner = point_in_polygon
 
     def counted(n: float, e: float, polygon: tuple[tuple[float, float], ...]) -> bool:
         calls[0] += 1
@@ -154,6 +155,6 @@ def test_edges_near_keeps_every_edge_a_circle_there_can_touch() -> None:
     square = ((-100.0, -100.0), (-100.0, 100.0), (100.0, 100.0), (100.0, -100.0))
     # a circle of 5 m about (0, 95): only the edge at east = 100 comes within its box,
     # though neither of that edge's corners does
-    assert geometry.edges_near(0.0, 95.0, 5.0, square) == [((-100.0, 100.0), (100.0, 100.0))]
-    assert geometry.edges_near(0.0, 0.0, 5.0, square) == []
-    assert len(geometry.edges_near(0.0, 0.0, 100.0, square)) == 4  # touching counts
+    assert edges_near(0.0, 95.0, 5.0, square) == [((-100.0, 100.0), (100.0, 100.0))]
+    assert edges_near(0.0, 0.0, 5.0, square) == []
+    assert len(edges_near(0.0, 0.0, 100.0, square)) == 4  # touching counts
