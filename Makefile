@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-test
 PYTEST_ARGS ?=
 
-.PHONY: test test-px4 demo lint bench bench-motion bench-recorder bench-slow-link soak dialect deps system-tools mosquitto clean
+.PHONY: test test-px4 demo lint bench bench-fence bench-motion bench-recorder bench-slow-link soak dialect deps system-tools mosquitto clean
 
 # One install per extra: $(VENV)/.installed-test installs '.[test]', and so on.
 $(VENV)/.installed-%: pyproject.toml
@@ -97,6 +97,11 @@ bench-motion: $(STAMP) mosquitto
 # recording off and on, alternating; writes bench/recorder-results.{md,json}.
 bench-recorder: $(STAMP) mosquitto
 	$(PY) -m bench.recorder
+
+# What the geofence costs a stream tick, 4 to 256 polygon corners (pure, in-process);
+# writes bench/fence-results.md.
+bench-fence: $(STAMP)
+	$(PY) -m bench.fence
 
 # The stream plan on a 57,600-baud line (issue 18): bytes/s each way on the sim's pty, PX4's
 # streams left alone against the plan; writes bench/slow-link-results.{md,json}.
