@@ -7,8 +7,8 @@ before it stops (envelope.Envelope.shape), and a position report only whether th
 vehicle is inside (the breach check); walking every edge for each cost ~0.5 ms a tick and
 ~0.45 ms a report with 256 corners (bench/fence-results.md). Between two ticks the
 vehicle moves centimetres, so one walk serves many: from an anchor point it keeps whether
-the anchor is inside, how far its nearest edge is (`clear_m`) and every edge within
-`radius_m` of it. For a point `moved` metres from the anchor that answer is still exact
+the anchor is inside, how far its nearest edge is (`clear_m`, told up to the radius)
+and every edge within `radius_m` of it. For a point `moved` metres from the anchor that answer is still exact
 when
 - moved < clear_m: no edge lies between the two points, so inside is the same; and
 - moved + reach_m <= radius_m: an edge within reach_m of the point is within radius_m of
@@ -104,13 +104,22 @@ class NearEdges:
         return moved < self._clear_m and moved + reach_m <= self._radius_m
 
     def _walk(self, n: float, e: float, radius_m: float) -> None:
+        """Keep every edge within `radius_m` of (n, e) and the distance to the nearest
+        (at most `radius_m`: no more is asked of it), measuring only the edges whose box
+        comes within the square about the point; in the polygon's order, which the
+        shaping's alternating projections follow."""
         self.walks += 1
-        clear_m, near = math.inf, []
+        clear_m, near = radius_m, []
+        low_n, high_n, low_e, high_e = n - radius_m, n + radius_m, e - radius_m, e + radius_m
         for edge in self.edges:
+            (n1, e1), (n2, e2) = edge
+            if ((n1 < low_n and n2 < low_n) or (n1 > high_n and n2 > high_n)
+                    or (e1 < low_e and e2 < low_e) or (e1 > high_e and e2 > high_e)):
+                continue
             qn, qe = closest_point(n, e, edge)
             distance_m = math.hypot(qn - n, qe - e)
-            clear_m = min(clear_m, distance_m)
             if distance_m <= radius_m:
+                clear_m = min(clear_m, distance_m)
                 near.append(edge)
         self._anchor = (n, e)
         self._inside = point_in_polygon(n, e, self.polygon)
