@@ -11,11 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable
 
 from offboardd.core.commands import SetSetpoint
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.motion_commands import Goto, Orbit
 from offboardd.core.setpoints import Attitude, PositionNed, VelocityNed
+from tests.sim.polygon_fence_flight import (
+    LEG_EAST_M_S,
+    LEG_EAST_S,
+    LEG_NW_M_S,
+    LEG_NW_S,
+    NORTH_WEST_RAD,
+    check_legs,
+    dented_circle,
+)
 
 from .harness import Flight, flight
 
@@ -147,3 +157,34 @@ async def test_a_long_orbit_inside_a_many_sided_fence_does_not_stall_the_stream(
         # slack for a loaded CI machine: the stall was 1.9 s
         assert answered_s < 0.5 and snap["stream_worst_gap_s"] < 0.3, (answered_s, snap)
         assert snap["phase"] == "active" and snap["motion"]["kind"] == "orbit"
+
+
+async def test_a_many_cornered_concave_polygon_stops_legs_as_on_px4() -> None:
+    """The flight tests/px4/test_px4_fence.py makes on real PX4 (the legs and bounds of
+    tests/sim/polygon_fence_flight.py): a 128-corner fence with a V-shaped dent."""
+    envelope = EnvelopeSettings(polygon=tuple((n, e) for n, e in dented_circle()),
+                                stop_margin_m=1.0)
+    async with flight(engine={"envelope": envelope}) as fl:
+        await fl.takeoff(-5.0)
+        v = fl.sim.vehicle
+
+        async def leg(setpoint: VelocityNed, seconds: float, along: Callable[[], float]) -> float:
+            assert (await fl.command(SetSetpoint(fl.next_id(), setpoint))).ok
+            farthest = -math.inf
+            for _ in range(round(seconds * 10)):
+                farthest = max(farthest, along())
+                await asyncio.sleep(0.1)
+            return farthest
+
+        north_west_m = await leg(
+            VelocityNed(LEG_NW_M_S * math.cos(NORTH_WEST_RAD),
+                        LEG_NW_M_S * math.sin(NORTH_WEST_RAD), 0.0),
+            LEG_NW_S, lambda: math.hypot(*v.position_ned_m[:2]))
+        assert fl.snapshot()["envelope_limiting"]
+        assert (await fl.command(SetSetpoint(fl.next_id(), PositionNed(0.0, 0.0, -5.0)))).ok
+        await fl.wait_for(lambda: math.hypot(*v.position_ned_m[:2]) < 0.3 and speed(fl) < 0.2,
+                          15.0, "back over the origin")
+        east_m = await leg(VelocityNed(0.0, LEG_EAST_M_S, 0.0), LEG_EAST_S,
+                           lambda: v.position_ned_m[1])
+        assert fl.phase == "active"
+    check_legs(north_west_m, east_m)

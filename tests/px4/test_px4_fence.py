@@ -16,6 +16,16 @@ from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
 from tests.px4.stack import flying_stack
 from tests.px4.tee import OFFBOARD
+from tests.sim.polygon_fence_flight import (
+    LEG_EAST_M_S,
+    LEG_EAST_S,
+    LEG_NW_M_S,
+    LEG_NW_S,
+    NORTH_WEST_RAD,
+    TIP_EAST_M,
+    check_legs,
+    dented_circle,
+)
 
 FENCE_M = 8.0
 ALT_M = 5.0
@@ -98,52 +108,34 @@ async def test_geofence_stops_a_velocity_leg_and_refuses_a_point_outside(
                         stop_then_goto_farthest_m=round(stop_farthest_m, 2))
 
 
-DENT_FROM = 0.7  # of the radius: the arc east of it folded in
-
-
-def dented_circle(radius_m: float, corners: int) -> list[list[float]]:
-    """A `corners`-gon about the origin whose arc east of DENT_FROM x r is folded inwards
-    about that line: a V-shaped dent whose tip, a concave corner, lies due east at
-    (2 DENT_FROM - 1) r."""
-    out = []
-    for k in range(corners):
-        a = 2 * math.pi * k / corners
-        n, e = radius_m * math.cos(a), radius_m * math.sin(a)
-        fold_m = DENT_FROM * radius_m
-        out.append([round(n, 3), round(e if e <= fold_m else 2 * fold_m - e, 3)])
-    return out
-
-
 async def test_a_many_cornered_concave_polygon_stops_legs_at_its_walls(
     px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
 ) -> None:
     """A 128-corner polygon fence (the shaping uses only the edges near the vehicle,
     offboardd/core/polygon.py): a leg north-west at 3 m/s stops inside its round part,
     a leg due east short of the dent's tip, where two walls meet."""
-    polygon = dented_circle(FENCE_M, 128)
-    tip_east_m = (2 * DENT_FROM - 1) * FENCE_M
+    polygon = dented_circle()
     envelope = {"polygon": polygon, "polygon_frame": "local", "stop_margin_m": 1.0}
     async with flying_stack(px4, mosquitto, tmp_path, {"envelope": envelope}) as s:
         await s.client.wait_for_state(lambda st: st["home_known"], 20)
         c, r = s.client, s.record
         await s.take_off(ALT_M)
-        heading = math.radians(-40.0)  # north-west
+        heading, speed = NORTH_WEST_RAD, LEG_NW_M_S
         farthest_m = 0.0
-        for _ in range(80):  # 8 s at 3 m/s: 24 m without the fence
-            await c.setpoint(VelocityNed(3.0 * math.cos(heading), 3.0 * math.sin(heading), 0.0))
+        for _ in range(round(LEG_NW_S * 10)):  # 24 m without the fence
+            await c.setpoint(VelocityNed(speed * math.cos(heading), speed * math.sin(heading),
+                                         0.0))
             farthest_m = max(farthest_m, math.hypot(*r.position_ned_m[:2]))
             await asyncio.sleep(0.1)
         state = c.state
         assert state is not None and state["envelope_limiting"] and r.mode == OFFBOARD
         await (await c.goto(PositionNed(0.0, 0.0, -ALT_M))).done(30)
         farthest_east_m = -math.inf
-        for _ in range(60):  # 6 s east at 2 m/s towards the dent's tip
-            await c.setpoint(VelocityNed(0.0, 2.0, 0.0))
+        for _ in range(round(LEG_EAST_S * 10)):  # due east towards the dent's tip
+            await c.setpoint(VelocityNed(0.0, LEG_EAST_M_S, 0.0))
             farthest_east_m = max(farthest_east_m, r.position_ned_m[1])
             await asyncio.sleep(0.1)
         assert r.mode == OFFBOARD
     measured.update(corners=len(polygon), farthest_north_west_m=round(farthest_m, 2),
-                    tip_east_m=round(tip_east_m, 2), farthest_east_m=round(farthest_east_m, 2))
-    # the round part's flats lie 7.99 m out; the stop margin holds the vehicle 1 m inside
-    assert farthest_m < FENCE_M, farthest_m
-    assert farthest_east_m < tip_east_m, farthest_east_m
+                    tip_east_m=round(TIP_EAST_M, 2), farthest_east_m=round(farthest_east_m, 2))
+    check_legs(farthest_m, farthest_east_m)
