@@ -248,9 +248,9 @@ class Envelope:
         else:
             asked = _velocity_ned(sp, yaw or 0.0)
             asked_m_s = math.sqrt(dot(asked, asked))
-            reach_m = max(FENCE_HOLD_ZONE_M, stopping_distance_m(
+            stop_m = max(FENCE_HOLD_ZONE_M, stopping_distance_m(
                 asked_m_s + _SAME, accel, PX4_VELOCITY_LAG_S))  # fmt: skip
-            ceilings = self._ceilings(at, accel, PX4_VELOCITY_LAG_S, reach_m)
+            ceilings = self._ceilings(at, accel, PX4_VELOCITY_LAG_S, stop_m)
             shaped, why = self._shape_velocity(sp, yaw or 0.0, ceilings)
             if why is not None:
                 held = self._hold_at_line(sp, asked, at, ceilings)
@@ -285,7 +285,10 @@ class Envelope:
             return None
         # Stepping onto several faces at once (a concave corner, a vehicle already outside)
         # can land outside another: then no hold, the shaped velocity stands (found by fuzzing).
-        if not self.fence.contains(target[0], target[1], target[2]):
+        # (the nearest face's sign, not `contains`: a target exactly on an edge, as the
+        # stop line is with no margin, is held; point_in_polygon may call it outside)
+        nearest = self.fence.nearest(target[0], target[1], target[2])
+        if nearest is not None and nearest.distance_m < 0.0:
             return None
         yaw_rate = getattr(sp, "yaw_rate_rad_s", None)
         yaw = getattr(sp, "yaw_rad", None)
@@ -293,14 +296,15 @@ class Envelope:
                            yaw_rate_rad_s=None if yaw is not None else yaw_rate)
 
     def _ceilings(
-        self, at: Vec3, accel: float, lag_s: float, reach_m: float | None
+        self, at: Vec3, accel: float, lag_s: float, stop_m: float | None
     ) -> list[tuple[Vec3, float, Boundary]]:
         """Each face's outward direction and the speed allowed towards it from `at`; with
-        `reach_m` (beyond the stop margin), polygon edges further away may be left out."""
+        `stop_m` (how far the vehicle may need to stop, beyond the stop margin), polygon
+        edges further away than that may be left out."""
         if self.fence is None:
             return []
         margin = self.settings.stop_margin_m
-        reach = None if reach_m is None else margin + reach_m + _REACH_PAD_M
+        reach = None if stop_m is None else margin + stop_m + _REACH_PAD_M
         return [
             (f.outward, stopping_speed_m_s(f.distance_m - margin, accel, lag_s), f)
             for f in self.fence.boundaries(at[0], at[1], at[2], reach)

@@ -139,7 +139,8 @@ class FenceShape:
 
     def contains_vehicle(self, north_m: float, east_m: float, down_m: float) -> bool:
         """`contains` for the vehicle's own position (its reports, many a second): the
-        polygon's part answered near the last one (polygon.NearEdges)."""
+        polygon's part answered from the edges kept near the vehicle (polygon.NearEdges),
+        which this moves to the point when it is no longer near."""
         if self.near is None:
             return self.contains(north_m, east_m, down_m)
         return (self.near.inside(north_m, east_m)

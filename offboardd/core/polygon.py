@@ -7,10 +7,12 @@ before it stops (envelope.Envelope.shape), and a position report only whether th
 vehicle is inside (the breach check); walking every edge for each cost ~0.5 ms a tick and
 ~0.45 ms a report with 256 corners (bench/fence-results.md). Between two ticks the
 vehicle moves centimetres, so one walk serves many: from an anchor point it keeps whether
-the anchor is inside, how far its nearest edge is (`clear_m`, told up to the radius)
-and every edge within `radius_m` of it. For a point `moved` metres from the anchor that answer is still exact
-when
-- moved < clear_m: no edge lies between the two points, so inside is the same; and
+the anchor is inside, how far its nearest edge is (`clear_m`, told up to the radius) and
+every edge within `radius_m` of it. For a point `moved` metres from the anchor that answer
+is still exact when
+- moved + _BAND_M < clear_m: no edge lies between the two points, so inside is the same
+  (the band keeps a point within rounding of an edge, or of an edge shorter than
+  closest_point resolves, to the full point_in_polygon); and
 - moved + reach_m <= radius_m: an edge within reach_m of the point is within radius_m of
   the anchor, so it is among those kept.
 Otherwise the walk is made again about the point. Pure.
@@ -27,6 +29,7 @@ _EPS = 1e-9
 # little further on, a little faster) are answered from it: a walk every few metres.
 _SLACK_M = 5.0
 _REACH_ROOM = 1.5
+_BAND_M = 1e-3  # see above: far above float rounding and the 3e-5 m an edge may be short
 
 
 def edges_of(polygon: tuple[Point, ...]) -> tuple[Edge, ...]:
@@ -101,7 +104,7 @@ class NearEdges:
         if self._anchor is None:
             return False
         moved = math.hypot(n - self._anchor[0], e - self._anchor[1])
-        return moved < self._clear_m and moved + reach_m <= self._radius_m
+        return moved + _BAND_M < self._clear_m and moved + reach_m <= self._radius_m
 
     def _walk(self, n: float, e: float, radius_m: float) -> None:
         """Keep every edge within `radius_m` of (n, e) and the distance to the nearest

@@ -135,3 +135,19 @@ def test_blind_at_the_fence_an_acceleration_stops_instead_of_coasting() -> None:
     assert why is not None and why[0] is Reason.FENCE_STOP
     sp, _ = env.shape(AccelerationNed(1.0, 0.0, 0.0, yaw_rate_rad_s=0.2), vs, 1.0)
     assert sp == VelocityNed(0.0, 0.0, 0.0, yaw_rate_rad_s=0.2)
+
+
+def test_with_no_stop_margin_the_hold_is_on_the_fence_line_itself() -> None:
+    """Found by review: with stop_margin_m 0 the hold's target lies exactly on an edge,
+    which point_in_polygon may call outside; judged by `contains` the hold was dropped
+    there (and PX4 crept on past the line), judged by the nearest face's sign it holds."""
+    square = ((-10.0, -10.0), (-10.0, 10.0), (10.0, 10.0), (10.0, -10.0))
+    env = Envelope(EnvelopeSettings(polygon=square, stop_margin_m=0.0))
+    env.set_home(HOME)
+    vs = VehicleState(estimate_timeout_s=0.5)
+    vs.accepts(FcHeartbeat(12, 2, 129, Px4Mode.OFFBOARD.custom_mode, 4, **FC))
+    vs.fold(FcLocalPosition(1000, 9.75, 3.0, -5.0, 1.0, 0.0, 0.0, **FC), 1.0)
+    vs.fold(FcAttitude(1000, 0.0, 0.0, 0.0, **FC), 1.0)
+    sp, why = env.shape(VelocityNed(5.0, 0.0, 0.0), vs, 1.0)
+    assert sp == PositionNed(10.0, 3.0, -5.0)
+    assert why is not None and "holding at the line" in why[1]
