@@ -285,10 +285,7 @@ class Envelope:
             return None
         # Stepping onto several faces at once (a concave corner, a vehicle already outside)
         # can land outside another: then no hold, the shaped velocity stands (found by fuzzing).
-        # (the nearest face's sign, not `contains`: a target exactly on an edge, as the
-        # stop line is with no margin, is held; point_in_polygon may call it outside)
-        nearest = self.fence.nearest(target[0], target[1], target[2])
-        if nearest is not None and nearest.distance_m < 0.0:
+        if self.fence.outside(target[0], target[1], target[2]):
             return None
         yaw_rate = getattr(sp, "yaw_rate_rad_s", None)
         yaw = getattr(sp, "yaw_rad", None)

@@ -146,6 +146,18 @@ class FenceShape:
         return (self.near.inside(north_m, east_m)
                 and self._contains_round(north_m, east_m, down_m))
 
+    def outside(self, north_m: float, east_m: float, down_m: float) -> bool:
+        """`nearest(...).distance_m < 0` for a point beside the vehicle (its hold at the
+        stop line), from the edges kept near it when it is clear of them. A point on an
+        edge is not outside, though point_in_polygon may call it so: its face's distance
+        is -0.0 (with no stop margin the stop line is the edge itself)."""
+        if not self._contains_round(north_m, east_m, down_m):
+            return True
+        if self.near is None or self.near.inside(north_m, east_m, walk=False):
+            return False
+        return min(math.hypot(qn - north_m, qe - east_m) for qn, qe in (
+            closest_point(north_m, east_m, edge) for edge in self.near.edges)) > 0.0
+
     def holds_ball(self, north_m: float, east_m: float, down_m: float, radius_m: float) -> bool:
         """Every point within `radius_m` of this one is inside the fence (a cheap test
         for a whole arc about its centre: an edge whose box misses the ball's is skipped)."""

@@ -94,10 +94,15 @@ class NearEdges:
             self._walk(n, e, _REACH_ROOM * reach_m + _SLACK_M)
         return self._inside, self._near
 
-    def inside(self, n: float, e: float) -> bool:
-        """point_in_polygon, from the anchor while the point is clear of every edge."""
-        if not self._answers(n, e, 0.0):
-            self._walk(n, e, _SLACK_M)
+    def inside(self, n: float, e: float, *, walk: bool = True) -> bool:
+        """point_in_polygon, from the anchor while the point is clear of every edge;
+        else walked about the point (the vehicle's own), or without `walk` (a point
+        beside the vehicle: the anchor stays with it) by point_in_polygon alone."""
+        if self._answers(n, e, 0.0):
+            return self._inside
+        if not walk:
+            return point_in_polygon(n, e, self.polygon)
+        self._walk(n, e, _SLACK_M)
         return self._inside
 
     def _answers(self, n: float, e: float, reach_m: float) -> bool:

@@ -13,6 +13,7 @@ import pytest
 
 import offboardd.core.envelope as envelope_module
 from offboardd.core.envelope import Envelope
+from offboardd.core.envelope_geometry import FenceShape
 from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcAttitude, FcHeartbeat, FcHomePosition, FcLocalPosition
 from offboardd.core.modes import Px4Mode
@@ -37,8 +38,20 @@ class EveryEdge(NearEdges):
     def around(self, n: float, e: float, reach_m: float) -> tuple[bool, tuple[Edge, ...]]:
         return point_in_polygon(n, e, self.polygon), self.edges
 
-    def inside(self, n: float, e: float) -> bool:
+    def inside(self, n: float, e: float, *, walk: bool = True) -> bool:
         return point_in_polygon(n, e, self.polygon)
+
+
+class FullWalkFence(FenceShape):
+    """The fence's checks as they were before NearEdges, over every edge."""
+
+    def outside(self, north_m: float, east_m: float, down_m: float) -> bool:
+        face = self.nearest(north_m, east_m, down_m)
+        return face is not None and face.distance_m < 0.0
+
+    def contains_vehicle(self, north_m: float, east_m: float, down_m: float) -> bool:
+        face = self.nearest(north_m, east_m, down_m)
+        return face is None or face.distance_m >= 0.0
 
 
 def star(rng: random.Random, corners: int) -> tuple[tuple[float, float], ...]:
@@ -70,14 +83,22 @@ def setpoint(rng: random.Random, n: float, e: float) -> Setpoint:
     return AccelerationNed(rng.uniform(-3.0, 3.0), rng.uniform(-3.0, 3.0), rng.uniform(-1, 1))
 
 
-def envelopes(polygon: tuple[tuple[float, float], ...]) -> tuple[Envelope, Envelope]:
-    settings = EnvelopeSettings(polygon=polygon, stop_margin_m=1.0, max_altitude_m=50.0)
+def envelopes(polygon: tuple[tuple[float, float], ...], stop_margin_m: float = 1.0
+              ) -> tuple[Envelope, Envelope]:
+    settings = EnvelopeSettings(polygon=polygon, stop_margin_m=stop_margin_m,
+                                max_altitude_m=50.0)
     near, full = Envelope(settings), Envelope(settings)
     near.set_home(HOME)
     full.set_home(HOME)
-    assert full.fence is not None and full.fence.near is not None
-    full.fence.near = EveryEdge(polygon)
+    full.fence = full_walk(full)
     return near, full
+
+
+def full_walk(env: Envelope) -> FullWalkFence:
+    assert env.fence is not None
+    fence = FullWalkFence(env.settings, env.fence.home)
+    fence.near = EveryEdge(fence.polygon)
+    return fence
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -96,7 +117,8 @@ def test_an_acceleration_capped_past_its_bound_is_shaped_against_every_face(
 
 def fly_and_compare(rng: random.Random) -> None:
     polygon = star(rng, rng.choice([3, 5, 8, 17, 64, 256]))
-    near, full = envelopes(polygon)
+    near, full = envelopes(polygon, rng.choice([0.0, 0.3, 1.0]))
+    held = 0
     n, e = rng.uniform(-15.0, 15.0), rng.uniform(-15.0, 15.0)
     heading = rng.uniform(0.0, 2 * math.pi)
     for _ in range(1500):  # a wandering flight, in and out of the polygon
@@ -107,12 +129,15 @@ def fly_and_compare(rng: random.Random) -> None:
             heading = math.atan2(-e, -n) + rng.gauss(0.0, 0.3)  # mostly back in
         vs = vehicle(n, e, rng.uniform(-12, 12), rng.uniform(-12, 12), rng.uniform(-3, 3))
         sp = setpoint(rng, n, e)
-        assert near.shape(sp, vs, 1.0) == full.shape(sp, vs, 1.0), (n, e, sp)
+        shaped = near.shape(sp, vs, 1.0)
+        assert shaped == full.shape(sp, vs, 1.0), (n, e, sp)
+        held += shaped[1] is not None and "holding at the line" in shaped[1][1]
         assert near.breach(n, e, -5.0) == full.breach(n, e, -5.0), (n, e)
         assert near.inside_seen == full.inside_seen
     assert near.fence is not None and near.fence.near is not None
     # the walks are a fraction of the calls (two a step): the point of it
     assert near.fence.near.walks < 1500
+    assert held > 0  # the hold at the stop line was judged too
 
 
 def test_a_hovering_vehicle_walks_the_edges_once() -> None:
@@ -149,8 +174,7 @@ def test_a_point_within_rounding_of_an_edge_is_judged_by_the_full_walk() -> None
     near, full = Envelope(settings), Envelope(settings)
     for env in (near, full):
         env.set_home(HOME)
-    assert full.fence is not None
-    full.fence.near = EveryEdge(tiny)
+    full.fence = full_walk(full)
     inside, outside = (20.0 - 1e-6, 10.00001), (20.0 + 5e-6, 10.00001)
     for env in (near, full):
         assert env.breach(*inside, -5.0) is None
