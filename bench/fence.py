@@ -58,6 +58,16 @@ def along_the_line(ticks: int, corners: int) -> Iterator[tuple[Sample, Setpoint]
                                                                3.0 * c + 0.5 * s, 0.0)
 
 
+def held_at_the_line(ticks: int, corners: int) -> Iterator[tuple[Sample, Setpoint]]:
+    """Pushing out at 2 m/s 0.2 m short of the stop line, sliding along it at 0.5 m/s:
+    the stream holds a position on the line."""
+    r = RADIUS_M * math.cos(math.pi / corners) - 1.2
+    for k in range(ticks):
+        a = k * TICK_S * 0.5 / r
+        c, s = math.cos(a), math.sin(a)
+        yield (r * c, r * s, -0.5 * s, 0.5 * c), VelocityNed(2.0 * c, 2.0 * s, 0.0)
+
+
 def accelerating(ticks: int, corners: int) -> Iterator[tuple[Sample, Setpoint]]:
     """An acceleration setpoint, the vehicle crossing at 4 m/s."""
     for k in range(ticks):
@@ -67,6 +77,7 @@ def accelerating(ticks: int, corners: int) -> Iterator[tuple[Sample, Setpoint]]:
 
 FLIGHTS: dict[str, Flight] = {"hover": hover, "crossing 5 m/s": crossing,
                               "along the stop line": along_the_line,
+                              "held at the line": held_at_the_line,
                               "acceleration": accelerating}
 
 
