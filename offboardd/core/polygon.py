@@ -57,8 +57,9 @@ def edges_near(n: float, e: float, radius_m: float, polygon: tuple[Point, ...]) 
     there can touch (a cheap pass before exact geometry; most edges miss a corner's arc)."""
     low_n, high_n, low_e, high_e = n - radius_m, n + radius_m, e - radius_m, e + radius_m
     out: list[Edge] = []
-    for i in range(len(polygon)):
-        a, b = polygon[i - 1], polygon[i]
+    count = len(polygon)
+    for i in range(count):  # in edges_of's order, which the shaping's projections follow
+        a, b = polygon[i], polygon[(i + 1) % count]
         if ((a[0] < low_n and b[0] < low_n) or (a[0] > high_n and b[0] > high_n)
                 or (a[1] < low_e and b[1] < low_e) or (a[1] > high_e and b[1] > high_e)):
             continue
@@ -114,16 +115,10 @@ class NearEdges:
     def _walk(self, n: float, e: float, radius_m: float) -> None:
         """Keep every edge within `radius_m` of (n, e) and the distance to the nearest
         (at most `radius_m`: no more is asked of it), measuring only the edges whose box
-        comes within the square about the point; in the polygon's order, which the
-        shaping's alternating projections follow."""
+        comes within the square about the point (edges_near)."""
         self.walks += 1
         clear_m, near = radius_m, []
-        low_n, high_n, low_e, high_e = n - radius_m, n + radius_m, e - radius_m, e + radius_m
-        for edge in self.edges:
-            (n1, e1), (n2, e2) = edge
-            if ((n1 < low_n and n2 < low_n) or (n1 > high_n and n2 > high_n)
-                    or (e1 < low_e and e2 < low_e) or (e1 > high_e and e2 > high_e)):
-                continue
+        for edge in edges_near(n, e, radius_m, self.polygon):
             qn, qe = closest_point(n, e, edge)
             distance_m = math.hypot(qn - n, qe - e)
             if distance_m <= radius_m:
