@@ -1,8 +1,8 @@
 """VehicleState: what we know about the flight controller, folded from its events.
 
 Staleness is judged with the `now` the caller passes; nothing here reads a clock. It
-owns estimate validity (px4-offboard.md §1: LOCAL_POSITION_NED fresh, and the
-ESTIMATOR_STATUS flags agreeing when that message arrives) and "in control" (mode,
+owns estimate validity (px4-offboard.md §1: LOCAL_POSITION_NED fresh, and the last
+ESTIMATOR_STATUS's flags agreeing) and "in control" (mode,
 armed and landed state together, §3). It does not decide anything: offboard.py does.
 """
 
@@ -51,8 +51,13 @@ _NEEDED_FLAGS = {
     # isTerrainEstimateValid), the condition its GLOBAL_INT receiver checks
     EstimateNeed.TERRAIN: _POS_HORIZ_ABS | _POS_VERT_ABS | _POS_VERT_AGL,
 }
-# ESTIMATOR_STATUS is slow or absent on trimmed links: only a recent one may veto.
-_ESTIMATOR_STATUS_FRESH_S = 3.0
+# The last ESTIMATOR_STATUS decides, however old: PX4 streams LOCAL_POSITION_NED and
+# GLOBAL_POSITION_INT whether its estimate is valid or not (since v1.14, PX4 #20389:
+# [SITL main 2026-11-29] GPS cut in flight, both went on at their rates through the
+# failsafe, dead-reckoned and drifting ~2 m, while ESTIMATOR_STATUS dropped the horizontal
+# flags), and on a 57,600-baud line with PX4's streams left alone ESTIMATOR_STATUS comes
+# every ~12 s. (Only a recent one vetoed before: for 9 s of each 12 the drifting position
+# counted as valid again.) The stream plan never turns it off.
 # ...except while PX4 is booting: it streams LOCAL_POSITION_NED from its start and its
 # estimator's horizontal position comes ~3 s later ([SITL main 2026-11-29]: position
 # messages from 0.5 s of uptime, HEARTBEAT (UNINIT) and ESTIMATOR_STATUS from 1.4 s, the
@@ -106,7 +111,6 @@ class VehicleState:
         self.estimator_flags: int | None = None
         self._local_s = _Stamped()
         self._global_s = _Stamped()
-        self._flags_s = _Stamped()
         self._attitude_s = _Stamped()
         self._boot_ms: int | None = None
         # the last uptime before reports were lost, and when it came
@@ -182,7 +186,7 @@ class VehicleState:
             self.attitude, self._attitude_s.received_s = event, now
             return self._boot_time(event.time_boot_ms, now)
         elif isinstance(event, FcEstimatorStatus):
-            self.estimator_flags, self._flags_s.received_s = event.flags, now
+            self.estimator_flags = event.flags
         return False
 
     def _boot_time(self, time_boot_ms: int, now: float) -> bool:
@@ -216,8 +220,7 @@ class VehicleState:
         self.landed_state = LandedState.UNDEFINED
         self.local_position = self.global_position = self.attitude = None
         self.estimator_flags = None
-        self._local_s, self._global_s, self._flags_s = _Stamped(), _Stamped(), _Stamped()
-        self._attitude_s = _Stamped()
+        self._local_s, self._global_s, self._attitude_s = _Stamped(), _Stamped(), _Stamped()
         self._boot_ms = None
 
     # -- judgements ------------------------------------------------------------------------
@@ -275,13 +278,11 @@ class VehicleState:
         stamp = self._global_s if is_global else self._local_s
         if now - stamp.received_s > self.estimate_timeout_s:
             return False
-        if self.estimator_flags is not None and (
-            now - self._flags_s.received_s <= _ESTIMATOR_STATUS_FRESH_S
-        ):
+        if self.estimator_flags is not None:
             needed = _NEEDED_FLAGS[need]
             return self.estimator_flags & needed == needed
-        if (self.estimator_flags is None and self.system_status == SystemStatus.UNINIT
-                and self._boot_ms is not None and self._boot_ms < _BOOT_FLAGS_NEEDED_MS):
+        if (self.system_status == SystemStatus.UNINIT and self._boot_ms is not None
+                and self._boot_ms < _BOOT_FLAGS_NEEDED_MS):
             return False  # booting: its estimate counts once PX4 says it converged
         # Only ESTIMATOR_STATUS says whether PX4 has a terrain estimate: no news, no terrain.
         return need is not EstimateNeed.TERRAIN

@@ -53,8 +53,24 @@ def test_estimator_flags_veto_when_recent() -> None:
     v.fold(FcEstimatorStatus(2 | 4 | 8 | 32, **FC), 10.2)
     assert v.estimate_valid(LOCAL, 10.3)
     v.fold(FcEstimatorStatus(0, **FC), 10.3)
-    v.fold(pos(1100), 14.0)  # flags 3.7 s old: no longer trusted to veto
-    assert v.estimate_valid(LOCAL, 14.0)
+    v.fold(pos(1100), 14.0)  # flags 3.7 s old, the position fresh: still vetoed
+    assert not v.estimate_valid(LOCAL, 14.0) and not v.estimate_valid(VEL, 14.0)
+
+
+def test_an_estimate_lost_stays_lost_until_estimator_status_says_otherwise() -> None:
+    # [SITL main] GPS cut in flight: LOCAL_POSITION_NED went on at 30/s, dead-reckoned,
+    # while ESTIMATOR_STATUS dropped the horizontal flags (895 -> 869 -> 101); on a
+    # 57,600-baud line with PX4's streams left alone ESTIMATOR_STATUS comes every ~12 s
+    v = fed(pos(), FcEstimatorStatus(895, **FC), now=10.0)
+    assert v.estimate_valid(LOCAL, 10.0)
+    v.fold(FcEstimatorStatus(101, **FC), 10.5)
+    for i in range(1, 12 * 30):
+        now = 10.5 + i / 30
+        v.fold(pos(1000 + i * 33), now)
+        assert not v.estimate_valid(LOCAL, now) and not v.estimate_valid(VEL, now)
+        assert v.hold_setpoint(now) is None and v.local_position_now_ned(now) is None
+    v.fold(FcEstimatorStatus(895, **FC), 22.5)  # the next one, 12 s on: back
+    assert v.estimate_valid(LOCAL, 22.5)
 
 
 def test_a_booting_px4_counts_no_estimate_before_its_estimator_status() -> None:
