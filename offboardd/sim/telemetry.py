@@ -1,8 +1,10 @@
 """Build the telemetry messages PX4 sends, from the vehicle's state.
 
 One builder per message name; a builder returns None when PX4 would not send the
-message now (LOCAL_POSITION_NED, ODOMETRY and GLOBAL_POSITION_INT stop while the
-estimate is invalid, px4-offboard.md §1). Pure: the caller passes `now_s`; rates and
+message now (GLOBAL_POSITION_INT without a global position: PX4 publishes none before its
+estimator has a global origin). LOCAL_POSITION_NED, ODOMETRY and GLOBAL_POSITION_INT go on
+while the estimate is invalid, as PX4's do (since v1.14, PX4 #20389): only
+ESTIMATOR_STATUS says it is. Pure: the caller passes `now_s`; rates and
 links are `streams.py`'s and the server's business.
 """
 
@@ -47,7 +49,11 @@ ESTIMATOR_FLAGS_OK = (
     | d.ESTIMATOR_POS_VERT_AGL | d.ESTIMATOR_PRED_POS_HORIZ_REL
     | d.ESTIMATOR_PRED_POS_HORIZ_ABS
 )  # fmt: skip
-ESTIMATOR_FLAGS_BAD = d.ESTIMATOR_ATTITUDE | d.ESTIMATOR_GPS_GLITCH
+# [SITL main 2026-11-29] GPS cut in flight: 895 (ESTIMATOR_FLAGS_OK) -> 869 once EKF2's
+# dead-reckoning time ran out (EKF2_NOAID_TOUT, 5 s), 101 two seconds on: what is left is
+# the attitude and the vertical estimate (baro).
+ESTIMATOR_FLAGS_BAD = (d.ESTIMATOR_ATTITUDE | d.ESTIMATOR_VELOCITY_VERT
+                       | d.ESTIMATOR_POS_VERT_ABS | d.ESTIMATOR_POS_VERT_AGL)
 _SENSORS = 0x3020FC2F  # gyro, accel, mag, baro, GPS, AHRS, motors, battery... (PX4-ish)
 
 Builder = Callable[["Vehicle", float], Message | None]
@@ -196,17 +202,16 @@ def attitude_quaternion(v: Vehicle, now_s: float) -> Message:
     )
 
 
-def local_position_ned(v: Vehicle, now_s: float) -> Message | None:
-    if not v.commander.estimator_valid:
-        return None
+def local_position_ned(v: Vehicle, now_s: float) -> Message:
+    # (sent whether the estimate is valid or not: PX4 #20389; [SITL main] 30/s through a
+    # GPS loss and the failsafe after it. The sim's estimate is the truth: PX4's drifts
+    # once nothing aids it, ~2 m in 9 s of blind descent measured.)
     p, vel = v.state.pos_m, v.state.vel_m_s
     return d.MAVLink_local_position_ned_message(v.boot_ms(now_s), *p, *vel)
 
 
 def global_position_int(v: Vehicle, now_s: float) -> Message | None:
-    if not (v.commander.estimator_valid and v.commander.global_valid):
-        return None
-    if v.booting(now_s, BOOT_GLOBAL):
+    if not v.commander.global_valid or v.booting(now_s, BOOT_GLOBAL):
         return None
     lat, lon, alt_mm = _global(v)
     vel = v.state.vel_m_s
@@ -220,9 +225,7 @@ def global_position_int(v: Vehicle, now_s: float) -> Message | None:
     )  # fmt: skip
 
 
-def odometry(v: Vehicle, now_s: float) -> Message | None:
-    if not v.commander.estimator_valid:
-        return None
+def odometry(v: Vehicle, now_s: float) -> Message:
     s = v.state
     q = euler_to_quaternion(s.roll_rad, s.pitch_rad, s.yaw_rad)
     c, sn = math.cos(s.yaw_rad), math.sin(s.yaw_rad)
@@ -280,6 +283,9 @@ def home_position(v: Vehicle, now_s: float) -> Message:
 
 
 def gps_raw_int(v: Vehicle, now_s: float) -> Message:
+    if not v.gnss.has_fix:  # [SITL main] a cut receiver: no fix, no position, 255 satellites
+        return d.MAVLink_gps_raw_int_message(
+            v.boot_us(now_s), d.GPS_FIX_TYPE_NO_FIX, 0, 0, 0, 65535, 65535, 0, 65535, 255)
     lat, lon, alt_mm = _global(v)
     c = v.commander
     fix = d.GPS_FIX_TYPE_3D_FIX if c.estimator_valid and c.global_valid else d.GPS_FIX_TYPE_NO_FIX
