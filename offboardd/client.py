@@ -353,13 +353,14 @@ class OffboardClient:
         given up (a `release` follows it: one still warming up is dropped, one that went
         through is handed back to PX4; a cancelled engage once armed and climbed for
         nobody: review), and the lease is no longer renewed."""
-        before = (self.control.watching, self._holding_lease)
-        self.control.engaging()  # control is taken afresh: an old loss is behind us
+        holding_before = self._holding_lease
+        watch_before = self.control.engaging()  # control taken afresh: an old loss is behind
         self._holding_lease = True
         try:
             reply = await sent
         except CommandRefused:
-            self.control.watching, self._holding_lease = before
+            self.control.refused(watch_before)
+            self._holding_lease = holding_before
             raise
         except BaseException:
             self._holding_lease = False

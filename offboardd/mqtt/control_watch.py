@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from offboardd.mqtt.client_types import ClientError, Reply
 from offboardd.mqtt.topics import AVAILABILITY_OFFLINE
@@ -34,6 +34,14 @@ class ControlLost(ClientError):
         self.reason = reason
 
 
+class WatchBefore(NamedTuple):
+    """The watch before an engage, for a refusal to restore."""
+
+    watching: bool
+    lost: ControlLost | None
+    reported: ControlLost | None
+
+
 class ControlWatch:
     def __init__(self) -> None:
         self.on_lost: list[Callable[[ControlLost], None]] = []  # told when control is lost
@@ -44,12 +52,23 @@ class ControlWatch:
         self._event = asyncio.Event()
         self._reported: ControlLost | None = None  # what `wait()` returns
 
-    def engaging(self) -> None:
+    def engaging(self) -> WatchBefore:
         """An engage is sent: control is taken afresh, an earlier loss is behind us (and the
-        lease loop must run through the warm-up)."""
+        lease loop must run through the warm-up). Returns what `refused` puts back."""
+        before = WatchBefore(self.watching, self.lost, self._reported)
         self.watching = False
         self.lost = self._reported = None
         self._event.clear()
+        return before
+
+    def refused(self, before: WatchBefore) -> None:
+        """The engage was refused: nothing changed. (Only `watching` was put back: after a
+        takeover a refused engage cleared the loss, and the heartbeats it had stopped went
+        out again, each refused not_in_control, until the script ended: found by the GNSS
+        cut test.)"""
+        self.watching, self.lost, self._reported = before
+        if self._reported is not None:
+            self._event.set()
 
     def engaged(self) -> None:
         """An engage succeeded: control is ours until we hand it back."""

@@ -1,7 +1,8 @@
 """A fake daemon side for client and ctl tests: a real bridge whose on_command plays engine.
 
-It replies ok to everything except `arm` while "flying" (refused, like the engine would),
-publishes a state document on engage/land, and records what it got.
+It replies ok to everything except `arm` while "flying" (refused, like the engine would)
+and an engage when told to refuse it, publishes a state document on engage/land, and
+records what it got.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class FakeEngine:
     heartbeats: int = 0
     phase: str = "idle"
     bridge: MqttBridge | None = None
+    refuse_engage: bool = False  # as the engine does without a position estimate
 
     def on_command(self, inbound: InboundCommand) -> None:
         assert self.bridge is not None
@@ -40,6 +42,10 @@ class FakeEngine:
         if isinstance(command, Arm) and self.phase == "active":
             self.bridge.reply(inbound.route, ok=False, code=ErrorCode.COMMAND_NOT_ALLOWED,
                               message="arm: not allowed in phase active", phase=self.phase)
+            return
+        if isinstance(command, Engage) and self.refuse_engage:
+            self.bridge.reply(inbound.route, ok=False, code=ErrorCode.COMMAND_NOT_ALLOWED,
+                              message="engage: no position estimate", reason="estimate_missing")
             return
         if isinstance(command, Engage):
             self.phase = "active"

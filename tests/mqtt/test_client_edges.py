@@ -55,6 +55,26 @@ async def test_a_refused_stop_leaves_control_watched(mosquitto: Broker) -> None:
             await c.setpoint(UP)
 
 
+async def test_a_refused_engage_after_a_takeover_sends_no_heartbeats(mosquitto: Broker) -> None:
+    """After a takeover a refused engage once cleared the loss the heartbeats stopped for:
+    they went out again, each refused not_in_control, until the script ended (found by
+    the GNSS cut test, tests/sim/test_gps_loss.py)."""
+    async with fake_daemon(settings_for(mosquitto.port)) as engine, \
+            OffboardClient("127.0.0.1", mosquitto.port, "v1") as c:
+        await _engaged(engine, c)
+        _state(engine, phase="preempted", reason="preempted_mode")  # a failsafe took it
+        await asyncio.wait_for(c.control_lost(), 3)
+        engine.refuse_engage = True
+        with pytest.raises(CommandRefused, match="estimate"):
+            await c.engage(UP)
+        beats = engine.heartbeats
+        await asyncio.sleep(4 * c.heartbeat_period_s)
+        assert engine.heartbeats == beats
+        assert c.control.ended and not c.control.watching
+        with pytest.raises(ControlLost, match="preempted"):  # the loss, still unreported
+            await c.setpoint(UP)
+
+
 async def test_a_stop_command_is_sent_even_after_a_loss(mosquitto: Broker) -> None:
     async with fake_daemon(settings_for(mosquitto.port)) as engine, \
             OffboardClient("127.0.0.1", mosquitto.port, "v1") as c:
