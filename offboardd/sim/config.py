@@ -29,9 +29,9 @@ class FaultSpec:
     """One scheduled fault: `name` at `at_s` seconds after start, with an optional argument.
 
     Names: estimator_invalid[:duration_s], estimator_valid, global_invalid[:duration_s],
-    global_valid, terrain_invalid[:duration_s], terrain_valid, mode:<MODE> (a GCS/pilot
-    mode switch), rc_takeover, link_pause:<seconds>, link_drop, link_restore,
-    packet_loss:<fraction>, reboot, flight_termination (faults.FAULT_NAMES).
+    global_valid, terrain_invalid[:duration_s], terrain_valid, gps_off[:duration_s], gps_on,
+    mode:<MODE> (a GCS/pilot mode switch), rc_takeover, link_pause:<seconds>, link_drop,
+    link_restore, packet_loss:<fraction>, reboot, flight_termination (faults.FAULT_NAMES).
     """
 
     name: str

@@ -31,6 +31,9 @@ FAULT_NAMES = {
     "terrain_invalid": "terrain estimate lost: the range finder out of range (for ARG seconds, "
                        "else until terrain_valid); frame-11 setpoints are dropped meanwhile",
     "terrain_valid": "terrain estimate back",
+    "gps_off": "GNSS cut (for ARG seconds, else until gps_on): no fix at once, the position "
+               "estimate lost after EKF2_NOAID_TOUT (5 s), as PX4's",
+    "gps_on": "GNSS back: the estimate follows 0.8 s later",
     "link_pause": "stop sending and receiving for ARG seconds (default 3)",
     "link_drop": "stop sending and receiving until link_restore",
     "link_restore": "end a link pause or drop",
@@ -56,8 +59,8 @@ def parse_fault(text: str) -> FaultSpec:
         raise ValueError(f"unknown fault {name!r}; known: {', '.join(sorted(FAULT_NAMES))}")
     if name == "mode":
         modes.mode_by_name(arg)  # raises with the list of known modes
-    elif name in ("estimator_invalid", "global_invalid", "terrain_invalid", "link_pause",
-                  "packet_loss") and arg:
+    elif name in ("estimator_invalid", "global_invalid", "terrain_invalid", "gps_off",
+                  "link_pause", "packet_loss") and arg:
         try:
             float(arg)
         except ValueError:
@@ -79,6 +82,10 @@ def apply(sim: SimServer, fault: FaultSpec) -> None:
         setter(validity == "valid")
         if validity == "invalid" and arg:  # back after ARG seconds
             asyncio.get_running_loop().call_later(float(arg), setter, True)
+    elif name in ("gps_off", "gps_on"):
+        sim.set_gnss(name == "gps_on")
+        if name == "gps_off" and arg:
+            asyncio.get_running_loop().call_later(float(arg), sim.set_gnss, True)
     elif name == "mode":
         sim.pilot_mode_switch(arg)
     elif name == "rc_takeover":

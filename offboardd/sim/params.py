@@ -39,6 +39,8 @@ PARAM_SPECS: tuple[ParamSpec, ...] = (
     ParamSpec("COM_RC_OVERRIDE", _INT, 1),
     ParamSpec("COM_RC_STICK_OV", _FLOAT, 30.0),
     ParamSpec("COM_SPOOLUP_TIME", _FLOAT, 1.0),
+    # EKF2's dead reckoning without aiding (µs): how long a GNSS cut leaves the estimate
+    ParamSpec("EKF2_NOAID_TOUT", _INT, 5_000_000),
     ParamSpec("LNDMC_TRIG_TIME", _FLOAT, 1.0),
     ParamSpec("MAV_FWDEXTSP", _INT, 1),
     ParamSpec("MAV_SYS_ID", _INT, 1),

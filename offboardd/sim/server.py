@@ -297,6 +297,10 @@ class SimServer:
     def set_estimator_valid(self, valid: bool) -> None:
         self._vehicle_acts(lambda now: self.vehicle.set_estimator_valid(valid, now))
 
+    def set_gnss(self, has_fix: bool) -> None:
+        """GNSS cut (False) or back (True); the estimate follows as PX4's does (gnss.py)."""
+        self._vehicle_acts(lambda now: self.vehicle.set_gnss(has_fix, now))
+
     def pause_link(self, duration_s: float, name: str | None = None) -> None:
         """Stop sending and receiving on one link (or all) for `duration_s`."""
         until = self.now() + duration_s

@@ -17,6 +17,7 @@ from offboardd.sim.commander import Commander
 from offboardd.sim.config import SimConfig
 from offboardd.sim.dynamics import BodyState, Dynamics
 from offboardd.sim.flight import FlightTasks
+from offboardd.sim.gnss import Gnss
 from offboardd.sim.home import Home, Origin
 from offboardd.sim.modes import FlightMode
 from offboardd.sim.outbox import TO_CURRENT_MODE, TO_GCS, Dest, LinkRequest, Outgoing
@@ -74,6 +75,7 @@ class Vehicle:
         self.later: list[tuple[float, Outgoing]] = []  # (due_s, message): the second ACK
         self._text_id = 0
         self.reboot_requested = False  # MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN, run by the server
+        self.gnss = Gnss()  # (hardware: a cut outlasts a reboot)
         self._boot(now_s)
 
     def _boot(self, now_s: float) -> None:
@@ -219,6 +221,9 @@ class Vehicle:
             dt_total -= dt
             t += dt
             self._physics(dt, t)
+        noaid_s = self.params.get_int("EKF2_NOAID_TOUT") / 1e6
+        if (estimate := self.gnss.estimate_change(now_s, noaid_s)) is not None:
+            self.commander.estimator_valid = estimate
         self.commander.step(now_s)
         out = self.drain(now_s)
         if self.px4.current_mode_on_status and now_s >= self._next_status_s:
@@ -332,6 +337,14 @@ class Vehicle:
             allowed = bool(self.params.get_int("COM_RC_OVERRIDE") & bit)
         if c.armed and (c.mode is modes.OFFBOARD or c.mode.is_auto) and allowed:
             c.request_mode(modes.POSCTL, now_s, "rc override")
+        return self.drain(now_s)
+
+    def set_gnss(self, has_fix: bool, now_s: float) -> list[Outgoing]:
+        """GNSS cut (or back): the estimate follows as PX4's does (gnss.py)."""
+        if has_fix:
+            self.gnss.restore(now_s)
+        else:
+            self.gnss.cut(now_s)
         return self.drain(now_s)
 
     def set_estimator_valid(self, valid: bool, now_s: float) -> list[Outgoing]:

@@ -15,11 +15,16 @@ from hypothesis import strategies as st
 
 from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.sim import SimConfig
+from offboardd.sim.gnss import REACQUIRE_S
 from offboardd.sim.telemetry import (
+    ESTIMATOR_FLAGS_BAD,
+    ESTIMATOR_FLAGS_OK,
     current_mode,
     estimator_status,
     global_position_int,
+    gps_raw_int,
     heartbeat,
+    local_position_ned,
 )
 from offboardd.sim.vehicle import Vehicle
 from tests.sim.client import NAN, QUICK_BOOT, d, position_sp
@@ -226,6 +231,36 @@ def test_land_without_a_position_is_descend_named_per_release(version: str,
     assert h.v.record.acks[-1].result == d.MAV_RESULT_TEMPORARILY_REJECTED
     h.v.set_estimator_valid(True, h.t)
     assert heartbeat(h.v, h.t).custom_mode == (6 << 24) | (4 << 16)
+
+
+@pytest.mark.parametrize("noaid_us", [5_000_000, 2_000_000])
+def test_a_gnss_cut_takes_the_estimate_after_ekf2s_dead_reckoning(noaid_us: int) -> None:
+    """[SITL main] GPS cut in OFFBOARD: no fix at once, the estimate kept for
+    EKF2_NOAID_TOUT, then gone (Descend), LOCAL_POSITION_NED on all along; the fix back,
+    the estimate follows and PX4 takes its offboard-loss action (Return, without RC)."""
+    h = Harness(px4_version="main", params={"EKF2_NOAID_TOUT": noaid_us})
+    h.offboard_armed(lambda: position_sp(down=-3.0))
+    h.run(6.0)
+    h.v.set_gnss(False, h.t)
+    fix = gps_raw_int(h.v, h.t)
+    assert (fix.fix_type, fix.lat, fix.satellites_visible) == (d.GPS_FIX_TYPE_NO_FIX, 0, 255)
+    h.run(noaid_us / 1e6 - 0.05)
+    assert h.v.mode_name == "OFFBOARD"
+    assert estimator_status(h.v, h.t).flags == ESTIMATOR_FLAGS_OK
+    assert estimator_status(h.v, h.t + 0.05).flags == ESTIMATOR_FLAGS_OK
+    h.run(0.2)  # (commander looks every 0.1 s)
+    assert h.v.shown_mode.name == "AUTO.DESCEND"
+    assert estimator_status(h.v, h.t).flags == ESTIMATOR_FLAGS_BAD
+    assert local_position_ned(h.v, h.t) is not None
+    h.stream = None  # the daemon stops at the report
+    h.run(1.0)
+    h.v.set_gnss(True, h.t)
+    assert gps_raw_int(h.v, h.t).fix_type == d.GPS_FIX_TYPE_3D_FIX
+    h.run(REACQUIRE_S - 0.05)
+    assert estimator_status(h.v, h.t).flags == ESTIMATOR_FLAGS_BAD
+    h.run(0.1)
+    assert estimator_status(h.v, h.t).flags == ESTIMATOR_FLAGS_OK
+    assert h.v.mode_name == "AUTO.RTL"
 
 
 def test_attitude_and_body_rate_setpoints() -> None:
