@@ -29,6 +29,7 @@ from offboardd.mavlink.links import parse_link_url
 from offboardd.mqtt.topics import Topics
 from offboardd.runtime import Runtime
 from offboardd.sim import SimConfig, SimServer
+from offboardd.sim.px4_versions import DEFAULT_VERSION
 from tests.conftest import Broker, free_port
 from tests.integration.harness import serving
 from tests.mqtt.helpers import (
@@ -64,12 +65,12 @@ class Stack:
 
 @contextlib.asynccontextmanager
 async def stack(broker: Broker, protocol: str = "5", *,
-                sim_params: dict[str, float] | None = None, **engine: Any
-                ) -> AsyncIterator[Stack]:  # fmt: skip
+                sim_params: dict[str, float] | None = None, px4_version: str = DEFAULT_VERSION,
+                **engine: Any) -> AsyncIterator[Stack]:
     port = free_port()
     sim_config = SimConfig(udp_bind=("127.0.0.1", 0), udp_remote=("127.0.0.1", port),
                            gcs_bind=None, profile="light", params=sim_params or {},
-                           boot_ready_s=QUICK_BOOT_S)
+                           boot_ready_s=QUICK_BOOT_S, px4_version=px4_version)
     async with SimServer(sim_config) as sim:
         config = DaemonConfig(
             mavlink=MavlinkSettings(url=parse_link_url(f"udpin://127.0.0.1:{port}")),
