@@ -18,6 +18,8 @@ import structlog
 
 from offboardd.core.actions import Notice, NoticeKind, Reply
 from offboardd.core.reasons import STREAMING_PHASES, Phase, Reason
+from offboardd.core.setpoints import EstimateNeed
+from offboardd.core.vehicle import VehicleState
 from offboardd.mavlink.telemetry import TelemetryCache
 from offboardd.mqtt.bridge import MqttBridge
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
@@ -150,12 +152,24 @@ class Outputs:
             self._last_status = status
         self.last_state_s = now
 
-    def telemetry(self, schedule: TelemetrySchedule, cache: TelemetryCache, now: float) -> None:
+    def telemetry(self, schedule: TelemetrySchedule, cache: TelemetryCache,
+                  vehicle: VehicleState, now: float) -> None:
         """Each telemetry kind at its configured rate (0 = off); kinds due together go out
-        together, as one batch for the bridge."""
+        together, as one batch for the bridge. Positions and velocities say whether the
+        estimate behind them counts: PX4 streams them whether it is valid or not (#20389),
+        dead-reckoned and drifting once nothing aids it."""
         if self.bridge is None:
             return
         for kind in schedule.due(now):
             doc = cache.document(kind)
-            if doc is not None:
-                self.bridge.publish_telemetry(kind, doc)
+            if doc is None:
+                continue
+            if kind == "position":
+                if "north_m" in doc:
+                    doc["local_valid"] = vehicle.estimate_valid(EstimateNeed.LOCAL_POSITION, now)
+                if "lat_deg" in doc:
+                    doc["global_valid"] = vehicle.estimate_valid(EstimateNeed.GLOBAL_POSITION,
+                                                                 now)
+            elif kind == "velocity":
+                doc["valid"] = vehicle.estimate_valid(EstimateNeed.LOCAL_VELOCITY, now)
+            self.bridge.publish_telemetry(kind, doc)

@@ -396,7 +396,8 @@ class Runtime:
         if self.recorder is not None:
             self.recorder.cycle(engine, now)
         if engine.fc_up:
-            self.outputs.telemetry(self._telemetry_schedule, self.fc_input.telemetry, now)
+            self.outputs.telemetry(self._telemetry_schedule, self.fc_input.telemetry,
+                                   engine.vehicle, now)
         else:  # no telemetry from a lost FC: its last words went on repeating (review)
             self.fc_input.telemetry.clear()
         if noise := self._noise.check(self.codec.stats, engine.fc_up, now):

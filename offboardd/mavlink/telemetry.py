@@ -105,10 +105,6 @@ class TelemetryCache:
         """The FC is lost: what it last said is not telemetry any more."""
         self._latest.clear()
 
-    def forget_local_position(self) -> None:
-        """PX4 stops LOCAL_POSITION_NED when the estimate goes bad: stop reporting it too."""
-        self._latest.pop("LOCAL_POSITION_NED", None)
-
     def document(self, kind: str) -> Document | None:
         """The newest document for `kind`, or None when nothing has arrived for it yet."""
         return self._builders[kind]()
