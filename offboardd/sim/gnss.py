@@ -6,7 +6,8 @@ OFFBOARD, two runs: GPS_RAW_INT said "no fix" from its next message (fix_type 0,
 EKF2_NOAID_TOUT (5 s) ran out: ESTIMATOR_STATUS 895 -> 869 at 5.2-5.3 s (101 two seconds
 on), and at the same instant the position controller's "blind land" and PX4's Descend.
 LOCAL_POSITION_NED went on throughout (telemetry.py). GPS back 6.5 s after the cut: a fix
-in the next GPS_RAW_INT, the estimate back 0.3-1.3 s later (895; four runs), and ~1.1 s
+in the next GPS_RAW_INT, the estimate back 0.3-1.3 s later (895; four runs; after a cut of
+8 s, ~2 s: two runs, the daemon's view 2.3 s; not played), and ~1.1 s
 after that PX4 left Descend for its offboard-loss action (Return, without RC), the stream
 being long gone. The sim's commander takes the estimate at once (that 1.1 s is not played).
 The sim's estimate is the truth throughout: PX4's dead reckoning drifts (~2 m in 9 s).

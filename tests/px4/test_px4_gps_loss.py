@@ -14,13 +14,15 @@ from offboardd.core.modes import mode_from_custom
 from tests.conftest import Broker
 from tests.px4.px4_process import Px4Sitl
 from tests.px4.release import release_of
-from tests.px4.stack import flying_stack
+from tests.px4.stack import VEHICLE, flying_stack
 from tests.sim.gps_loss_flight import (
     ALT_M,
     GpsLossSeen,
     check_gps_loss,
     fly_the_cut,
     position_rates,
+    published_positions,
+    published_validity,
 )
 
 MAV_CMD_INJECT_FAILURE = 420
@@ -36,7 +38,8 @@ def _label(custom_mode: int) -> str:
 async def test_a_gnss_cut_in_flight_hands_the_vehicle_to_px4s_descend(
     px4: Px4Sitl, mosquitto: Broker, tmp_path: Path, measured: dict[str, object]
 ) -> None:
-    async with flying_stack(px4, mosquitto, tmp_path) as s:
+    async with flying_stack(px4, mosquitto, tmp_path) as s, \
+            published_positions(mosquitto.port, VEHICLE) as published:
         r = s.record
         await s.take_off(ALT_M)
         release = release_of(str((s.client.state or {})["fc_version"]))
@@ -53,7 +56,8 @@ async def test_a_gnss_cut_in_flight_hands_the_vehicle_to_px4s_descend(
             daemon, left_offboard_s=left_s, modes_after=[m for _, m in modes],
             last_setpoint_s=r.setpoints[-1].t - cut_t,
             offboard_requests_after=len([q for q in r.offboard_requests() if q.t > cut_t]),
-            **position_rates([t - cut_t for t, _ in r.track], left_s))
+            **position_rates([t - cut_t for t, _ in r.track], left_s),
+            **published_validity(published, cut_t, left_s))
         acks = [int(a.fields["result"]) for a in r.acks
                 if a.fields["command"] == MAV_CMD_INJECT_FAILURE]
     measured.update(seen.figures())

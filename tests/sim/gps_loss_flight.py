@@ -11,27 +11,33 @@ PX4 sends it whether the estimate is valid or not), and an engage is refused for
 estimate. Once the fix is back PX4's estimate follows, the daemon says so, and PX4 takes its
 offboard-loss action (Return, without RC) by itself: the daemon, preempted, stays out of it.
 
-[SITL main 2026-11-29] three runs: Descend 5.17-5.32 s after the cut, the last setpoint
+[SITL main 2026-11-29] five runs: Descend 5.16-5.32 s after the cut, the last setpoint
 0.01-0.03 s before that report, LOCAL_POSITION_NED 29.0-29.5/s before the cut and
-29.4-29.7/s without the estimate; an engage refused `estimate_missing`; the fix back at
-6.5 s, the daemon's state had the estimate again 0.76-0.88 s later, and PX4 took Return.
-The sim (its `gps_off` fault, PX4 main played), three runs: Descend 5.04-5.05 s,
-LOCAL_POSITION_NED 5.0/s before and 4.8/s after (its light profile; no stream plan in that
-stack), the estimate back in the daemon's state 1.96-2.06 s after the fix (0.8 s, then
-ESTIMATOR_STATUS and the state once a second each), Return with the estimate.
+29.4-29.7/s without the estimate, telemetry/position published on with `local_valid`
+false; an engage refused `estimate_missing`; the fix back 6.5 s after the cut (three runs):
+the daemon had the estimate again 0.76-0.88 s later; 8 s after (two runs, as now): 2.29-2.30
+s later; PX4 took Return. The sim (its `gps_off` fault, PX4 main played), five runs:
+Descend 5.04-5.05 s, LOCAL_POSITION_NED 5.0/s before and after (its light profile; no
+stream plan in that stack), the estimate back in the daemon's state 1.96-2.06 s after the
+fix (0.8 s, then ESTIMATOR_STATUS and the state once a second each), Return with it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import aiomqtt
+
 from offboardd.client import CommandRefused, OffboardClient
+from offboardd.mqtt.topics import Topics
 
 ALT_M = 5.0
-BACK_S = 6.5  # the fix back, s after the cut: during the Descend
+BACK_S = 8.0  # the fix back, s after the cut: during the Descend, ~3 m up
 NOAID_S = 5.0  # EKF2_NOAID_TOUT
 
 
@@ -43,6 +49,42 @@ def position_rates(positions_s: list[float], left_offboard_s: float | None
     without = [t for t in positions_s if end_s < t < BACK_S]
     return {"positions_per_s_before": len([t for t in positions_s if -2.0 < t < 0.0]) / 2.0,
             "positions_per_s_without_estimate": len(without) / max(BACK_S - end_s, 1e-3)}
+
+
+@contextlib.asynccontextmanager
+async def published_positions(broker_port: int, vehicle_id: str
+                              ) -> AsyncIterator[list[tuple[float, dict[str, Any]]]]:
+    """The daemon's telemetry/position documents as they come: (loop time, document)."""
+    loop = asyncio.get_running_loop()
+    seen: list[tuple[float, dict[str, Any]]] = []
+
+    async def read(client: aiomqtt.Client) -> None:
+        async for message in client.messages:
+            seen.append((loop.time(), json.loads(bytes(message.payload))))
+
+    async with aiomqtt.Client("127.0.0.1", broker_port) as client:
+        await client.subscribe(Topics.for_vehicle(vehicle_id).telemetry("position"))
+        reader = asyncio.create_task(read(client))
+        try:
+            yield seen
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+
+def published_validity(positions: list[tuple[float, dict[str, Any]]], cut_t: float,
+                       left_offboard_s: float | None) -> dict[str, list[bool]]:
+    """`local_valid` of the published positions before the cut and without the estimate
+    (from PX4's report of Descend to the fix back)."""
+    end_s = BACK_S if left_offboard_s is None else left_offboard_s
+    return {
+        "published_valid_before": [bool(d.get("local_valid")) for t, d in positions
+                                   if -2.0 < t - cut_t < 0.0],
+        # (not the first second: ESTIMATOR_STATUS may come that long after PX4's report)
+        "published_valid_without_estimate": [bool(d.get("local_valid")) for t, d in positions
+                                             if end_s + 1.0 < t - cut_t < BACK_S],
+    }
 
 
 @dataclass(frozen=True)
@@ -100,6 +142,9 @@ class GpsLossSeen:
     offboard_requests_after: int
     positions_per_s_before: float  # LOCAL_POSITION_NED in the 2 s before the cut
     positions_per_s_without_estimate: float  # ...from Descend to the fix
+    # telemetry/position's local_valid as the daemon published it, before and without
+    published_valid_before: list[bool]
+    published_valid_without_estimate: list[bool]
     phase: str  # the daemon's state when the fix came back
     reason: str
     streaming: bool
@@ -123,6 +168,8 @@ class GpsLossSeen:
         for key, value in out.items():
             if isinstance(value, float):
                 out[key] = round(value, 3)
+            elif key.startswith("published_valid"):  # a count of each, not the list
+                out[key] = {"true": sum(value), "false": len(value) - sum(value)}
         return out
 
 
@@ -142,6 +189,10 @@ def check_gps_loss(seen: GpsLossSeen, *, descend: str, loss_action: str | None) 
     assert (seen.positions_per_s_without_estimate
             > 0.8 * seen.positions_per_s_before), figures
     assert seen.estimate_lost_seen, figures
+    # the position goes on being published, and says it does not count
+    assert seen.published_valid_before and all(seen.published_valid_before), figures
+    assert (seen.published_valid_without_estimate
+            and not any(seen.published_valid_without_estimate)), figures
     assert seen.engage_refused == "estimate_missing", figures
     assert (seen.phase, seen.reason, seen.streaming) == ("preempted", "preempted_mode",
                                                          False), figures

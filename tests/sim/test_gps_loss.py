@@ -14,13 +14,15 @@ from offboardd.sim import telemetry
 from offboardd.sim.vehicle import Vehicle
 from tests.conftest import Broker
 from tests.mavlink.conftest import wait_until
-from tests.mqtt.test_e2e_sim import fc_ready, stack
+from tests.mqtt.test_e2e_sim import VEHICLE, fc_ready, stack
 from tests.sim.gps_loss_flight import (
     ALT_M,
     GpsLossSeen,
     check_gps_loss,
     fly_the_cut,
     position_rates,
+    published_positions,
+    published_validity,
 )
 
 pytestmark = pytest.mark.integration
@@ -47,7 +49,8 @@ async def test_a_gnss_cut_in_flight_hands_the_vehicle_to_px4s_descend(
             await asyncio.sleep(0.01)
 
     # px4_version "main": the tier's PX4
-    async with stack(mosquitto, px4_version="main") as s, s.client() as c:
+    async with stack(mosquitto, px4_version="main") as s, s.client() as c, \
+            published_positions(mosquitto.port, VEHICLE) as published:
         await fc_ready(c)
         assert (await c.engage(PositionNed(0.0, 0.0, -ALT_M), arm=True)).ok
         vehicle, record = s.sim.vehicle, s.sim.record
@@ -63,5 +66,6 @@ async def test_a_gnss_cut_in_flight_hands_the_vehicle_to_px4s_descend(
             daemon, left_offboard_s=left_s, modes_after=[m for _, m in modes],
             last_setpoint_s=record.setpoints[-1].time_s - cut_t,
             offboard_requests_after=len([t for t in record.offboard_requests if t > cut_t]),
-            **position_rates([t - cut_t for t in positions_t], left_s))
+            **position_rates([t - cut_t for t in positions_t], left_s),
+            **published_validity(published, cut_t, left_s))
     check_gps_loss(seen, descend="AUTO.DESCEND", loss_action="AUTO.RTL")
