@@ -171,5 +171,6 @@ class Outputs:
                     doc["global_valid"] = vehicle.estimate_valid(EstimateNeed.GLOBAL_POSITION,
                                                                  now)
             elif kind == "velocity":
-                doc["valid"] = vehicle.estimate_valid(EstimateNeed.LOCAL_VELOCITY, now)
+                doc["valid"] = vehicle.velocity_valid(global_frame=doc["frame"] == "global",
+                                                      now=now)
             self.bridge.publish_telemetry(kind, doc)

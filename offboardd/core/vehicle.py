@@ -143,6 +143,8 @@ class VehicleState:
                 and self.autopilot != MAV_AUTOPILOT_PX4
                 and source != self.target
             ):
+                if self.target is not None:  # the other one's flags do not age out (review)
+                    self.estimator_flags = None
                 self.target = source
             if event.autopilot == MAV_AUTOPILOT_PX4 and source == self.target:
                 self.px4 = source
@@ -275,7 +277,15 @@ class VehicleState:
         if need is EstimateNeed.NONE:
             return True
         is_global = need in (EstimateNeed.GLOBAL_POSITION, EstimateNeed.TERRAIN)
-        stamp = self._global_s if is_global else self._local_s
+        return self._judged(need, self._global_s if is_global else self._local_s, now)
+
+    def velocity_valid(self, *, global_frame: bool, now: float) -> bool:
+        """The velocity of GLOBAL_POSITION_INT (`global_frame`) or LOCAL_POSITION_NED:
+        fresh, and the estimator's velocity flags set."""
+        return self._judged(EstimateNeed.LOCAL_VELOCITY,
+                            self._global_s if global_frame else self._local_s, now)
+
+    def _judged(self, need: EstimateNeed, stamp: _Stamped, now: float) -> bool:
         if now - stamp.received_s > self.estimate_timeout_s:
             return False
         if self.estimator_flags is not None:

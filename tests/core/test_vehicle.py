@@ -46,7 +46,7 @@ def test_local_position_valid_only_while_fresh() -> None:
     assert v.estimate_valid(EstimateNeed.NONE, 99.0)
 
 
-def test_estimator_flags_veto_when_recent() -> None:
+def test_estimator_flags_veto() -> None:
     v = fed(pos(), FcEstimatorStatus(2 | 4, **FC), now=10.0)  # velocity only, no position
     assert not v.estimate_valid(LOCAL, 10.1)
     assert v.estimate_valid(VEL, 10.1)
@@ -92,6 +92,33 @@ def test_a_booting_px4_counts_no_estimate_before_its_estimator_status() -> None:
     later.fold(booting, 600.0)
     later.fold(pos(600_000), 600.0)
     assert later.estimate_valid(LOCAL, 600.0)
+
+
+def test_velocity_valid_by_the_message_it_came_in() -> None:
+    """telemetry/velocity comes from GLOBAL_POSITION_INT when no LOCAL_POSITION_NED was
+    heard: judged by that message's freshness and the velocity flags (review)."""
+    v = fed(FcGlobalPosition(1000, 47.0, 8.0, 500.0, 10.0, **FC), now=1.0)
+    assert v.velocity_valid(global_frame=True, now=1.2)
+    assert not v.velocity_valid(global_frame=False, now=1.2)
+    v.fold(FcEstimatorStatus(8 | 32, **FC), 1.3)  # no velocity flags
+    assert not v.velocity_valid(global_frame=True, now=1.3)
+
+
+def test_a_px4_taking_over_from_another_component_drops_its_flags() -> None:
+    """A non-PX4 component spoke first; its ESTIMATOR_STATUS flags no longer age out, so
+    they must not outlive the switch to PX4 (review)."""
+    v = VehicleState(estimate_timeout_s=0.5)
+    other = FcHeartbeat(3, 2, 0, 0, 4, source_system=1, source_component=5)  # not PX4
+    assert v.accepts(other)
+    v.fold(other, 1.0)
+    flags = FcEstimatorStatus(0, source_system=1, source_component=5)
+    assert v.accepts(flags)
+    v.fold(flags, 1.0)
+    px4 = FcHeartbeat(12, 2, 0, 0, 4, **FC)
+    assert v.accepts(px4)
+    v.fold(px4, 1.1)
+    v.fold(pos(), 1.1)
+    assert v.estimator_flags is None and v.estimate_valid(LOCAL, 1.1)
 
 
 def test_global_position_needs_its_own_message() -> None:
