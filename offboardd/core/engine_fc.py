@@ -32,6 +32,7 @@ from offboardd.core.events import (
     FcAutopilotVersion,
     FcCommandAck,
     FcCurrentMode,
+    FcEstimatorStatus,
     FcHeartbeat,
     FcHomePosition,
     FcLocalPosition,
@@ -48,6 +49,17 @@ from offboardd.core.reasons import Phase, Reason
 if TYPE_CHECKING:
     from offboardd.core.offboard import OffboardEngine
     from offboardd.core.vehicle import VehicleState
+
+
+# PX4 streams its position whether its estimate is valid or not (since v1.14, #20389): only
+# ESTIMATOR_STATUS tells a dead-reckoned one from a valid one. It comes at least every ~12 s
+# (a 57,600-baud line with PX4's streams left alone); heard from this FC for longer without
+# one, the link does not carry it.
+NO_ESTIMATOR_STATUS_AFTER_S = 15.0
+NO_ESTIMATOR_STATUS = (
+    "PX4 sends no ESTIMATOR_STATUS on this link: its position comes whether its estimate is "
+    "valid or not, so a dead-reckoned one (a GNSS loss) counts as valid here; let the "
+    "stream plan ask for it, or have PX4 stream it on this link")
 
 
 def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
@@ -97,6 +109,13 @@ def on_fc_event(eng: OffboardEngine, event: FcMessageEvent, now: float) -> None:
         eng.guard.set_home(event)
     elif isinstance(event, FcLocalPosition):
         check_breach(eng, now)
+        if (v.estimator_flags is None and not eng.warned_no_estimator_status and v.is_px4
+                and now - eng.fc_up_since_s > NO_ESTIMATOR_STATUS_AFTER_S):
+            eng.warned_no_estimator_status = True
+            eng.out.warn([NO_ESTIMATOR_STATUS])
+    elif isinstance(event, FcEstimatorStatus) and eng.warned_no_estimator_status:
+        eng.warned_no_estimator_status = False
+        eng.out.retract([NO_ESTIMATOR_STATUS])
 
 
 def _fc_appeared(eng: OffboardEngine, now: float) -> None:
@@ -104,6 +123,8 @@ def _fc_appeared(eng: OffboardEngine, now: float) -> None:
     assert v.target is not None
     eng.fc_up = True
     eng.fc_ever_seen = True
+    eng.fc_up_since_s = now
+    eng.warned_no_estimator_status = False  # (its warnings are forgotten just below)
     eng.out.forget_fc_warnings()  # its checks below judge it afresh
     eng.next_companion_hb_s = now
     eng.guard.ask_home_from(now)

@@ -130,6 +130,8 @@ class OffboardEngine:
         self.resume_token: str | None = None
         self.fc_up = False
         self.fc_ever_seen = False
+        self.fc_up_since_s = 0.0  # when this FC (re)appeared
+        self.warned_no_estimator_status = False
         self.next_companion_hb_s = now
         self.last_ack: int | None = None  # the last refusing ACK, for diagnoses
         self.command_in_hand: object = None  # the command being handled (its facts)

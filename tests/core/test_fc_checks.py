@@ -20,8 +20,10 @@ from offboardd.core.actions import (
     Target,
 )
 from offboardd.core.commands import Arm, Engage, Hold, Release, SetSetpoint
+from offboardd.core.engine_fc import NO_ESTIMATOR_STATUS, NO_ESTIMATOR_STATUS_AFTER_S
 from offboardd.core.events import (
     MAV_AUTOPILOT_INVALID,
+    FcEstimatorStatus,
     FcHeartbeat,
     FcLocalPosition,
     FcParamValue,
@@ -276,3 +278,24 @@ def test_a_parameter_value_px4_cannot_have_is_ignored_and_the_state_still_reads(
     json.dumps(b.engine.snapshot(b.now).as_dict())  # the state still reads
     b.engage(UP)
     assert b.phase() is Phase.ACTIVE
+
+
+def test_a_link_without_estimator_status_is_warned_of_and_the_warning_retracted() -> None:
+    """PX4 streams its position whether its estimate is valid or not (since v1.14): without
+    ESTIMATOR_STATUS a dead-reckoned one would count as valid. Heard from for 15 s
+    without one (a slow line sends one every ~12 s), the daemon says so; one heard, the
+    warning goes; the FC back after a loss is judged afresh."""
+    b = Bench()
+    b.connect()
+    b.step(NO_ESTIMATOR_STATUS_AFTER_S - 1.0)
+    assert NO_ESTIMATOR_STATUS not in b.engine.snapshot(b.now).warnings
+    b.step(2.0)
+    said = [n.message for n in b.notices(NoticeKind.WARNING)]
+    assert said.count(NO_ESTIMATOR_STATUS) == 1
+    assert NO_ESTIMATOR_STATUS in b.engine.snapshot(b.now).warnings
+    b.step(5.0)
+    assert [n.message for n in b.notices(NoticeKind.WARNING)].count(NO_ESTIMATOR_STATUS) == 1
+    b.feed(FcEstimatorStatus(895, **FC))
+    assert NO_ESTIMATOR_STATUS not in b.engine.snapshot(b.now).warnings
+    b.step(20.0)  # flags heard: no warning again
+    assert [n.message for n in b.notices(NoticeKind.WARNING)].count(NO_ESTIMATOR_STATUS) == 1
