@@ -40,7 +40,10 @@ In-process API (tests):
         sim.pilot_mode_switch("AUTO.LOITER")   # a GCS/pilot mode change: ends the intent
         sim.rc_takeover()                      # POSCTL if COM_RC_OVERRIDE & 2 (1.16,
                                                # 1.17) or MAN_OVERRIDE_SPD >= 0 (1.18)
-        sim.set_estimator_valid(False)         # stops LOCAL_POSITION_NED, flips flags
+        sim.set_estimator_valid(False)         # flips ESTIMATOR_STATUS's flags (101);
+                                               # the positions go on, as PX4's
+        sim.set_gnss(False)                    # a GNSS cut: the estimate goes after
+                                               # EKF2_NOAID_TOUT (5 s); set_gnss(True)
         sim.pause_link(2.0)                    # or pause_link(2.0, "udp"); drop_link();
         sim.restore_link()
         sim.set_packet_loss(0.2)               # lose 20 % of frames each way

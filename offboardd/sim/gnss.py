@@ -26,18 +26,33 @@ class Gnss:
     lost_at_s: float | None = None  # the cut, while it lasts
     back_at_s: float | None = None  # the fix again, until the estimate follows
     took_estimate: bool = False  # the cut outlasted EKF2_NOAID_TOUT: the estimate went with it
+    _last_cut_s: float = 0.0  # when the cut that ended last began
 
     @property
     def has_fix(self) -> bool:
         return self.lost_at_s is None
 
     def cut(self, now_s: float) -> None:
-        if self.lost_at_s is None:
-            self.lost_at_s, self.back_at_s = now_s, None
+        if self.lost_at_s is not None:
+            return
+        # cut again before the aiding resumed: the dead reckoning never stopped (review)
+        resumed = self.back_at_s is None or self.took_estimate
+        self.lost_at_s = now_s if resumed else self._last_cut_s
+        self.back_at_s = None
 
     def restore(self, now_s: float) -> None:
         if self.lost_at_s is not None:
+            self._last_cut_s = self.lost_at_s
             self.lost_at_s, self.back_at_s = None, now_s
+
+    def rebooted(self, now_s: float) -> None:
+        """The FC booted again: with the receiver still cut its estimator starts without a
+        horizontal position (no dead reckoning to count down); with it, as fresh."""
+        if self.lost_at_s is not None:
+            self.lost_at_s, self.took_estimate = now_s, True
+        self.back_at_s = None
+        if self.lost_at_s is None:
+            self.took_estimate = False
 
     def estimate_change(self, now_s: float, noaid_timeout_s: float) -> bool | None:
         """False when the dead reckoning runs out, True when the estimate comes back after

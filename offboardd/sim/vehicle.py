@@ -382,5 +382,8 @@ class Vehicle:
         self.tasks = FlightTasks()
         self.later.clear()
         self._boot(now_s)
+        self.gnss.rebooted(now_s)
+        if self.gnss.took_estimate:  # a PX4 booting without GNSS has no horizontal position
+            self.commander.estimator_valid = False
         if old != self.commander.mode.name:
             self.record.mode_changes.append(ModeChange(now_s, old, self.mode_name, "reboot"))

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.sim import SimConfig
-from offboardd.sim.gnss import REACQUIRE_S
+from offboardd.sim.gnss import REACQUIRE_S, Gnss
 from offboardd.sim.telemetry import (
     ESTIMATOR_FLAGS_BAD,
     ESTIMATOR_FLAGS_OK,
@@ -441,3 +441,33 @@ def test_no_reentry_when_someone_changed_the_mode_during_the_fallback() -> None:
     h.run(1.0)
     assert h.v.mode_name == "AUTO.LOITER" and h.v.intended_mode_name == "AUTO.LOITER"
     assert not [m for m in h.v.record.mode_changes if m.cause == "offboard resumed"]
+
+
+def test_gnss_cut_sequences() -> None:
+    """Cut again before the aiding resumed: the dead reckoning counts from the first cut;
+    a reboot with the receiver still cut boots without a horizontal estimate (review)."""
+    gnss = Gnss()
+    gnss.cut(0.0)
+    assert gnss.estimate_change(3.0, 5.0) is None
+    gnss.restore(3.0)
+    gnss.cut(3.5)  # within REACQUIRE_S: never aided in between
+    assert gnss.estimate_change(4.9, 5.0) is None
+    assert gnss.estimate_change(5.0, 5.0) is False
+    gnss.restore(6.0)
+    gnss.cut(6.2)  # the estimate still gone: it stays gone, no second verdict
+    assert gnss.estimate_change(20.0, 5.0) is None
+    gnss.restore(21.0)
+    assert gnss.estimate_change(21.0 + REACQUIRE_S, 5.0) is True
+
+
+def test_a_reboot_with_the_gnss_cut_boots_without_the_estimate() -> None:
+    h = Harness(px4_version="main")
+    h.run(1.0)
+    h.v.set_gnss(False, h.t)
+    h.v.reboot(h.t)
+    h.run(8.0)
+    assert not h.v.commander.estimator_valid
+    assert estimator_status(h.v, h.t).flags == ESTIMATOR_FLAGS_BAD
+    h.v.set_gnss(True, h.t)
+    h.run(REACQUIRE_S + 0.1)
+    assert estimator_status(h.v, h.t).flags == ESTIMATOR_FLAGS_OK
