@@ -81,9 +81,9 @@ def published_validity(positions: list[tuple[float, dict[str, Any]]], cut_t: flo
     return {
         "published_valid_before": [bool(d.get("local_valid")) for t, d in positions
                                    if -2.0 < t - cut_t < 0.0],
-        # (not the first second: ESTIMATOR_STATUS may come that long after PX4's report)
+        # (not the first 1.5 s: ESTIMATOR_STATUS may come a second after PX4's report)
         "published_valid_without_estimate": [bool(d.get("local_valid")) for t, d in positions
-                                             if end_s + 1.0 < t - cut_t < BACK_S],
+                                             if end_s + 1.5 < t - cut_t < BACK_S],
     }
 
 
@@ -101,12 +101,12 @@ class DaemonSide:
 async def fly_the_cut(client: OffboardClient, cut: Callable[[], None],
                       restore: Callable[[], None]) -> tuple[float, DaemonSide]:
     """Cut the GNSS now, watch the daemon's state, try an engage once it has no estimate,
-    give the fix back at BACK_S and watch 4 s more. Returns the cut's loop time."""
+    give the fix back at BACK_S and watch 6 s more. Returns the cut's loop time."""
     loop = asyncio.get_running_loop()
     cut_t = loop.time()
     cut()
     lost, refused, back_s, at_fix = False, "", None, None
-    while (now_s := loop.time() - cut_t) < BACK_S + 4.0:
+    while (now_s := loop.time() - cut_t) < BACK_S + 6.0:
         await asyncio.sleep(0.1)
         state = client.state or {}
         local = bool(state.get("estimates", {}).get("local_position"))
@@ -196,6 +196,7 @@ def check_gps_loss(seen: GpsLossSeen, *, descend: str, loss_action: str | None) 
     assert seen.engage_refused == "estimate_missing", figures
     assert (seen.phase, seen.reason, seen.streaming) == ("preempted", "preempted_mode",
                                                          False), figures
-    # the fix back at BACK_S, the estimate 0.3-1.3 s later, ESTIMATOR_STATUS at 1-2/s
-    assert seen.estimate_back_s is not None and seen.estimate_back_s < BACK_S + 3.0, figures
+    # the fix back at BACK_S, the estimate ~2 s later (PX4, after an 8 s cut), then
+    # ESTIMATOR_STATUS (1-2/s) and the daemon's state (1/s)
+    assert seen.estimate_back_s is not None and seen.estimate_back_s < BACK_S + 4.5, figures
     assert seen.phase_after_fix == "preempted", figures
