@@ -46,6 +46,7 @@ _YAW_ACC_MAX = math.radians(200)  # rad/s^2
 _ATT_TAU_S = horizontal.ATTITUDE_TAU_S
 _DRAG_PER_S = horizontal.DRAG_PER_S
 _TILT_MAX = math.radians(45)  # MPC_TILTMAX_AIR
+_ROLL_PITCH_RATE_MAX = math.radians(220)  # MC_ROLLRATE_MAX, MC_PITCHRATE_MAX
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ class BodyState:
     roll_rad: float = 0.0
     pitch_rad: float = 0.0
     yaw_rad: float = 0.0
-    rates_rad_s: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])
+    rates_rad_s: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])  # body p, q, r
+    yaw_rate_rad_s: float = 0.0  # the yaw loop's own rate, which it slews
     thrust: float = 0.0  # collective 0..1
     z_integral_m_s2: float = 0.0  # the vertical velocity integral (down positive)
     xy: HorizontalState = field(default_factory=HorizontalState)
@@ -123,6 +125,7 @@ class Dynamics:
     def step(self, dt_s: float, target: KinematicTarget | AttitudeTarget | None,
              limits: Limits) -> None:  # fmt: skip
         s = self.state
+        before = (s.roll_rad, s.pitch_rad, s.yaw_rad)
         if isinstance(target, KinematicTarget):
             acc = self._kinematic(dt_s, target, limits)
         elif isinstance(target, AttitudeTarget):
@@ -132,6 +135,7 @@ class Dynamics:
             s.z_integral_m_s2 = 0.0
             s.xy.settle()
             s.rates_rad_s = [0.0, 0.0, 0.0]
+            s.yaw_rate_rad_s = 0.0
             # SIH's drag holds the fall too: 5 m in ~1.2 s at ~6.7 m/s, not 1.0 s at 9.9
             # (measured: tests/sim/emergency_stop_flight.py)
             acc = [-_DRAG_PER_S * v for v in s.vel_m_s]
@@ -140,11 +144,31 @@ class Dynamics:
         for i in range(3):
             s.vel_m_s[i] += acc[i] * dt_s
             s.pos_m[i] += s.vel_m_s[i] * dt_s
+        flown_rates = isinstance(target, AttitudeTarget) and target.q is None
+        if not flown_rates and dt_s > 0.0:
+            self._body_rates(dt_s, *before)
         if s.pos_m[2] >= 0.0 and s.vel_m_s[2] >= 0.0:  # ground contact: stop, sit level
             s.pos_m[2] = 0.0
             s.vel_m_s = [0.0, 0.0, 0.0]
             if target is None or s.thrust < HOVER_THRUST:
                 s.roll_rad = s.pitch_rad = 0.0
+                s.rates_rad_s[0] = s.rates_rad_s[1] = 0.0
+
+    def _body_rates(self, dt_s: float, roll0: float, pitch0: float, yaw0: float) -> None:
+        """The body rates a gyro reads, from how the attitude changed (PX4 reports them in
+        ATTITUDE; the sim sent 0 for roll and pitch: review), Euler rates turned body:
+        p = roll' - yaw' sin(pitch), q = pitch' cos(roll) + yaw' sin(roll) cos(pitch),
+        r = yaw' cos(roll) cos(pitch) - pitch' sin(roll)."""
+        s = self.state
+        roll_dot = _wrap(s.roll_rad - roll0) / dt_s
+        pitch_dot = (s.pitch_rad - pitch0) / dt_s
+        yaw_dot = _wrap(s.yaw_rad - yaw0) / dt_s
+        cr, sr = math.cos(s.roll_rad), math.sin(s.roll_rad)
+        cp, sp = math.cos(s.pitch_rad), math.sin(s.pitch_rad)
+        limit = _ROLL_PITCH_RATE_MAX
+        s.rates_rad_s = [max(-limit, min(limit, roll_dot - yaw_dot * sp)),
+                         max(-limit, min(limit, pitch_dot * cr + yaw_dot * sr * cp)),
+                         yaw_dot * cr * cp - pitch_dot * sr]
 
     def _kinematic(self, dt_s: float, t: KinematicTarget, lim: Limits) -> list[float]:
         s = self.state
@@ -189,7 +213,7 @@ class Dynamics:
         right = -sn * thrust_n + c * thrust_e
         s.pitch_rad = math.atan2(-forward, max(lift, 0.1))
         s.roll_rad = math.atan2(right * math.cos(s.pitch_rad), max(lift, 0.1))
-        s.rates_rad_s = [0.0, 0.0, rate]
+        s.yaw_rate_rad_s = rate
         s.thrust = min(1.0, HOVER_THRUST * math.sqrt(max(lift, 0.0) ** 2 + forward**2
                                                      + right**2) / GRAVITY_M_S2)  # fmt: skip
         return acc
@@ -206,7 +230,7 @@ class Dynamics:
         else:
             want = t.yaw_rate_rad_s or 0.0
         want = max(-_OFFBOARD_YAW_RATE_MAX, min(_OFFBOARD_YAW_RATE_MAX, want))
-        now = s.rates_rad_s[2]
+        now = s.yaw_rate_rad_s
         step = _YAW_ACC_MAX * dt_s
         return now + max(-step, min(step, (want - now) * min(1.0, dt_s / _YAW_RATE_TAU_S)))
 
@@ -218,9 +242,10 @@ class Dynamics:
             s.roll_rad += k * (max(-_TILT_MAX, min(_TILT_MAX, roll)) - s.roll_rad)
             s.pitch_rad += k * (max(-_TILT_MAX, min(_TILT_MAX, pitch)) - s.pitch_rad)
             s.yaw_rad = _wrap(s.yaw_rad + k * _wrap(yaw - s.yaw_rad))
-            s.rates_rad_s = [0.0, 0.0, 0.0]
+            s.yaw_rate_rad_s = 0.0
         elif t.rates_rad_s is not None:
             s.rates_rad_s = list(t.rates_rad_s)
+            s.yaw_rate_rad_s = t.rates_rad_s[2]
             s.roll_rad = _wrap(s.roll_rad + t.rates_rad_s[0] * dt_s)
             s.pitch_rad = max(-1.5, min(1.5, s.pitch_rad + t.rates_rad_s[1] * dt_s))
             s.yaw_rad = _wrap(s.yaw_rad + t.rates_rad_s[2] * dt_s)

@@ -471,3 +471,27 @@ def test_a_reboot_with_the_gnss_cut_boots_without_the_estimate() -> None:
     h.v.set_gnss(True, h.t)
     h.run(REACQUIRE_S + 0.1)
     assert estimator_status(h.v, h.t).flags == ESTIMATOR_FLAGS_OK
+
+
+def test_roll_and_pitch_rates_are_how_the_tilt_changes() -> None:
+    """ATTITUDE's rates as a gyro reads them (PX4 reports them; the sim sent 0 for roll
+    and pitch: review): a leg north pitches the nose down and back, the reported pitch
+    rate integrates to the pitch flown; hovering, the rates are ~0."""
+    h = Harness()
+    h.offboard_armed(lambda: position_sp(down=-3.0))
+    h.run(8.0)
+    assert all(abs(r) < 0.01 for r in h.v.state.rates_rad_s)
+    h.stream = lambda: position_sp(north=10.0, down=-3.0)
+    pitch0, integrated, peak = h.v.state.pitch_rad, 0.0, 0.0
+    for _ in range(150):  # 1.5 s: accelerating north
+        h.run(TICK_S)
+        q = h.v.state.rates_rad_s[1]
+        integrated += q * TICK_S
+        peak = max(peak, abs(q))
+    flown = h.v.state.pitch_rad - pitch0
+    assert flown < -0.05  # nose down to go north
+    assert abs(integrated - flown) < 0.02, (integrated, flown)
+    # a 10 m step tilts toward ~40° at once: PX4's attitude loop (MC_PITCH_P 6.5) would ask
+    # ~260 °/s and its MC_PITCHRATE_MAX holds it to 220, as here
+    assert math.radians(150) < peak <= math.radians(220) + 1e-9
+    assert abs(h.v.state.rates_rad_s[0]) < 0.01  # no roll on a leg due north
