@@ -132,6 +132,8 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
         if c.disarm(now_s, "command", forced=forced):
             return ACCEPTED, ""
         return TEMPORARILY_REJECTED, "Disarming denied: not landed"
+    if cmd == d.MAV_CMD_INJECT_FAILURE:
+        return _inject_failure(v, p, now_s, out)
     if cmd == d.MAV_CMD_DO_FLIGHTTERMINATION:  # Commander::handle_command
         if p[0] <= 0.5 or not c.armed:
             return DENIED, ""
@@ -203,6 +205,18 @@ def _execute(v: Vehicle, cmd: int, p: tuple[float, ...], now_s: float, *, link_i
     if cmd == d.MAV_CMD_PREFLIGHT_REBOOT_SHUTDOWN and int(p[0]) == 0 and int(p[1]) == 0:
         return ACCEPTED, ""  # "do nothing": [SITL main, v1.16.2] ACCEPTED
     return UNSUPPORTED, ""
+
+
+def _inject_failure(v: Vehicle, p: tuple[float, ...], now_s: float,
+                    out: list[Outgoing]) -> tuple[int, str]:  # fmt: skip
+    """MAV_CMD_INJECT_FAILURE as PX4 main answered it ([SITL main 2026-11-29]: GPS off and
+    GPS ok ACCEPTED, SYS_FAILURE_EN 0 or 1); the GNSS cut is gnss.py's. The sim plays no
+    other failure: UNSUPPORTED."""
+    unit, kind = round(p[0]), round(p[1])
+    if unit != d.FAILURE_UNIT_SENSOR_GPS or kind not in (d.FAILURE_TYPE_OK, d.FAILURE_TYPE_OFF):
+        return UNSUPPORTED, "Failure injection: the sim plays GPS off and ok only"
+    out.extend(v.set_gnss(kind == d.FAILURE_TYPE_OK, now_s))
+    return ACCEPTED, ""
 
 
 def _interval_asked(v: Vehicle, cmd: int, p: tuple[float, ...]) -> int | None:

@@ -495,3 +495,17 @@ def test_roll_and_pitch_rates_are_how_the_tilt_changes() -> None:
     # ~260 °/s and its MC_PITCHRATE_MAX holds it to 220, as here
     assert math.radians(150) < peak <= math.radians(220) + 1e-9
     assert abs(h.v.state.rates_rad_s[0]) < 0.01  # no roll on a leg due north
+
+
+def test_inject_failure_cuts_and_restores_the_gnss_as_px4_main_answers() -> None:
+    """MAV_CMD_INJECT_FAILURE, as tests/px4/test_px4_gps_loss.py sends it to PX4 main:
+    GPS off / ok ACCEPTED (SYS_FAILURE_EN left at 0, as PX4 main took it); the sim plays
+    no other failure: UNSUPPORTED."""
+    h = Harness(px4_version="main")
+    h.run(1.0)
+    h.command(d.MAV_CMD_INJECT_FAILURE, d.FAILURE_UNIT_SENSOR_GPS, d.FAILURE_TYPE_OFF, 0)
+    assert h.v.record.acks[-1].result == d.MAV_RESULT_ACCEPTED and not h.v.gnss.has_fix
+    h.command(d.MAV_CMD_INJECT_FAILURE, d.FAILURE_UNIT_SENSOR_GPS, d.FAILURE_TYPE_OK, 0)
+    assert h.v.record.acks[-1].result == d.MAV_RESULT_ACCEPTED and h.v.gnss.has_fix
+    h.command(d.MAV_CMD_INJECT_FAILURE, d.FAILURE_UNIT_SENSOR_GYRO, d.FAILURE_TYPE_OFF, 0)
+    assert h.v.record.acks[-1].result == d.MAV_RESULT_UNSUPPORTED
