@@ -2,8 +2,8 @@
 
 Staleness is judged with the `now` the caller passes; nothing here reads a clock. It
 owns estimate validity (px4-offboard.md §1: LOCAL_POSITION_NED fresh, and the last
-ESTIMATOR_STATUS's flags agreeing) and "in control" (mode,
-armed and landed state together, §3). It does not decide anything: offboard.py does.
+ESTIMATOR_STATUS's flags agreeing) and "in control" (mode, armed and landed state
+together, §3). It does not decide anything: offboard.py does.
 """
 
 from __future__ import annotations

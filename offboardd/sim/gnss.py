@@ -48,11 +48,9 @@ class Gnss:
     def rebooted(self, now_s: float) -> None:
         """The FC booted again: with the receiver still cut its estimator starts without a
         horizontal position (no dead reckoning to count down); with it, as fresh."""
-        if self.lost_at_s is not None:
-            self.lost_at_s, self.took_estimate = now_s, True
-        self.back_at_s = None
-        if self.lost_at_s is None:
-            self.took_estimate = False
+        cut = self.lost_at_s is not None
+        self.lost_at_s = now_s if cut else None
+        self.back_at_s, self.took_estimate = None, cut
 
     def estimate_change(self, now_s: float, noaid_timeout_s: float) -> bool | None:
         """False when the dead reckoning runs out, True when the estimate comes back after
