@@ -23,6 +23,7 @@ from offboardd.core.vehicle import VehicleState
 from offboardd.mavlink.telemetry import TelemetryCache
 from offboardd.mqtt.bridge import MqttBridge
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
+from offboardd.mqtt.wire import ReplyRoute
 from offboardd.replies import PendingReplies, commander_of
 from offboardd.systemd import SystemdNotifier, status_line
 
@@ -73,7 +74,7 @@ class Outputs:
 
     def reply(self, reply: Reply, now: float) -> None:
         token = reply.command_id
-        resolved = self.replies.resolve(reply)
+        resolved = self.replies.resolve(reply, now)
         if resolved is None:
             return
         reply, sink = resolved
@@ -103,13 +104,23 @@ class Outputs:
         if isinstance(sink, asyncio.Future):
             if not sink.done():
                 sink.set_result(reply)
-        elif self.bridge is not None:
-            self.bridge.reply(
-                sink, ok=reply.ok, code=None if reply.code is None else reply.code.value,
-                message=reply.message,
-                reason=None if reply.reason is None else reply.reason.value,
-                **({} if reply.resume is None else {"resume": reply.resume}),
-            )
+        else:
+            self._publish_reply(reply, sink)
+
+    def reply_again(self, reply: Reply, route: ReplyRoute) -> None:
+        """A command that succeeded, delivered again: its reply once more, marked as such
+        (replies.py: it does not act twice)."""
+        self._publish_reply(reply, route, repeat=True)
+
+    def _publish_reply(self, reply: Reply, route: ReplyRoute, **extra: Any) -> None:
+        if self.bridge is None:
+            return
+        if reply.resume is not None:
+            extra["resume"] = reply.resume
+        self.bridge.reply(
+            route, ok=reply.ok, code=None if reply.code is None else reply.code.value,
+            message=reply.message, reason=None if reply.reason is None else reply.reason.value,
+            **extra)
 
     def _was_journaled(self, token: str) -> bool:
         if token in self.journaled:

@@ -4,6 +4,11 @@ Two commanders may pick the same command id, and each must get its own reply, so
 engine sees an internal token instead (`#1`, `#2`...) and the reply is matched back by it.
 A reply goes to an MQTT route (the bridge publishes it) or to a future (`Runtime.submit`).
 Bounded: a commander that never waits for its replies cannot grow memory.
+
+A command delivered again (the same route, id and content: QoS 1 delivers at least once, a
+client retries when a reply is late) acts at most once: while it awaits its reply the
+reply answers both, and for `ANSWERED_KEEP_S` after it succeeded it is answered again with
+that reply (`"repeat": true`) instead of acting again.
 """
 
 from __future__ import annotations
@@ -14,11 +19,23 @@ import itertools
 from collections import OrderedDict
 
 from offboardd.core.actions import Reply
+from offboardd.core.command_kind import CommandKind
 from offboardd.core.commands import Command
 from offboardd.mqtt.wire import ReplyRoute
 
 ReplySink = ReplyRoute | asyncio.Future[Reply]
 _MAX_PENDING = 1024
+# How long a command that succeeded is remembered, so that its repeat does not act again: a
+# retry after a reply was lost comes within seconds; a late copy held back by a bridged
+# broker or a stalled network, within about a minute (a goto re-flown after the commander
+# sent the vehicle elsewhere). Longer would catch a restarted client that counts its ids
+# from 1 again and sends the same command.
+ANSWERED_KEEP_S = 60.0
+# Never answered from memory: setpoints and heartbeats repeat on purpose, and a shell loop
+# may send the same document under the same id; each renews the lease (a setpoint's
+# session and seq are the replay guard's: schema.py). A refusal or a failure is not
+# remembered either: the retry of a command that did not act acts.
+_ACTS_EACH_TIME = frozenset({CommandKind.SETPOINT, CommandKind.HEARTBEAT})
 
 
 def commander_of(sink: ReplySink) -> str:
@@ -38,6 +55,10 @@ class PendingReplies:
         # (reply topic, id) -> (token, command) of each command awaiting its reply: a
         # second delivery of it is no new command (below)
         self._awaiting: dict[tuple[str, str], tuple[str, Command]] = {}
+        # (reply topic, id) -> (command, its reply, when) of the commands that succeeded in
+        # the last ANSWERED_KEEP_S, the oldest first
+        self._answered: OrderedDict[tuple[str, str], tuple[Command, Reply, float]] = \
+            OrderedDict()
 
     def repeats_pending(self, command: Command, sink: ReplySink) -> bool:
         """`command` is one still awaiting its reply, delivered again: the same id, route
@@ -48,6 +69,20 @@ class PendingReplies:
             return False
         entry = self._awaiting.get((sink.topic, command.command_id))
         return entry is not None and entry[1] == command
+
+    def answered_before(self, command: Command, sink: ReplySink, now: float) -> Reply | None:
+        """The reply of `command` when it succeeded within ANSWERED_KEEP_S, delivered again
+        (the same route, id and content): answer with it, do not act again."""
+        if isinstance(sink, asyncio.Future):
+            return None
+        answered = self._answered
+        while answered:
+            oldest = next(iter(answered.values()))
+            if now - oldest[2] <= ANSWERED_KEEP_S:
+                break
+            answered.popitem(last=False)
+        entry = answered.get((sink.topic, command.command_id))
+        return entry[1] if entry is not None and entry[0] == command else None
 
     def tokenize(self, command: Command, sink: ReplySink) -> Command:
         """Remember where the reply goes; return the command as the engine should see it."""
@@ -65,22 +100,33 @@ class PendingReplies:
                 oldest.cancel()
         return dataclasses.replace(command, command_id=token)
 
-    def resolve(self, reply: Reply) -> tuple[Reply, ReplySink] | None:
+    def resolve(self, reply: Reply, now: float) -> tuple[Reply, ReplySink] | None:
         """The reply under the commander's own id and where it goes (None: not ours)."""
         pending = self._pending.pop(reply.command_id, None)
         if pending is None:
             return None
         command_id, sink = pending
-        self._forget(command_id, sink, reply.command_id)
-        return dataclasses.replace(reply, command_id=command_id), sink
+        command = self._forget(command_id, sink, reply.command_id)
+        reply = dataclasses.replace(reply, command_id=command_id)
+        if (command is not None and reply.ok and command.kind not in _ACTS_EACH_TIME
+                and isinstance(sink, ReplyRoute) and sink.reply_on_success):
+            key = (sink.topic, command_id)
+            self._answered.pop(key, None)  # (re-entered as the newest)
+            self._answered[key] = (command, reply, now)
+            while len(self._answered) > self._max_pending:
+                self._answered.popitem(last=False)
+        return reply, sink
 
-    def _forget(self, command_id: str, sink: ReplySink, token: str) -> None:
+    def _forget(self, command_id: str, sink: ReplySink, token: str) -> Command | None:
+        """No longer awaiting: the command as it came (None for a future's)."""
         if isinstance(sink, asyncio.Future):
-            return
+            return None
         key = (sink.topic, command_id)
         entry = self._awaiting.get(key)
         if entry is not None and entry[0] == token:
             del self._awaiting[key]
+            return entry[1]
+        return None
 
     def original_id(self, token: str) -> str:
         """The commander's id of a command the engine knows by `token` (else as given)."""

@@ -251,9 +251,17 @@ class Runtime:
                               f"{self.rates.settings.setpoint_rate_hz:g}/s on setpoint)")
 
     def _feed_command(self, command: Command, sink: ReplySink) -> None:
-        if self.outputs.replies.repeats_pending(command, sink):
+        replies = self.outputs.replies
+        if replies.repeats_pending(command, sink):
             log.info("command_repeated", command=command.kind.value, id=command.command_id)
             return  # (its reply, when it comes, answers the repeat too)
+        answered = replies.answered_before(command, sink, self._now())
+        if answered is not None:  # (so never a future's)
+            assert not isinstance(sink, asyncio.Future)
+            log.info("command_repeated", command=command.kind.value, id=command.command_id,
+                     answered=True)
+            self.outputs.reply_again(answered, sink)
+            return
         token = self.outputs.replies.tokenize(command, sink)
         if command.kind.value not in ("setpoint", "heartbeat"):  # high rate: not logged
             log.info("command", command=command.kind.value, id=command.command_id)

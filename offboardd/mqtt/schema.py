@@ -121,6 +121,10 @@ class ReplayGuard:
     and every later setpoint of the holder's was dropped as stale while its heartbeats
     kept the lease: the vehicle flew the last velocity on (review). A commander's live
     session replayed through another route is still dropped as not newer.
+
+    A setpoint that passes is its commander's last even when the engine then refuses it
+    (`not_in_control`): a copy of it delivered late, after that commander took control with
+    an engage of no `seq`, would otherwise fly. Delivered once, it never acts later.
     """
 
     def __init__(self, retired_sessions: int = 4096, commanders: int = 1024) -> None:

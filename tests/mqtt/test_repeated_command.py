@@ -50,3 +50,47 @@ async def test_an_engage_delivered_twice_in_its_warm_up_gets_one_reply(
             heartbeats.cancel()
     assert [(r["ok"], r["reason"]) for r in replies] == [(True, "engaged")], replies
     assert state["armed"]
+
+
+async def test_a_command_that_succeeded_is_answered_again_and_does_not_act_twice(
+        mosquitto: Broker) -> None:
+    """A copy delivered after the reply (a retry whose reply was lost, a late copy): the
+    same reply again, marked `repeat`, and the vehicle is left alone. Before, a release
+    repeated was refused phase_not_allowed, and an engage repeated in flight acted again."""
+    release = {"v": 1, "id": "R9", "cmd": "release"}
+    async with stack(mosquitto) as st, st.client() as c, observer(mosquitto.port) as o:
+        await fc_ready(c)
+        await o.subscribe(T.reply, 1)
+
+        async def lease() -> None:
+            for i in range(1000):
+                await o.publish(T.cmd, dumps({"v": 1, "id": f"hb{i}", "cmd": "heartbeat",
+                                              "ack": False}))
+                await asyncio.sleep(0.2)
+
+        async def reply_to(command_id: str) -> dict[str, object]:
+            async with asyncio.timeout(10.0):
+                async for message in o.messages:
+                    reply: dict[str, object] = json.loads(bytes(message.payload))
+                    if reply.get("id") == command_id:
+                        return reply
+            raise AssertionError("unreachable")
+
+        heartbeats = asyncio.create_task(lease())
+        try:
+            await o.publish(T.cmd, dumps(ENGAGE), qos=1)
+            first = await reply_to("E9")
+            await o.publish(T.cmd, dumps(ENGAGE), qos=1)  # the late copy
+            again = await reply_to("E9")
+            state = await c.wait_for_state(lambda s: s["phase"] == "active", timeout_s=5)
+            await o.publish(T.cmd, dumps(release), qos=1)
+            released = await reply_to("R9")
+            await o.publish(T.cmd, dumps(release), qos=1)
+            released_again = await reply_to("R9")
+        finally:
+            heartbeats.cancel()
+    assert (first["ok"], first["reason"], "repeat" in first) == (True, "engaged", False)
+    assert again == {**first, "repeat": True}
+    assert state["armed"]
+    assert released["ok"] and "repeat" not in released
+    assert released_again == {**released, "repeat": True}
