@@ -24,6 +24,11 @@ from offboardd.sim.px4_versions import Px4Version
 CHECK_PERIOD_S = 0.1  # commander's offboard check cadence (10 Hz)
 LOSS_MARGIN_S = 0.03  # [SITL] threshold ~1.03 s at COM_OF_LOSS_T = 1.0
 RESUME_DELAY_S = 0.03  # [SITL] back in OFFBOARD 20-40 ms after the first valid setpoint
+# A position estimate that came back counts for the commander's modes and failsafes only
+# after this long without a failed check (PX4's EstimatorChecks::checkPosVelValidity, a
+# probation of 1 s); a lost one counts at once. [SITL main 2026-11-29] after a GNSS cut,
+# PX4 left Descend for Return ~1.1 s after ESTIMATOR_STATUS said the estimate was back.
+POSITION_PROBATION_S = 1.0
 # A NAV_RCL_ACT value the release does not know, when v1.17+ asks for it on an offboard
 # loss without RC: unmeasured; the sim lands, as v1.16's unflyable Position did in effect.
 # (0 Disabled is measured: no failsafe, px4_versions.py.)
@@ -64,7 +69,10 @@ class Commander:
         self.failsafe = False
         self.terminated = False  # flight termination: no motor runs until a reboot
         self.rc_present = False
-        self.estimator_valid = True
+        self.estimator_valid = True  # EKF2's horizontal position (ESTIMATOR_STATUS)
+        # what the commander makes of it: valid again only after POSITION_PROBATION_S
+        self.position_valid = True
+        self._estimate_failed_s = -math.inf
         # A global position (GNSS, or an origin set): none indoors on vision alone, where
         # the local estimate stays valid
         self.global_valid = True
@@ -86,7 +94,7 @@ class Commander:
         if now_s >= self.last_valid_setpoint_s + timeout_s:
             return False
         needs_estimate = self.setpoint_uses_position or self.setpoint_uses_velocity
-        return self.estimator_valid or not needs_estimate
+        return self.position_valid or not needs_estimate
 
     def can_run(self, mode: FlightMode) -> bool:
         if mode is modes.OFFBOARD:
@@ -101,7 +109,7 @@ class Commander:
         return self._has_position_for(mode)
 
     def _has_position_for(self, mode: FlightMode) -> bool:
-        if mode.needs_position and not self.estimator_valid:
+        if mode.needs_position and not self.position_valid:
             return False
         return not (mode.needs_global and not self.global_valid)
 
@@ -194,6 +202,7 @@ class Commander:
 
     # ---- time ---------------------------------------------------------------
     def step(self, now_s: float) -> None:
+        self._judge_position(now_s)
         if now_s >= self._next_check_s:
             self._next_check_s += CHECK_PERIOD_S * max(
                 1, math.ceil((now_s - self._next_check_s) / CHECK_PERIOD_S + 1e-9)
@@ -210,6 +219,12 @@ class Commander:
                             else "auto disarm, no takeoff")  # fmt: skip
                 return
         self._update_mode(now_s, "failsafe")
+
+    def _judge_position(self, now_s: float) -> None:
+        if not self.estimator_valid:
+            self._estimate_failed_s, self.position_valid = now_s, False
+        elif not self.position_valid and now_s >= self._estimate_failed_s + POSITION_PROBATION_S:
+            self.position_valid = True
 
     def _update_mode(self, now_s: float, cause: str) -> None:
         if self.terminated:  # "Terminate never clears" (PX4's failsafe framework)

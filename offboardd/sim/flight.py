@@ -43,7 +43,7 @@ class Plan:
 
 class FlightTasks:
     def __init__(self) -> None:
-        self._anchor_key: tuple[str, bool] | None = None
+        self._anchor_key: tuple[str, bool, bool] | None = None
         self._anchor: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
         self._ground_since_s: float | None = None
         self.ramp = TakeoffRamp()
@@ -111,7 +111,10 @@ class FlightTasks:
             return Plan(None, limits)
         # (what the companion streams moves the anchor in OFFBOARD only: a setpoint turning
         # failsafe in Hold must not restart its braking)
-        key = (mode.name, mode is modes.OFFBOARD and (offboard_failsafe or offboard is None))
+        # (and Land is Descend without the commander's estimate: PX4's own mode, which it
+        # leaves for Land from where it is)
+        key = (mode.name, mode is modes.OFFBOARD and (offboard_failsafe or offboard is None),
+               mode is modes.LAND and not estimator_valid)
         if key != self._anchor_key:  # entering a mode: remember where we are
             after_takeoff = self._anchor_key is not None and self._anchor_key[0] == "AUTO.TAKEOFF"
             self._anchor_key = key

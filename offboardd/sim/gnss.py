@@ -9,7 +9,8 @@ LOCAL_POSITION_NED went on throughout (telemetry.py). GPS back 6.5 s after the c
 in the next GPS_RAW_INT, the estimate back 0.3-1.3 s later (895; four runs; after a cut of
 8 s, ~2 s: two runs, the daemon's view 2.3 s; not played), and ~1.1 s
 after that PX4 left Descend for its offboard-loss action (Return, without RC), the stream
-being long gone. The sim's commander takes the estimate at once (that 1.1 s is not played).
+being long gone: PX4's commander counts an estimate back only after 1 s of probation
+(commander.py's POSITION_PROBATION_S).
 The sim's estimate is the truth throughout: PX4's dead reckoning drifts (~2 m in 9 s).
 """
 

@@ -246,7 +246,7 @@ class Vehicle:
         # COM_SPOOLUP_TIME after arming, then the MPC_TKO_RAMP_T climb-rate ramp.
         motors_on = c.armed and not c.terminated  # a flight termination runs no motor
         plan = self.tasks.plan(
-            c.mode, armed=motors_on, rc_present=c.rc_present, estimator_valid=c.estimator_valid,
+            c.mode, armed=motors_on, rc_present=c.rc_present, estimator_valid=c.position_valid,
             offboard=self.offboard_target, offboard_failsafe=self.offboard_failsafe,
             state=self.state, params=self.params, takeoff_alt_m=self.takeoff_alt_m,
             dt_s=dt_s, since_arming_s=now_s - c.armed_at_s, landed=c.landed,
@@ -357,7 +357,7 @@ class Vehicle:
         """The mode HEARTBEAT and CURRENT_MODE report: Land without a position estimate
         is Descend (modes.DESCEND), named per release."""
         c = self.commander
-        if c.mode is modes.LAND and not c.estimator_valid:
+        if c.mode is modes.LAND and not c.position_valid:
             return modes.DESCEND if self.px4.descend_as_own_mode else modes.DESCEND_AS_LAND
         return c.mode
 

@@ -19,7 +19,8 @@ the daemon had the estimate again 0.76-0.88 s later; 8 s after (two runs, as now
 s later; PX4 took Return. The sim (its `gps_off` fault, PX4 main played), five runs:
 Descend 5.04-5.05 s, LOCAL_POSITION_NED 5.0/s before and after (its light profile; no
 stream plan in that stack), the estimate back in the daemon's state 1.96-2.06 s after the
-fix (0.8 s, then ESTIMATOR_STATUS and the state once a second each), Return with it.
+fix (0.8 s, then ESTIMATOR_STATUS and the state once a second each), Return 1 s after
+the estimate (PX4 commander's probation; PX4 main ~1.1 s).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from offboardd.mavlink.codec import MavlinkCodec, Message
 from offboardd.sim import SimConfig
+from offboardd.sim.commander import POSITION_PROBATION_S
 from offboardd.sim.gnss import REACQUIRE_S, Gnss
 from offboardd.sim.telemetry import (
     ESTIMATOR_FLAGS_BAD,
@@ -229,7 +230,11 @@ def test_land_without_a_position_is_descend_named_per_release(version: str,
     assert shown.intended_custom_mode == (6 << 24) | (4 << 16)  # the intent: AUTO.LAND
     h.command(d.MAV_CMD_DO_SET_MODE, 1, 4, 20)  # Descend is no mode to ask for
     assert h.v.record.acks[-1].result == d.MAV_RESULT_TEMPORARILY_REJECTED
-    h.v.set_estimator_valid(True, h.t)
+    h.v.set_estimator_valid(True, h.t)  # PX4's commander counts it after 1 s of probation
+    assert heartbeat(h.v, h.t).custom_mode == custom_mode
+    h.run(0.9)
+    assert heartbeat(h.v, h.t).custom_mode == custom_mode
+    h.run(0.2)
     assert heartbeat(h.v, h.t).custom_mode == (6 << 24) | (4 << 16)
 
 
@@ -237,7 +242,8 @@ def test_land_without_a_position_is_descend_named_per_release(version: str,
 def test_a_gnss_cut_takes_the_estimate_after_ekf2s_dead_reckoning(noaid_us: int) -> None:
     """[SITL main] GPS cut in OFFBOARD: no fix at once, the estimate kept for
     EKF2_NOAID_TOUT, then gone (Descend), LOCAL_POSITION_NED on all along; the fix back,
-    the estimate follows and PX4 takes its offboard-loss action (Return, without RC)."""
+    the estimate follows and, after the commander's 1 s probation, PX4 takes its
+    offboard-loss action (Return, without RC; PX4 main: ~1.1 s after the estimate)."""
     h = Harness(px4_version="main", params={"EKF2_NOAID_TOUT": noaid_us})
     h.offboard_armed(lambda: position_sp(down=-3.0))
     h.run(6.0)
@@ -260,6 +266,10 @@ def test_a_gnss_cut_takes_the_estimate_after_ekf2s_dead_reckoning(noaid_us: int)
     assert estimator_status(h.v, h.t).flags == ESTIMATOR_FLAGS_BAD
     h.run(0.1)
     assert estimator_status(h.v, h.t).flags == ESTIMATOR_FLAGS_OK
+    assert h.v.shown_mode.name == "AUTO.DESCEND"
+    h.run(POSITION_PROBATION_S - 0.1)
+    assert h.v.shown_mode.name == "AUTO.DESCEND"
+    h.run(0.15)
     assert h.v.mode_name == "AUTO.RTL"
 
 

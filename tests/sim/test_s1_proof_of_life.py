@@ -220,7 +220,7 @@ async def test_s1_global_int_frames_5_6_11_need_lat_lon_alt_and_a_global_estimat
         sim.set_estimator_valid(True)
         # 20 m north of home, 3 m up, frame 6: the vehicle flies there
         peer.stream(lambda: _global_sp(6, lat + 20 / 111_195, lon, 3.0))
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(1.2)  # PX4's commander counts the estimate after 1 s again
         peer.set_mode(OFFBOARD)
         peer.arm()
         assert await sim.wait_until(lambda: sim.vehicle.position_ned_m[0] > 15, 8)
