@@ -149,11 +149,14 @@ def fc_lost(eng: OffboardEngine, now: float, detail: str) -> None:
     eng.fc_up = False
     eng.checks.stop()
     eng.streams.stop()
-    eng.vehicle.forget_reports()
+    eng.vehicle.forget_reports()  # (so the stop below is no hold at a stale "here")
     eng.envelope.forget_home()
-    eng.vehicle.target = None
     eng.out.notice(NoticeKind.FC_LINK, f"FC lost ({detail})")
+    # Unheard is not deaf: the stream's last frame is a stop, sent to the FC we had. With
+    # the target forgotten first none went out, and an FC that still heard us flew the
+    # commander's last velocity on (review, 2026-11-29).
     abandon(eng, Trigger.FC_LOST, now, f"FC lost ({detail}); stopped streaming")
+    eng.vehicle.target = None
 
 
 # Streaming, nothing heard from the FC for this share of its COM_OF_LOSS_T: stop (FC_SILENT).

@@ -346,6 +346,30 @@ def test_fc_link_loss_while_holding_stops_and_never_reengages() -> None:
     assert len(b.param_requests()) >= 2  # parameters re-read on return
 
 
+@pytest.mark.parametrize("lost", ["link", "heartbeats", "transport"])
+def test_an_fc_declared_lost_is_left_a_stop_not_the_commanders_velocity(lost: str) -> None:
+    """With COM_OF_LOSS_T 5 our silence limit (4.5 s) comes after the FC's 3 s timeout, and
+    with HEARTBEATs alone lost it never comes: the loss was declared with the reports and
+    the target already forgotten, and the stop frame (which needs the target) never went
+    out: PX4, hearing us one way, was left our 3 m/s (review, 2026-11-29)."""
+    b = Bench(EngineSettings(fc_timeout_s=3.0))
+    b.fc.params["COM_OF_LOSS_T"] = 5.0
+    b.engage(UP)
+    b.feed(SetSetpoint("v", VelocityNed(3.0, 0.0, 0.0)))
+    b.step(0.3)
+    if lost == "transport":
+        b.feed(FcLinkDown(detail="serial unplugged"))
+    elif lost == "link":
+        b.fc_alive = False
+    else:
+        b.heartbeat_alive = False
+    b.step(3.5)
+    assert b.phase() is Phase.FAILSAFE and b.notices(NoticeKind.FC_LINK)
+    assert not b.engine.stream.running
+    last = last_setpoint(b)
+    assert isinstance(last, VelocityNed) and (last.north_m_s, last.east_m_s) == (0, 0), last
+
+
 def test_transport_down_is_fc_loss_at_once() -> None:
     b = Bench()
     b.engage(UP)
