@@ -6,9 +6,10 @@ A reply goes to an MQTT route (the bridge publishes it) or to a future (`Runtime
 Bounded: a commander that never waits for its replies cannot grow memory.
 
 A command delivered again (the same route, id and content: QoS 1 delivers at least once, a
-client retries when a reply is late) acts at most once: while it awaits its reply the
-reply answers both, and for `ANSWERED_KEEP_S` after it succeeded it is answered again with
-that reply (`"repeat": true`) instead of acting again.
+client retries when a reply is late) is known as such: while it awaits its reply, the
+reply answers both; and a command that makes the vehicle go (engage, arm, a motion), for
+`ANSWERED_KEEP_S` after it succeeded, is answered again with that reply (`"repeat": true`)
+instead of acting again.
 """
 
 from __future__ import annotations
@@ -31,11 +32,16 @@ _MAX_PENDING = 1024
 # sent the vehicle elsewhere). Longer would catch a restarted client that counts its ids
 # from 1 again and sends the same command.
 ANSWERED_KEEP_S = 60.0
-# Never answered from memory: setpoints and heartbeats repeat on purpose, and a shell loop
-# may send the same document under the same id; each renews the lease (a setpoint's
-# session and seq are the replay guard's: schema.py). A refusal or a failure is not
-# remembered either: the retry of a command that did not act acts.
-_ACTS_EACH_TIME = frozenset({CommandKind.SETPOINT, CommandKind.HEARTBEAT})
+# Answered from memory: the commands whose late copy could make the vehicle go where or
+# when nobody wants it any more; not acting is the safe side of a mistaken repeat. Never a
+# stop (release, hold, land, rtl, stop, disarm, emergency_stop): a dashboard's button may
+# send the same id each time, and an "ok, repeat" to a stop that did nothing left a vehicle
+# flying that had taken off again since (review, 2026-11-29); nor setpoints and heartbeats,
+# which repeat on purpose and renew the lease each time (a setpoint's session and seq are
+# the replay guard's: schema.py). A refusal or a failure is not remembered either: the
+# retry of a command that did not act acts.
+_GO_COMMANDS = frozenset({CommandKind.ENGAGE, CommandKind.ARM, CommandKind.GOTO,
+                          CommandKind.PATH, CommandKind.ORBIT})
 
 
 def commander_of(sink: ReplySink) -> str:
@@ -108,7 +114,7 @@ class PendingReplies:
         command_id, sink = pending
         command = self._forget(command_id, sink, reply.command_id)
         reply = dataclasses.replace(reply, command_id=command_id)
-        if (command is not None and reply.ok and command.kind not in _ACTS_EACH_TIME
+        if (command is not None and reply.ok and command.kind in _GO_COMMANDS
                 and isinstance(sink, ReplyRoute) and sink.reply_on_success):
             key = (sink.topic, command_id)
             self._answered.pop(key, None)  # (re-entered as the newest)
