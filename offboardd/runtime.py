@@ -47,7 +47,7 @@ from offboardd.mqtt.queries import FlightsQuery
 from offboardd.mqtt.rates import Admit, CommanderRates, Lane, RateSettings, lane_of
 from offboardd.mqtt.schema import encode_command
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
-from offboardd.mqtt.wire import MqttErrorCode
+from offboardd.mqtt.wire import MqttErrorCode, Rejection
 from offboardd.outputs import Outputs
 from offboardd.recorder.queries import FlightsQueries
 from offboardd.recorder.recorder import Recorder
@@ -243,14 +243,15 @@ class Runtime:
                 if self.queries is not None:
                     self.queries.answer(command, route)
             else:
-                self._feed_command(command, route)
+                self._feed_command(command, route, inbound.stale)
         elif verdict is Admit.REFUSE and self.bridge is not None:
             self.bridge.reply(route, ok=False, code=MqttErrorCode.RATE_LIMITED.value,
                               message="more commands than one commander may send "
                               f"({self.rates.settings.cmd_rate_hz:g}/s on cmd, "
                               f"{self.rates.settings.setpoint_rate_hz:g}/s on setpoint)")
 
-    def _feed_command(self, command: Command, sink: ReplySink) -> None:
+    def _feed_command(self, command: Command, sink: ReplySink,
+                      stale: Rejection | None = None) -> None:
         replies = self.outputs.replies
         if replies.repeats_pending(command, sink):
             log.info("command_repeated", command=command.kind.value, id=command.command_id)
@@ -261,6 +262,13 @@ class Runtime:
             log.info("command_repeated", command=command.kind.value, id=command.command_id,
                      answered=True)
             self.outputs.reply_again(answered, sink)
+            return
+        if stale is not None:  # its session and seq passed once, and it is no repeat
+            assert not isinstance(sink, asyncio.Future)
+            log.info("command_refused", id=command.command_id, code=stale.code,
+                     message=stale.message)
+            if self.bridge is not None:
+                self.bridge.reply(sink, ok=False, code=stale.code, message=stale.message)
             return
         token = self.outputs.replies.tokenize(command, sink)
         if command.kind.value not in ("setpoint", "heartbeat"):  # high rate: not logged

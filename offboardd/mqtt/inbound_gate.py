@@ -24,6 +24,7 @@ from paho.mqtt.properties import Properties
 from offboardd.core.commands import Command, CommanderHeartbeat
 from offboardd.mqtt.queries import Query
 from offboardd.mqtt.rates import Admit, CommanderRates, Lane
+from offboardd.mqtt.schema import SeqRepeated
 from offboardd.mqtt.settings import MqttSettings
 from offboardd.mqtt.topics import Topics, valid_publish_topic
 from offboardd.mqtt.wire import MqttErrorCode, Rejection, ReplyRoute, peek_id_bytes
@@ -47,6 +48,10 @@ class InboundCommand:
 
     command: Command | Query
     route: ReplyRoute
+    # Set: the command repeats its commander's last session and seq, so it acts only as the
+    # repeat of the command that passed with them (answered by its reply), else is refused
+    # with this (schema.SeqRepeated).
+    stale: Rejection | None = None
 
 
 class InboundGate:
@@ -86,16 +91,22 @@ class InboundGate:
             return
         # The replay check keeps a sequence per commander: the reply route, the identity
         # the engine's lease names (one shared route on MQTT 3.1.1: one commander there).
-        decoded = self._decoder.decode_bytes(channel, payload, max_bytes=max_bytes,
-                                             commander=route.topic)
-        if isinstance(decoded, Rejection):
-            self._refuse(channel, route, decoded)
+        result = self._decoder.decode_bytes(channel, payload, max_bytes=max_bytes,
+                                            commander=route.topic)
+        stale: Rejection | None = None
+        if isinstance(result, SeqRepeated) and result.command is not None:
+            decoded: Command | Query = result.command
+            stale = result
+        elif isinstance(result, Rejection):
+            self._refuse(channel, route, result)
             return
+        else:
+            decoded = result
         route = self._route(channel, properties, command_id=decoded.command_id)
         if isinstance(decoded, CommanderHeartbeat) and not decoded.ack:
             route = dataclasses.replace(route, reply_on_success=False)
         try:
-            self._on_command(InboundCommand(decoded, route))
+            self._on_command(InboundCommand(decoded, route, stale))
         except Exception as exc:  # a bug behind on_command must not take MQTT down with it
             log.exception("mqtt_on_command_failed", id=decoded.command_id)
             self._reply(route, ok=False, code=MqttErrorCode.INTERNAL_ERROR,

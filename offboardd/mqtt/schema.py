@@ -25,6 +25,7 @@ names). Pure: no I/O.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from dataclasses import dataclass
 from typing import Any
 
 from offboardd.core.commands import (
@@ -109,6 +110,17 @@ _STREAM_SPECS: dict[str, ObjectSpec] = {
 _KIND_NAMES = ", ".join(sorted(str(kind) for kind in SETPOINT_TABLE))
 
 
+@dataclass(frozen=True)
+class SeqRepeated(Rejection):
+    """A `cmd` command refused as stale only because its session and seq are its
+    commander's last: maybe a copy of the command that passed with them (a QoS-1
+    redelivery, a retry). The runtime answers it as that command's repeat when it is one
+    (replies.py), else refuses it with this. Without it a client's engage delivered twice
+    got `setpoint_stale`, then `ok`: two contradicting replies to one id (review)."""
+
+    command: Command | None = None
+
+
 class ReplayGuard:
     """Drops setpoints that are not newer than the last one of their commander's session.
 
@@ -181,6 +193,10 @@ class ReplayGuard:
         self._current[commander] = (session, seq)
         self._owner[session] = commander
         return None
+
+    def is_last(self, session: str, seq: int, commander: str) -> bool:
+        """`seq` is the last that passed in `commander`'s current session."""
+        return self._current.get(commander) == (session, seq)
 
     def _retire(self, session: str) -> None:
         self._retired.append(session)
@@ -262,15 +278,20 @@ class CommandDecoder:
             if isinstance(built, Rejection):
                 return built
             setpoint = built
+        command: Command
+        if name == "engage":
+            command = Engage(command_id, setpoint=setpoint, arm=fields["arm"],
+                             resume=fields["resume"])
+        else:
+            assert setpoint is not None
+            command = SetSetpoint(command_id, setpoint, resume=fields["resume"])
         if session is not None:
             stale = self.replay.check(session, seq, commander)
             if stale is not None:
+                if self.replay.is_last(session, seq, commander):
+                    return SeqRepeated(MqttErrorCode.SETPOINT_STALE, stale, command_id, command)
                 return Rejection(MqttErrorCode.SETPOINT_STALE, stale, command_id)
-        if name == "engage":
-            return Engage(command_id, setpoint=setpoint, arm=fields["arm"],
-                          resume=fields["resume"])
-        assert setpoint is not None
-        return SetSetpoint(command_id, setpoint, resume=fields["resume"])
+        return command
 
     def _decode_stream(self, doc: dict[str, Any], commander: str) -> Command | Rejection:
         kind = doc.get("kind")

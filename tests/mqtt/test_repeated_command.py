@@ -19,10 +19,15 @@ pytestmark = pytest.mark.integration
 
 ENGAGE = {"v": 1, "id": "E9", "cmd": "engage", "arm": True,
           "setpoint": {"kind": "position_ned", "north_m": 0, "east_m": 0, "down_m": -3}}
+# as offboardd.client sends it: with its session and seq (the replay guard's), which once
+# made the copy `setpoint_stale` before the repeat rule saw it (review, 2026-11-29)
+SEQUENCED = {**ENGAGE, "session": "c0ffee", "seq": 1}
+ENGAGES = pytest.mark.parametrize("engage", [ENGAGE, SEQUENCED], ids=["plain", "sequenced"])
 
 
+@ENGAGES
 async def test_an_engage_delivered_twice_in_its_warm_up_gets_one_reply(
-        mosquitto: Broker) -> None:
+        mosquitto: Broker, engage: dict[str, object]) -> None:
     async with stack(mosquitto) as st, st.client() as c, observer(mosquitto.port) as o:
         await fc_ready(c)
         await o.subscribe(T.reply, 1)
@@ -35,9 +40,9 @@ async def test_an_engage_delivered_twice_in_its_warm_up_gets_one_reply(
 
         heartbeats = asyncio.create_task(lease())
         try:
-            await o.publish(T.cmd, dumps(ENGAGE), qos=1)
+            await o.publish(T.cmd, dumps(engage), qos=1)
             await asyncio.sleep(0.3)
-            await o.publish(T.cmd, dumps(ENGAGE), qos=1)  # the same, again: a retry
+            await o.publish(T.cmd, dumps(engage), qos=1)  # the same, again: a retry
             replies = []
             with pytest.raises(TimeoutError):
                 async with asyncio.timeout(8.0):
@@ -52,8 +57,9 @@ async def test_an_engage_delivered_twice_in_its_warm_up_gets_one_reply(
     assert state["armed"]
 
 
+@ENGAGES
 async def test_an_engage_that_succeeded_is_answered_again_and_does_not_act_twice(
-        mosquitto: Broker) -> None:
+        mosquitto: Broker, engage: dict[str, object]) -> None:
     """A copy of an engage delivered after its reply (a retry whose reply was lost, a late
     copy): the same reply again, marked `repeat`, and the vehicle is left alone (before, it
     was refused phase_not_allowed). A stop is never answered from memory: it acts again."""
@@ -78,9 +84,9 @@ async def test_an_engage_that_succeeded_is_answered_again_and_does_not_act_twice
 
         heartbeats = asyncio.create_task(lease())
         try:
-            await o.publish(T.cmd, dumps(ENGAGE), qos=1)
+            await o.publish(T.cmd, dumps(engage), qos=1)
             first = await reply_to("E9")
-            await o.publish(T.cmd, dumps(ENGAGE), qos=1)  # the late copy
+            await o.publish(T.cmd, dumps(engage), qos=1)  # the late copy
             again = await reply_to("E9")
             state = await c.wait_for_state(lambda s: s["phase"] == "active", timeout_s=5)
             await o.publish(T.cmd, dumps(release), qos=1)

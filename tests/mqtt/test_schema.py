@@ -45,6 +45,7 @@ from offboardd.mqtt.schema import (
     COMMAND_NAMES,
     CommandDecoder,
     ReplayGuard,
+    SeqRepeated,
     encode_command,
     encode_stream_setpoint,
 )
@@ -262,6 +263,23 @@ def test_replay_old_and_repeated_setpoints_dropped_new_session_starts_over() -> 
     # engage and setpoint commands on the cmd topic share the guard when they carry a session
     stale = {"v": 1, "id": "x", "cmd": "setpoint", "session": "b", "seq": 0, "setpoint": HOVER}
     assert code_of(decode(stale, decoder=decoder)) == "setpoint_stale"
+
+
+def test_a_cmd_command_repeating_its_last_seq_is_stale_but_carries_itself() -> None:
+    """So that the runtime answers a copy of an engage as the repeat it is (replies.py);
+    an older seq, or the setpoint topic's, is plain stale."""
+    decoder = CommandDecoder()
+    engage = {"v": 1, "id": "e", "cmd": "engage", "session": "s", "seq": 4, "setpoint": HOVER}
+    first = decode(engage, decoder=decoder)
+    assert isinstance(first, Engage)
+    again = decode(engage, decoder=decoder)
+    assert isinstance(again, SeqRepeated) and again.command == first
+    assert again.code == "setpoint_stale"
+    older = decode({**engage, "seq": 3}, decoder=decoder)
+    assert isinstance(older, Rejection) and not isinstance(older, SeqRepeated)
+    stream = {"v": 1, "session": "t", "seq": 1, **HOVER}
+    assert isinstance(decode(stream, "setpoint", decoder), SetSetpoint)
+    assert not isinstance(decode(stream, "setpoint", decoder), SeqRepeated)
 
 
 def test_replay_guard_forgets_only_beyond_its_bound() -> None:
