@@ -123,6 +123,14 @@ class PendingReplies:
                 self._answered.popitem(last=False)
         return reply, sink
 
+    def drop(self, token: str) -> None:
+        """The engine failed on this command (a bug, answered `internal_error`): no reply of
+        its will come, and a retry is a new command. Kept pending, every retry was taken
+        for a repeat and dropped unanswered (review)."""
+        pending = self._pending.pop(token, None)
+        if pending is not None:
+            self._forget(pending[0], pending[1], token)
+
     def _forget(self, command_id: str, sink: ReplySink, token: str) -> Command | None:
         """No longer awaiting: the command as it came (None for a future's)."""
         if isinstance(sink, asyncio.Future):

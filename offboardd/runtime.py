@@ -278,7 +278,11 @@ class Runtime:
                                       commander=commander_of(sink),
                                       command=encode_command(command))
                 self.outputs.journaled.add(token.command_id)
-        self._handle([token], self._now(), commander=commander_of(sink))
+        try:
+            self._handle([token], self._now(), commander=commander_of(sink))
+        except Exception:  # answered internal_error by the gate (or raised to submit's caller)
+            replies.drop(token.command_id)
+            raise
 
     def _on_bytes(self, data: bytes) -> None:
         try:

@@ -167,8 +167,10 @@ class OffboardEngine:
         second (bench/README.md)."""
         self._timers(now)
         self.commander = commander
-        self._feed(events, now)
-        self.commander = None
+        try:
+            self._feed(events, now)
+        finally:  # (a bug raising here must not leave the next timers a commander)
+            self.commander = None
         self._timers(now)
         return self.out.take()
 
