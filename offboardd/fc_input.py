@@ -56,6 +56,9 @@ class FcInput:
             # follow a garbage sender that way; with nothing kept, only a sender's own
             # bytes can vouch for it.
             self.codec.reset()
+        return self._take_messages(messages, now)
+
+    def _take_messages(self, messages: list[Message], now: float) -> bool:
         from_fc = False
         target = self.fc_target
         for msg in messages:
@@ -94,8 +97,11 @@ class FcInput:
         new, self.unfollowed_new = self.unfollowed_new, []
         return new
 
-    def take(self) -> list[Event]:
-        """The events decoded since the last call, in arrival order."""
+    def take(self, now: float) -> list[Event]:
+        """The events decoded since the last call, in arrival order; the thinned messages'
+        (the newest of each, codec.take_held) last, as at `now`."""
+        if held := self.codec.take_held():
+            self._take_messages(held, now)  # (vouching for no sender: none is at hand)
         events, self._pending = self._pending, []
         return events
 

@@ -302,8 +302,9 @@ class Runtime:
         log.exception("internal_error", message_type=msg.get_type())
 
     def _handle_fc_events(self) -> None:
-        if events := self.fc_input.take():
-            self._handle(events, self._now())
+        now = self._now()
+        if events := self.fc_input.take(now):
+            self._handle(events, now)
 
     def _link_hint(self) -> str | None:
         """Why the FC may be unknown: the link cannot open (a device absent, busy, not
@@ -409,7 +410,7 @@ class Runtime:
             time.sleep(early_s)  # at most 1.5 ms, once per deadline: precision for the stream
         now = self._last_wake_s = self._now()
         engine = self._engine()
-        self._handle(self.fc_input.take(), now, cycle=True)
+        self._handle(self.fc_input.take(now), now, cycle=True)
         self._send_budgeted(now)
         if abandoned := self.unsent.check(self.link, now, engine.checks.loss_timeout_s or 1.0):
             log.warning("fc_link_stalled", unsent_bytes=abandoned, link=str(self.link.url))

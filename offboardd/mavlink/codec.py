@@ -137,6 +137,11 @@ class MavlinkCodec:
             if self._wanted is not None else gaps_s
         )
         self._last_decoded_s: dict[int, float] = {}  # id | system << 24 | component << 32
+        # The newest frame of each thinned (id, sender) whose window opened since the last
+        # take_held(), decoded then: the freshest of a poll's backlog, never its oldest.
+        # Decoding the first of a window and skipping the rest handed the engine the
+        # oldest position of a stall's backlog as if new: a hold 12 m behind (review).
+        self._held: dict[int, tuple[bytes, int]] = {}
         self._lean = LeanDecoder(lean_ids, dialect)
         # Each known id's CRC_EXTRA, to check a frame's CRC in C before pymavlink decodes it:
         # a frame pymavlink refuses costs it ~25 us in exceptions, and a flood of crafted
@@ -239,6 +244,7 @@ class MavlinkCodec:
         # headers inline (frame_shape is the same rule, for MAVLink 1 and short data).
         buf: bytes | bytearray = data if not self._buf else self._buf + data
         rules, filtering, last = self._rules, self._wanted is not None, self._last_decoded_s
+        held = self._held
         thinning = now_s is not None
         stats = self.stats
         tap = self.frame_tap
@@ -295,8 +301,22 @@ class MavlinkCodec:
                 # thinned away (review)
                 at = pos + 5 if magic == MAGIC_V2 else pos + 3
                 source_key = msg_id | buf[at] << 24 | buf[at + 1] << 32
-                if plausible and now_s - last.get(source_key, -math.inf) < gap_s:
-                    thinned += 1
+                if plausible:
+                    opens = now_s - last.get(source_key, -math.inf) >= gap_s
+                    if not opens:
+                        thinned += 1  # (this one, or the older one held: it replaces it)
+                    # A window opens (held; the newest of it decoded by take_held), or a
+                    # newer frame replaces the one held. Its signature is judged now, in
+                    # the order the frames came: judged at take_held, after a newer frame of
+                    # its stream, it read as replayed.
+                    if (opens or source_key in held) and (
+                            self._checker is None
+                            or self._signature_allows(buf, pos, after, msg_id)):
+                        if opens:
+                            last[source_key] = now_s
+                            if len(held) >= 4096:
+                                held.clear()  # (many senders, forged ones: as `last` below)
+                        held[source_key] = (bytes(buf[pos:after]), msg_id)
                     if tap is not None:
                         tap.append(buf[pos:after])
                     pos = after
@@ -308,12 +328,12 @@ class MavlinkCodec:
                 stats.garbage_bytes += 1
                 pos += 1
                 continue
-            if self._checker is not None and not self._signature_allows(buf, pos, after, msg):
+            if self._checker is not None and not self._signature_allows(buf, pos, after, msg_id):
                 pass  # counted by _signature_allows
             else:
                 stats.frames_ok += 1
                 out.append(msg)
-                if source_key >= 0:
+                if source_key >= 0:  # (an implausible frame of a thinned id, decoded now)
                     assert now_s is not None
                     if len(last) >= 4096 and source_key not in last:
                         last.clear()  # many senders (forged ones): start the windows over
@@ -329,7 +349,25 @@ class MavlinkCodec:
             self._buf.clear()
         return out
 
-    def _signature_allows(self, buf: bytes | bytearray, pos: int, after: int, msg: Message) -> bool:
+    def take_held(self) -> list[Message]:
+        """The thinned ids' frames held by decode(): the newest of each window opened since
+        the last call, per sender, decoded now (call it once per poll of the link, after
+        reading it). A bad one is counted as decode() counts it."""
+        if not self._held:
+            return []
+        held, self._held = self._held, {}
+        out: list[Message] = []
+        stats = self.stats
+        for frame, msg_id in held.values():
+            msg = self._decode_frame(frame, msg_id)  # (its signature judged in decode)
+            if msg is None:
+                stats.garbage_bytes += len(frame)
+            else:
+                stats.frames_ok += 1
+                out.append(msg)
+        return out
+
+    def _signature_allows(self, buf: bytes | bytearray, pos: int, after: int, msg_id: int) -> bool:
         assert self._checker is not None
         if buf[pos] == MAGIC_V2 and buf[pos + 2] & IFLAG_SIGNED:
             verdict, timestamp = self._checker.check(buf[pos:after], self.signing_timestamp)
@@ -341,7 +379,7 @@ class MavlinkCodec:
             else:
                 self.stats.bad_signature += 1
             return False
-        if self._accept_unsigned or msg.get_msgId() in self._unsigned_ids:
+        if self._accept_unsigned or msg_id in self._unsigned_ids:
             return True
         self.stats.unsigned_refused += 1
         return False

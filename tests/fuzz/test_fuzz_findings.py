@@ -168,5 +168,5 @@ def test_a_udp_chunk_keeps_no_partial_frame_for_the_next_sender() -> None:
         seen = []
         for chunk in (first, rest):
             fc_input.decode(chunk, 0.0)
-            seen.append([type(e).__name__ for e in fc_input.take()])
+            seen.append([type(e).__name__ for e in fc_input.take(0.0)])
         assert seen == decoded, f"whole_frames={whole}"
