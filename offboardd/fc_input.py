@@ -88,8 +88,10 @@ class FcInput:
     def _on_message(self, msg: Message, now: float, ours: bool) -> None:
         if ours:
             self.telemetry.update(msg)
-        if self._relay is not None and self._relay.wants_mavlink(msg.get_type()):
-            self._relay.relay_mavlink(msg.get_type(), message_document(msg))
+            # The FC's own only, as the telemetry: a document names no sender, and a gimbal's
+            # ATTITUDE or another vehicle's took the FC's place at its topic (review).
+            if self._relay is not None and self._relay.wants_mavlink(msg.get_type()):
+                self._relay.relay_mavlink(msg.get_type(), message_document(msg))
         self._pending.extend(self.translator.events(msg, now))
 
     def take_unfollowed(self) -> list[int]:

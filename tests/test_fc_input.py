@@ -17,3 +17,28 @@ def test_telemetry_is_the_autopilots_not_another_components() -> None:
     attitude = fc_input.telemetry.document("attitude")
     assert attitude is not None
     assert abs(attitude["roll_rad"] - 0.1) < 1e-6 and abs(attitude["yaw_rad"] - 0.5) < 1e-6
+
+
+class _Relay:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, float]] = []
+
+    def wants_mavlink(self, name: str) -> bool:
+        return name == "ATTITUDE"
+
+    def relay_mavlink(self, name: str, fields: dict[str, float]) -> None:
+        self.sent.append((name, fields["yaw"]))
+
+
+def test_the_mavlink_relay_is_the_followed_fcs_only() -> None:
+    """A relayed document names no sender: a gimbal's ATTITUDE and another vehicle's were
+    published at mavlink/ATTITUDE as the FC's (review, 2026-11-29)."""
+    relay = _Relay()
+    fc_input = FcInput(MavlinkCodec(255, 0), 0, relay,  # type: ignore[arg-type]
+                       lambda _msg: None, whole_frames=True)
+    fc_input.fc_target = (1, 1)
+    for (system, component), yaw in (((1, 1), 0.1), ((1, 154), 2.0), ((2, 1), -3.0)):
+        frame = MavlinkCodec(system, component).encode(
+            dialect.MAVLink_attitude_message(10, 0.0, 0.0, yaw, 0, 0, 0))
+        fc_input.decode(frame, 0.0)
+    assert [(name, round(yaw, 3)) for name, yaw in relay.sent] == [("ATTITUDE", 0.1)]
