@@ -22,6 +22,7 @@ from offboardd.errors import ConfigError
 MIN_WARMUP_S = 1.0
 # MAV_COMP_ID_ONBOARD_COMPUTER (common.xml), the companion convention (§5).
 DEFAULT_COMPANION_COMPONENT_ID = 191
+MAV_COMP_ID_AUTOPILOT1 = 1  # the flight controller's own component id
 
 
 class LossAction(StrEnum):
@@ -108,6 +109,11 @@ class EngineSettings:
         _range("fc_timeout_s", self.fc_timeout_s, 1.5, 60.0)  # > one 1 Hz heartbeat period
         _range("estimate_timeout_s", self.estimate_timeout_s, 0.05, 10.0)
         _range("companion_component_id", self.companion_component_id, 1, 255)
+        if self.companion_component_id == MAV_COMP_ID_AUTOPILOT1:
+            # We send as the FC's system: as its component too, PX4 takes our frames for its
+            # own and ignores them (px4-offboard.md §4): no engage, no emergency stop (review).
+            raise ConfigError("companion_component_id must not be 1, the autopilot's own "
+                              "(MAV_COMP_ID_AUTOPILOT1); 191 is the onboard computer's")
         _range("param_retry_s", self.param_retry_s, 0.1, 60.0)
         _range("param_retries", self.param_retries, 0, 100)
         _range("current_mode_interval_s", self.current_mode_interval_s, 0.01, 10.0)
