@@ -181,6 +181,8 @@ def fc_silent(eng: OffboardEngine, now: float) -> None:
 
 def fc_rebooted(eng: OffboardEngine, now: float) -> None:
     eng.out.forget_fc_warnings()  # its parameters are read and judged afresh
+    eng.fc_up_since_s = now  # (its ESTIMATOR_STATUS awaited afresh too)
+    eng.warned_no_estimator_status = False
     eng.vehicle.forget_reports()
     eng.envelope.forget_home()
     eng.guard.ask_home_from(now)

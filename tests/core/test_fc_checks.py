@@ -299,3 +299,17 @@ def test_a_link_without_estimator_status_is_warned_of_and_the_warning_retracted(
     assert NO_ESTIMATOR_STATUS not in b.engine.snapshot(b.now).warnings
     b.step(20.0)  # flags heard: no warning again
     assert [n.message for n in b.notices(NoticeKind.WARNING)].count(NO_ESTIMATOR_STATUS) == 1
+
+
+def test_an_fc_rebooted_is_given_its_time_to_send_estimator_status_again() -> None:
+    """A reboot forgets the flags; judged by when the FC first came up, the warning came at
+    once, before the booting FC could send one (review, 2026-11-29)."""
+    b = Bench()
+    b.connect()
+    b.feed(FcEstimatorStatus(895, **FC))
+    b.step(NO_ESTIMATOR_STATUS_AFTER_S + 5.0)
+    b.fc.boot_ms = 500  # time_boot_ms went back: the FC rebooted
+    b.step(2.0)
+    assert NO_ESTIMATOR_STATUS not in b.engine.snapshot(b.now).warnings
+    b.step(NO_ESTIMATOR_STATUS_AFTER_S)
+    assert NO_ESTIMATOR_STATUS in b.engine.snapshot(b.now).warnings
