@@ -44,7 +44,14 @@ from offboardd.mavlink.links.unsent import UnsentWatch
 from offboardd.mavlink.signing import refusal_hint
 from offboardd.mqtt.bridge import InboundCommand, MqttBridge
 from offboardd.mqtt.queries import FlightsQuery
-from offboardd.mqtt.rates import Admit, CommanderRates, Lane, RateSettings, lane_of
+from offboardd.mqtt.rates import (
+    ALL_ROUTES,
+    ALL_ROUTES_RATES,
+    Admit,
+    CommanderRates,
+    Lane,
+    lane_of,
+)
 from offboardd.mqtt.schema import encode_command
 from offboardd.mqtt.telemetry_schedule import TelemetrySchedule
 from offboardd.mqtt.wire import MqttErrorCode, Rejection
@@ -59,9 +66,6 @@ from offboardd.wake_timer import WakeTimer, wake_timer
 log = structlog.get_logger("offboardd")
 
 # Commands from all reply routes together (the lease holder's apart): four commanders' worth.
-_ALL_ROUTES = "*"
-_ALL_ROUTES_RATES = RateSettings(cmd_rate_hz=80.0, cmd_burst=160, setpoint_rate_hz=400.0,
-                                 setpoint_burst=400)
 # The phases in which setpoints go out (releasing: until PX4 confirms the hand-over).
 _STREAMS = STREAMING_PHASES | {Phase.RELEASING}
 _MAX_TIMER_SLEEP_S = 0.5  # wake at least this often: watchdog and state stay fresh
@@ -118,7 +122,7 @@ class Runtime:
         self._noise = NoiseWatch(str(config.mavlink.url))  # bytes but no MAVLink (baud)
         self._fc_messages = translate.SetpointMessages()  # a held setpoint: built once
         self.rates = CommanderRates()
-        self.all_rates = CommanderRates(_ALL_ROUTES_RATES)  # every route at once
+        self.all_rates = CommanderRates(ALL_ROUTES_RATES)  # every route at once
         self.outputs = Outputs(self.bridge, self.notifier,
                                self._link_hint)
         # The flight recorder (recorder/): it sees every frame both ways and every word
@@ -237,7 +241,7 @@ class Runtime:
             # All routes together, but the lease holder's and the safety commands: a new
             # response topic per request (a flood, or a common request/response habit)
             # once made 20,000 commands work for the engine at once (review).
-            verdict = self.all_rates.admit((_ALL_ROUTES, lane), now)
+            verdict = self.all_rates.admit((ALL_ROUTES, lane), now)
         if verdict is Admit.ACCEPT:
             if isinstance(command, FlightsQuery):
                 if self.queries is not None:

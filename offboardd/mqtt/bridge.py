@@ -74,7 +74,7 @@ class MqttBridge:
         self.settings = settings
         self.topics = Topics.for_vehicle(settings.vehicle_id, settings.topic_root)
         self.gate = InboundGate(settings, self.topics, decoder or CommandDecoder(), on_command,
-                                self.reply, clock=clock)
+                                self._refuse, clock=clock)
         self._clock = clock
         self._v5 = settings.protocol == "5"
         self._outbox = Outbox(
@@ -98,6 +98,12 @@ class MqttBridge:
             return
         doc = reply_document(route.command_id, ok=ok, code=code, message=message, **extra)
         self._queue_reply(route, doc)
+
+    def _refuse(self, route: ReplyRoute, *, ok: bool, code: str | None = None,
+                message: str = "", **extra: Any) -> None:
+        """The inbound gate's answers: queued behind, never before, the engine's replies."""
+        doc = reply_document(route.command_id, ok=ok, code=code, message=message, **extra)
+        self._queue_reply(route, doc, refusal=True)
 
     def publish_state(self, state: Mapping[str, Any]) -> None:
         self._outbox.put_state(Outbound(self.topics.state, encode_document(state), 1, True))
@@ -133,9 +139,11 @@ class MqttBridge:
         if not self._stream.publish(topic, encode_document(data)):
             self._outbox.stats.dropped_stream += 1
 
-    def _queue_reply(self, route: ReplyRoute, doc: Mapping[str, Any]) -> None:
+    def _queue_reply(self, route: ReplyRoute, doc: Mapping[str, Any], *,
+                     refusal: bool = False) -> None:
         correlation = route.correlation_data if self._v5 else None
-        self._outbox.put_reply(Outbound(route.topic, encode_document(doc), 1, False, correlation))
+        self._outbox.put_reply(Outbound(route.topic, encode_document(doc), 1, False, correlation,
+                                        refusal))
         self._wake.set()
 
     # -- connection life cycle ---------------------------------------------------------

@@ -23,14 +23,14 @@ from paho.mqtt.properties import Properties
 
 from offboardd.core.commands import Command, CommanderHeartbeat
 from offboardd.mqtt.queries import Query
-from offboardd.mqtt.rates import Admit, CommanderRates, Lane
+from offboardd.mqtt.rates import ALL_ROUTES, ALL_ROUTES_RATES, Admit, CommanderRates, Lane
 from offboardd.mqtt.schema import SeqRepeated
 from offboardd.mqtt.settings import MqttSettings
 from offboardd.mqtt.topics import Topics, valid_publish_topic
 from offboardd.mqtt.wire import MqttErrorCode, Rejection, ReplyRoute, peek_id_bytes
 
 log = structlog.get_logger("offboardd.mqtt")
-_ALL_ROUTES = ("*", Lane.REFUSED)  # the log lines' one bucket
+_ALL_ROUTES = (ALL_ROUTES, Lane.REFUSED)  # every route's refusals: one bucket
 Channel = Literal["cmd", "setpoint"]
 
 
@@ -65,6 +65,9 @@ class InboundGate:
         # topics gets a fresh bucket per topic, never a journal line each (review). What
         # is not logged is summed up in the next line that is.
         self._answers = CommanderRates()
+        # ... and all routes together at four commanders' worth: a flood of junk on fresh
+        # response topics got each its answers, queued with the engine's replies (review)
+        self._all_answers = CommanderRates(ALL_ROUTES_RATES)
         self._log_lines = CommanderRates()
         self.suppressed_count = 0  # refusals not answered
         self._not_logged = 0
@@ -128,7 +131,8 @@ class InboundGate:
     def _refuse(self, channel: Channel, route: ReplyRoute, rejection: Rejection) -> None:
         self.refused_count += 1
         now = self._clock()
-        if self._answers.admit((route.topic, Lane.REFUSED), now) is not Admit.ACCEPT:
+        if (self._answers.admit((route.topic, Lane.REFUSED), now) is not Admit.ACCEPT
+                or self._all_answers.admit(_ALL_ROUTES, now) is not Admit.ACCEPT):
             self.suppressed_count += 1
             self._not_logged += 1
             return

@@ -4,7 +4,9 @@ The runtime publishes from its own loop and must never block on the broker, and 
 that is away for an hour must not make the daemon's memory grow. So each kind of output
 has its own rule:
 
-- replies: a bounded FIFO (oldest dropped first); they matter most and go out first;
+- replies: a bounded FIFO (oldest dropped first, but the gate's refusals before any of
+  the engine's replies: junk on fresh response topics must not push a pilot's reply out);
+  they matter most and go out first;
 - state: only the latest document is kept, sent at most every `state_min_interval_s`,
   and sent again after every reconnect (it is retained: late subscribers rely on it);
 - events: a bounded FIFO kept across a disconnection (oldest dropped first, counted);
@@ -29,6 +31,7 @@ class Outbound:
     qos: int
     retain: bool
     correlation_data: bytes | None = None  # MQTT 5 only; echoed from the request
+    refusal: bool = False  # the inbound gate's answer to input it refused (put_reply)
 
     def __post_init__(self) -> None:
         # QoS 0 goes to paho directly (stream_publisher.py), whose writes skip paho's
@@ -67,10 +70,18 @@ class Outbox:
 
     # -- offered by the runtime -------------------------------------------------------
     def put_reply(self, item: Outbound) -> None:
-        if len(self._replies) >= self._max_replies:
-            self._replies.popleft()
+        replies = self._replies
+        if len(replies) >= self._max_replies:
+            oldest_refusal = next((queued for queued in replies if queued.refusal), None)
+            if oldest_refusal is not None:
+                replies.remove(oldest_refusal)
+            elif item.refusal:  # nothing but the engine's: the refusal is the one dropped
+                self.stats.dropped_replies += 1
+                return
+            else:
+                replies.popleft()
             self.stats.dropped_replies += 1
-        self._replies.append(item)
+        replies.append(item)
 
     def put_state(self, item: Outbound) -> None:
         self._state = item

@@ -62,6 +62,13 @@ class RateSettings:
     max_commanders: int = 256  # buckets kept (a route has up to 4); the least recent forgotten
 
 
+# Every reply route at once: four commanders' worth, so that a fresh response topic per
+# message does not multiply the rate (the runtime's commands, the gate's refusal answers).
+ALL_ROUTES = "*"
+ALL_ROUTES_RATES = RateSettings(cmd_rate_hz=80.0, cmd_burst=160, setpoint_rate_hz=400.0,
+                                setpoint_burst=400)
+
+
 class CommanderRates:
     def __init__(self, settings: RateSettings | None = None) -> None:
         self.settings = settings or RateSettings()

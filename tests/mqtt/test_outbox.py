@@ -75,6 +75,25 @@ def test_events_and_replies_are_bounded_oldest_dropped() -> None:
     assert box.stats.dropped_events == 7 and box.stats.dropped_replies == 8
 
 
+def test_a_full_reply_queue_drops_the_gates_refusals_before_any_engine_reply() -> None:
+    """64 answers to junk on fresh response topics pushed a pilot's queued `land` reply out
+    (review, 2026-11-29)."""
+    box = Outbox(state_min_interval_s=0.0, max_replies=3)
+    box.put_reply(item("pilot", b"land ok"))
+    for i in range(10):
+        box.put_reply(Outbound(f"junk/{i}", b"refused", 1, False, refusal=True))
+    box.put_reply(item("pilot", b"hold ok"))
+    queued = [box.pop(0.0) for _ in range(3)]
+    assert [(q.topic, q.payload) for q in queued if q is not None] == [
+        ("pilot", b"land ok"), ("junk/9", b"refused"), ("pilot", b"hold ok")]
+    box.put_reply(item("a", b"1"))
+    box.put_reply(item("b", b"2"))
+    box.put_reply(item("c", b"3"))
+    box.put_reply(Outbound("junk", b"refused", 1, False, refusal=True))  # full of replies
+    assert [box.pop(0.0).topic for _ in range(3)] == ["a", "b", "c"]  # type: ignore[union-attr]
+    assert box.pop(0.0) is None and box.stats.dropped_replies == 10
+
+
 def test_backoff_grows_exponentially_with_jitter_and_is_capped() -> None:
     assert backoff_s(0, 0.5, 30, lambda: 1.0) == 0.5
     assert backoff_s(3, 0.5, 30, lambda: 1.0) == 4.0
