@@ -1,11 +1,14 @@
 """A planned motion against the geofence, whole, before anything of it moves (issue 16).
 
 Lines are judged exactly: the fence's distance circle and altitude band are convex, so a
-line is inside them when its ends are; against a polygon (which may be concave) a line
-with both ends inside is inside unless it crosses an edge, and the first crossing is
-reported. A level arc (an orbit, a corner between level legs) is judged exactly too: it
-keeps its altitude, and it can leave the polygon or the distance circle only where it
-meets an edge or that circle, angles solved in closed form, whatever its length or turns.
+line is inside them when its ends are; against a polygon (which may be concave) a line is
+in or out whole between two of the places it meets an edge, so its ends and the middle of
+each piece between them are tested. A level arc (an orbit, a corner between level legs) is
+judged exactly too: it keeps its altitude, and it can leave the polygon or the distance
+circle only where it meets an edge or that circle, angles solved in closed form, whatever
+its length or turns: the middle of each piece between two of them is tested. (Points just
+past each meeting were tested once: a line or an orbit starting or ending on an edge, or
+grazing a corner, flew metres outside unrefused: review, 2026-11-29.)
 A tilted arc (a corner between a climbing and another leg) is inside when its centre is
 farther inside than its radius; only one that comes closer is sampled, every ARC_STEP_M.
 The first point outside refuses the whole motion, named in the message.
@@ -18,12 +21,13 @@ gap. Sampling an orbit every 0.2 m held the loop for 0.12 s (distance fence only
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from offboardd.core.envelope import Envelope
 from offboardd.core.envelope_geometry import FenceShape
 from offboardd.core.motion import Motion
-from offboardd.core.motion_path import Arc, Line, Vec3, add, scale, sub, unit
+from offboardd.core.motion_path import Arc, Line, Vec3
 from offboardd.core.polygon import edges_near
 from offboardd.core.reasons import Reason
 from offboardd.core.setpoints import PositionNed
@@ -49,11 +53,7 @@ def first_point_outside(motion: Motion, envelope: Envelope) -> tuple[Reason, str
     for leg in motion.profile.legs:
         seg = leg.segment
         if isinstance(seg, Line):
-            points = [seg.start]
-            crossing = _first_crossing(seg.start, seg.end, fence.polygon)
-            if crossing is not None:
-                points.append(add(crossing, scale(unit(sub(seg.end, seg.start)), _BEYOND_M)))
-            points.append(seg.end)
+            points = _line_points(seg.start, seg.end, fence.polygon)
         elif _level(seg):
             points = _level_arc_points(seg, fence)
         elif fence.holds_ball(*seg.centre, seg.radius_m):
@@ -89,25 +89,39 @@ def _outside(envelope: Envelope, point: Vec3) -> tuple[Reason, str] | None:
                             f"NED: {why}")
 
 
-def _first_crossing(a: Vec3, b: Vec3,
-                    polygon: tuple[tuple[float, float], ...]) -> Vec3 | None:
-    """Where the line a -> b first crosses a polygon edge (horizontally), or None."""
-    best_t: float | None = None
+def _line_points(a: Vec3, b: Vec3, polygon: tuple[tuple[float, float], ...]) -> list[Vec3]:
+    """The points of the line a -> b to test, in flight order: its ends and, when it meets
+    a polygon edge (horizontally), a point of each piece between two such places (just past
+    the first: where it leaves is what the refusal names). Meeting none, it is inside when
+    its ends are."""
     dn, de = b[0] - a[0], b[1] - a[1]
+    meets: set[float] = set()
     count = len(polygon)
     for i in range(count):
         (n1, e1), (n2, e2) = polygon[i], polygon[(i + 1) % count]
         en, ee = n2 - n1, e2 - e1
         denom = dn * ee - de * en
         if abs(denom) < 1e-12:
-            continue  # parallel: an edge along the line is touched at its ends only
+            continue  # parallel: an edge along the line is met at its neighbours' ends
         t = ((n1 - a[0]) * ee - (e1 - a[1]) * en) / denom
         u = ((n1 - a[0]) * de - (e1 - a[1]) * dn) / denom
-        if 0.0 < t < 1.0 and 0.0 <= u <= 1.0 and (best_t is None or t < best_t):
-            best_t = t
-    if best_t is None:
-        return None
-    return a[0] + best_t * dn, a[1] + best_t * de, a[2] + best_t * (b[2] - a[2])
+        if 0.0 <= t <= 1.0 and -1e-9 <= u <= 1.0 + 1e-9:
+            meets.add(t)
+    if not meets:
+        return [a, b]
+    beyond = _BEYOND_M / max(math.hypot(dn, de), 1e-9)
+    return [a] + [_along(a, b, t) for t in _pieces(sorted(meets | {0.0, 1.0}), beyond)] + [b]
+
+
+def _pieces(bounds: list[float], beyond: float) -> list[float]:
+    """A point of each piece between two consecutive bounds (in or out whole there): just
+    past its start, or its middle when it is shorter than twice that."""
+    return [t0 + min(beyond, (t1 - t0) / 2) for t0, t1 in itertools.pairwise(bounds)
+            if t1 - t0 > 1e-12]
+
+
+def _along(a: Vec3, b: Vec3, t: float) -> Vec3:
+    return a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1]), a[2] + t * (b[2] - a[2])
 
 
 def _level(arc: Arc) -> bool:
@@ -116,14 +130,15 @@ def _level(arc: Arc) -> bool:
 
 
 def _level_arc_points(arc: Arc, fence: FenceShape) -> list[Vec3]:
-    """The points of a level arc to test, in flight order: its start, a point just past
-    each place it meets a polygon edge or the distance circle, and its end. Inside at the
-    start and just past every meeting, it is inside throughout."""
+    """The points of a level arc to test, in flight order: its ends and a point of each
+    piece between two places where its circle meets a polygon edge or the distance circle
+    (in or out whole between two of them: `_pieces`). A meeting at the start may come back
+    as nearly 2 pi: its piece is tiny, and the one from the start is tested anyway."""
     radius, sweep = arc.radius_m, abs(arc.sweep_rad)
     span = min(sweep, 2 * math.pi)  # after a whole turn an arc only repeats its points
-    beyond = _BEYOND_M / radius
-    offsets = sorted(o + beyond for o in _meetings(arc, fence) if o + beyond <= span)
-    return ([arc.point(0.0)] + [arc.point(o * radius) for o in offsets]
+    meets = {o for o in _meetings(arc, fence) if o <= span}
+    pieces = _pieces(sorted(meets | {0.0, span}), _BEYOND_M / radius) if meets else []
+    return ([arc.point(0.0)] + [arc.point(o * radius) for o in pieces]
             + [arc.point(arc.length_m)])
 
 

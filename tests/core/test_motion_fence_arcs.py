@@ -15,7 +15,7 @@ import pytest
 
 import offboardd.core.envelope_geometry as geometry
 from offboardd.core.envelope import Envelope
-from offboardd.core.envelope_settings import EnvelopeSettings
+from offboardd.core.envelope_settings import EnvelopeSettings, PolygonFrame
 from offboardd.core.events import FcHomePosition
 from offboardd.core.motion import Motion, Start, plan
 from offboardd.core.motion_commands import FollowPath, MotionCommand, Orbit
@@ -158,3 +158,53 @@ def test_edges_near_keeps_every_edge_a_circle_there_can_touch() -> None:
     assert edges_near(0.0, 95.0, 5.0, square) == [((-100.0, 100.0), (100.0, 100.0))]
     assert edges_near(0.0, 0.0, 5.0, square) == []
     assert len(edges_near(0.0, 0.0, 100.0, square)) == 4  # touching counts
+
+
+# -- lines and arcs that meet an edge at an end or graze a corner (review, 2026-11-29) ----
+# Points just past the first crossing were tested: a line starting or ending on an edge, or
+# grazing a corner, and an orbit entered on an edge, flew metres outside unrefused.
+
+_U = ((0.0, 0.0), (30.0, 0.0), (30.0, 10.0), (10.0, 10.0), (10.0, 20.0), (30.0, 20.0),
+      (30.0, 30.0), (0.0, 30.0))  # a notch n in (10, 30], e in (10, 20) is outside
+
+
+@pytest.mark.parametrize(("start", "waypoints"), [
+    ((5.0, 5.0), [(20.0, 10.0), (25.0, 25.0)]),  # via a point on the notch's edge
+    ((20.0, 10.0), [(25.0, 25.0)]),  # from the edge across the notch
+    ((5.0, 5.0), [(20.0, 10.0), (20.0, 20.0)]),  # along the notch, edge to edge
+    ((0.0, 0.0), [(29.0, 29.0)]),  # through the corner (10, 10), then the notch
+])
+def test_a_line_that_meets_an_edge_at_an_end_or_a_corner_is_judged_whole(
+        start: tuple[float, float], waypoints: list[tuple[float, float]]) -> None:
+    envelope = _envelope(EnvelopeSettings(polygon=_U, polygon_frame=PolygonFrame.LOCAL))
+    cmd = FollowPath("p", tuple(PositionNed(n, e, -5.0) for n, e in waypoints),
+                     corner_radius_m=0.0)
+    motion = _planned(cmd, Start((*start, -5.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0))
+    assert worst_signed_m(motion, envelope) < -4.0  # it does leave, by ~5 m
+    refusal = first_point_outside(motion, envelope)
+    assert refusal is not None and refusal[0] is Reason.FENCE_POLYGON
+
+
+def test_a_line_ending_on_an_edge_is_inside() -> None:
+    envelope = _envelope(EnvelopeSettings(polygon=_U, polygon_frame=PolygonFrame.LOCAL))
+    motion = _planned(FollowPath("p", (PositionNed(20.0, 10.0, -5.0),)),
+                      Start((5.0, 5.0, -5.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0))
+    assert first_point_outside(motion, envelope) is None
+
+
+@pytest.mark.parametrize("clockwise", [True, False])
+def test_an_orbit_entered_on_an_edge_is_judged_whole(clockwise: bool) -> None:
+    """Its meeting at the start came back as 2 pi, not 0, and the exit there went
+    untested: 21.7 m outside, accepted."""
+    envelope = _envelope(EnvelopeSettings(
+        polygon=((0.0, 0.0), (30.0, 3.0), (27.0, 31.0), (-2.0, 25.0))))
+    entry, centre = (18.172850877837345, 1.8172850877837345), (6.526787263980969,
+                                                               23.634796246591645)
+    radius_m = math.dist(entry, centre)
+    between = ((entry[0] + centre[0]) / 2, (entry[1] + centre[1]) / 2, -5.0)
+    motion = _planned(Orbit("o", PositionNed(*centre, -5.0), radius_m=radius_m,
+                            clockwise=clockwise),
+                      Start(between, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0))
+    assert worst_signed_m(motion, envelope, turn_m=2 * math.pi * radius_m) < -20.0
+    refusal = first_point_outside(motion, envelope)
+    assert refusal is not None and refusal[0] is Reason.FENCE_POLYGON
