@@ -97,10 +97,22 @@ def on_motion(eng: OffboardEngine, rule: Rule, cmd: MotionCommand, now: float) -
         return out.refuse(cmd.command_id, Reason.MOTION_INVALID, f"{cmd.kind.value}: {exc}")
     motion.lead_vehicle(eng.settings.motion.max_lead_m, lim)
     refusal = first_point_outside(motion, eng.envelope)
-    if refusal is not None:
+    note = ""
+    if refusal is not None and isinstance(cmd, Stop) and flying is None:
+        # Never refused: refused, it left the vehicle flying on whatever it streamed before,
+        # an attitude towards the fence (review, 2026-11-29). It stops where the vehicle is,
+        # braking as PX4's position control does (its own, harder, limits); just outside,
+        # that point is held shaped by the fence as any setpoint is (fence_checked False).
+        note = f"; its braking would leave the fence ({refusal[1]}): held where it is"
+        at_rest = Start(start.position, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), start.yaw_rad)
+        motion = plan(cmd, at_rest, lim, eng.envelope.home, None)
+        motion.lead_vehicle(eng.settings.motion.max_lead_m, lim)
+        refusal = first_point_outside(motion, eng.envelope)
+    elif refusal is not None:
         return out.refuse(cmd.command_id, refusal[0], f"{cmd.kind.value} refused: {refusal[1]}")
+    motion.fence_checked = refusal is None
     summary = (f"{cmd.kind.value} accepted: {motion.profile.flown_m:.1f} m in "
-               f"{motion.profile.duration_s:.1f} s")
+               f"{motion.profile.duration_s:.1f} s{note}")
     if engaging:
         eng.guard.rearm_breach()
         eng.engage.begin(cmd.command_id, getattr(cmd, "arm", False), "", v.custom_mode, now)

@@ -197,6 +197,6 @@ class SetpointStream:
             self.abort_motion(reason or Reason.CANCELLED, message)
 
     def _shaped(self, setpoint: Setpoint, now: float) -> Setpoint:
-        motion = self.motion  # (a lease lapse's own stop is not checked against the fence)
-        checked = motion is not None and not motion.internal
+        motion = self.motion
+        checked = motion is not None and motion.fence_checked
         return self._guard.shape(setpoint, self._vehicle, now, path_checked=checked)

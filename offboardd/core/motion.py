@@ -96,6 +96,10 @@ class Motion:
         self.clock = MotionClock()  # begin(); before it the motion waits at its start
         self.unleased_until_s: float | None = None  # on_lease_lapse = finish: the extension
         self.internal = False  # the engine's own (a lease-lapse stop): no events of its own
+        # Its whole path was found inside the fence (motion_fence): streamed as planned.
+        # Otherwise (the engine's own stops, a `stop` whose braking reaches past the
+        # fence) its points are shaped by the fence as any setpoint is (Envelope.shape).
+        self.fence_checked = False
         self.waiting_told = False  # the warning that it waits for the vehicle, given once
         self._last: tuple[float, MotionState] | None = None  # (profile time, its state)
 

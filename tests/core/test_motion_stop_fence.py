@@ -12,7 +12,7 @@ from offboardd.core.envelope_settings import EnvelopeSettings
 from offboardd.core.events import FcHomePosition
 from offboardd.core.motion_commands import Goto, Orbit, Stop
 from offboardd.core.reasons import Phase
-from offboardd.core.setpoints import PositionNed, PositionVelocityNed
+from offboardd.core.setpoints import Attitude, PositionNed, PositionVelocityNed
 from offboardd.core.settings import EngineSettings
 from tests.core.bench import FC, Bench
 
@@ -102,3 +102,26 @@ def test_a_replacing_motion_near_the_fence_stops_on_the_running_path_first() -> 
     end = pvs[-1]
     assert math.hypot(end.north_m, end.east_m) < 1e-6 and end.north_m_s == 0.0
     assert b.engine.feed.motion is None and b.phase() is Phase.ACTIVE  # done
+
+
+def test_a_stop_with_nothing_running_whose_braking_leaves_the_fence_holds_there() -> None:
+    """Flying an attitude towards the fence, 1 m short of it at 2 m/s: the jerk-limited stop
+    along the way would end 0.4 m outside, and the `stop` was refused: the attitude flew
+    on (review, 2026-11-29). It is never refused: it holds where the vehicle is."""
+    b = Bench(EngineSettings(envelope=EnvelopeSettings(max_distance_m=20.0)))
+    b.fc.north_m, b.fc.velocity_m_s = 19.0, (2.0, 0.0, 0.0)
+    b.connect()
+    b.feed(HOME)
+    b.engage(Attitude(0.9990482, 0.0, 0.0436194, 0.0, 0.6))  # ~5 degrees nose down
+    b.fc.north_m, b.fc.velocity_m_s = 19.0, (2.0, 0.0, 0.0)
+    b.step(0.2)
+    t = b.now
+    b.feed(Stop("s"))
+    reply = b.reply("s")
+    assert reply.ok and "held where it is" in reply.message, reply.message
+    b.step(2.0)
+    sent = {a.setpoint for _, a in b.actions(SendSetpoint, since=t)}
+    assert sent and all(isinstance(sp, PositionVelocityNed) and sp.north_m == 19.0
+                        and (sp.north_m_s, sp.east_m_s, sp.down_m_s) == (0, 0, 0)
+                        for sp in sent), sent
+    assert b.phase() is Phase.ACTIVE
