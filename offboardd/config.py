@@ -282,7 +282,7 @@ def _mqtt_types(table: dict[str, Any]) -> None:
 
 def _mqtt_values(s: MqttSettings) -> None:
     """What MqttSettings does not check itself, and the run would crash on or ignore."""
-    if not s.host or any(c.isspace() for c in s.host):
+    if not s.host or any(c.isspace() for c in s.host) or not _resolvable_name(s.host):
         raise _mqtt_bad("host", s.host, "allowed: the broker's host name or IP address")
     if s.client_id and not valid_vehicle_id(s.client_id):  # it may fill an ACL's %c
         raise _mqtt_bad("client_id", s.client_id,
@@ -311,3 +311,15 @@ def _log(table: dict[str, Any]) -> LogSettings:
     if settings.format not in LOG_FORMATS:
         raise ConfigError(f"log.format = {settings.format!r}: allowed {', '.join(LOG_FORMATS)}")
     return settings
+
+
+def _resolvable_name(host: str) -> bool:
+    """A name getaddrinfo can take: "broker..lan" (an empty label) or a label over 63
+    characters raised UnicodeError inside paho's connect, not a connect error (review)."""
+    if ":" in host:  # an IPv6 address
+        return True
+    try:
+        host.encode("idna")
+    except UnicodeError:
+        return False
+    return True

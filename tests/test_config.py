@@ -98,6 +98,7 @@ def test_run_without_a_config_file_flies_what_an_empty_file_gives(tmp_path: Path
         ("[envelope]\nfence = true\n", "unknown key envelope.fence; allowed keys:"),
         ("[engine.envelope]\nmax_tilt_deg = 10\n", "it has its own section, [envelope]"),
         ("[engine\n", "not valid TOML"),
+        ("[mqtt]\nhost = \"broker..lan\"\n", "mqtt.host"),  # getaddrinfo raised (review)
         ("[engine]\ncompanion_component_id = 1\n",  # PX4 would take us for itself (review)
          "companion_component_id must not be 1, the autopilot's own"),
     ],

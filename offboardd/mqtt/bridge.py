@@ -171,6 +171,13 @@ class MqttBridge:
             except (aiomqtt.MqttError, OffboarddError) as exc:
                 failure = connection.with_settings_hint(
                     connection.explain(exc, paho_errors.take()), s)
+            except Exception as exc:  # (nothing on the MQTT side may end the
+                # daemon: it flies from the FC link, and a task failing in its TaskGroup
+                # took the stream down with no hand-back. Seen: a host name with an empty
+                # label, whose UnicodeError came out of getaddrinfo; a TLS file replaced
+                # under a reconnect, FileNotFoundError. Review, 2026-11-29.)
+                log.exception("mqtt_unexpected_error", host=s.host)
+                failure = ConnectFailure(FailureKind.REFUSED, f"unexpected error: {exc!r}")
             finally:
                 self._stream.detach()
                 self._writes = None

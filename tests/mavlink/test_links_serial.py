@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import termios
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import serial
 
 from offboardd.mavlink.codec import MavlinkCodec, dialect
 from offboardd.mavlink.links import MAX_BACKLOG_BYTES, SerialLink, open_link
@@ -200,3 +202,25 @@ async def test_drop_unsent_throws_away_what_a_stuck_line_holds(pty: Pty) -> None
             return 5000 in got
 
         await wait_until(fresh, "a frame sent after the drop")
+
+
+async def test_a_tty_hung_up_mid_open_is_retried_like_any_open_failure(
+        pty: Pty, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyserial leaves tcsetattr's termios.error unwrapped: a USB FC replugged between its
+    tcgetattr and tcsetattr raised past the link's retry and ended the daemon (review,
+    2026-11-29). It is an open failure now, retried."""
+    real_serial = serial.Serial
+    hung_up = [True]
+
+    def once_hung_up(*args: object, **kwargs: object) -> serial.Serial:
+        if hung_up[0]:
+            hung_up[0] = False
+            raise termios.error(5, "Input/output error")
+        return real_serial(*args, **kwargs)
+
+    monkeypatch.setattr(serial, "Serial", once_hung_up)
+    rec = Recorder()
+    link = open_link(f"serial://{pty.link_path}:115200", rec.on_bytes, rec.on_state)
+    async with running(link):
+        await wait_until(lambda: link.up, "the open retried")
+        assert rec.failures == [f"cannot open {pty.link_path}: Input/output error"]

@@ -66,6 +66,11 @@ class SerialLink(Link):
             )
         except (ValueError, serial.SerialException) as exc:
             raise _open_error(exc) from None
+        except termios.error as exc:
+            # pyserial does not wrap tcsetattr's: a tty hung up mid-open (a USB FC replugged
+            # or rebooting) raised past the link's retry and ended the daemon (review).
+            code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+            raise OSError(code, os.strerror(code) if code else str(exc)) from None
         self._port = port
         fd = port.fileno()
         os.set_blocking(fd, False)
@@ -107,6 +112,11 @@ class SerialLink(Link):
         self._backlog_bytes = self._head_sent = 0
         port, self._port = self._port, None
         if port is not None:
+            # What is queued is dropped first: Linux's close of a tty waits (30 s by default)
+            # for its output to drain, which a stalled receiver or CTS never lets happen:
+            # the loop froze, and systemd killed us before the recorder closed (review).
+            with contextlib.suppress(OSError, ValueError, termios.error):
+                termios.tcflush(port.fileno(), termios.TCOFLUSH)
             # A device already gone may fail the close; its fd is closed all the same.
             with contextlib.suppress(OSError, serial.SerialException):
                 port.close()
