@@ -10,7 +10,7 @@ import asyncio
 
 import pytest
 
-from offboardd.mqtt import bridge as bridge_module
+from offboardd.mqtt import connection
 from offboardd.mqtt.bridge import MqttBridge, MqttSettings
 
 
@@ -22,7 +22,7 @@ async def test_an_unexpected_connect_error_is_retried_not_raised(
         attempts.append(1)
         raise UnicodeError("label empty or too long")
 
-    monkeypatch.setattr(bridge_module.connection, "daemon_client", failing_client)
+    monkeypatch.setattr(connection, "daemon_client", failing_client)
     bridge = MqttBridge(MqttSettings(reconnect_min_s=0.05, reconnect_max_s=0.1),
                         lambda _command: None)
     task = asyncio.create_task(bridge.run())
