@@ -61,9 +61,12 @@ def unique_folder(root: Path, name: str) -> Path:
 
 
 def flight_folders(root: Path) -> list[Path]:
-    """Flight folders, in the order they were recorded (oldest first)."""
+    """Flight folders, in the order they were recorded (oldest first). A folder we cannot
+    read is none of ours (a partition's root-owned lost+found, a flight copied with sudo):
+    walked, its PermissionError turned recording off for good (review, 2026-11-29)."""
     try:
-        entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        entries = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
+                   and os.access(p, os.R_OK | os.X_OK)]
     except FileNotFoundError:
         return []
     return sorted(entries, key=_recorded_order)

@@ -9,9 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import structlog
+
 from offboardd.mqtt.queries import FlightsQuery
 from offboardd.mqtt.wire import MqttErrorCode, ReplyRoute
 from offboardd.recorder.store import list_flights
+
+log = structlog.get_logger("offboardd.recorder")
 
 _MAX_RUNNING = 2
 
@@ -36,7 +40,13 @@ class FlightsQueries:
         task.add_done_callback(self._running.discard)
 
     async def _answer(self, query: FlightsQuery, route: ReplyRoute) -> None:
-        flights = await asyncio.to_thread(list_flights, self.root, query.limit)
+        try:
+            flights = await asyncio.to_thread(list_flights, self.root, query.limit)
+        except Exception as exc:  # (a task's exception would go unanswered, unretrieved)
+            log.exception("flights_query_failed", root=str(self.root))
+            self._reply(route, ok=False, code=MqttErrorCode.INTERNAL_ERROR.value,
+                        message=f"cannot list the flights in {self.root}: {exc!r}")
+            return
         off = "" if self._recording else " (recording is off)"
         open_now = self._open_flight()
         found: list[dict[str, Any]] = [

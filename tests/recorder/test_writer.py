@@ -118,6 +118,27 @@ def test_budget_prunes_oldest_first_never_the_open_flight(tmp_path: Path) -> Non
     assert (tmp_path / names[0]).exists()
 
 
+def test_a_folder_we_cannot_read_is_no_flight_of_ours(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partition's root-owned lost+found (mode 0700) in the flights folder: walked, its
+    PermissionError turned recording off for good and left `flights` unanswered (review,
+    2026-11-29). Unreadable to the daemon (os.access: the tests run as root here), it is
+    neither listed, counted nor pruned."""
+    (tmp_path / "2026-01-01T00-00-00Z").mkdir()
+    (tmp_path / "2026-01-01T00-00-00Z" / "flight.tlog").write_bytes(b"x" * 2 * _MB)
+    (tmp_path / "lost+found").mkdir()
+    real_access = os.access
+
+    def access(path: str | os.PathLike[str], mode: int) -> bool:
+        return Path(path).name != "lost+found" and real_access(path, mode)
+
+    monkeypatch.setattr(os, "access", access)
+    assert [p.name for p in folders.flight_folders(tmp_path)] == ["2026-01-01T00-00-00Z"]
+    settings = RecorderSettings(dir=str(tmp_path), max_total_mb=1, min_free_mb=0)
+    verdict = folders.enforce_budget(tmp_path, settings, keep=None)
+    assert verdict.pruned == ["2026-01-01T00-00-00Z"] and (tmp_path / "lost+found").exists()
+
+
 def test_budget_prunes_by_age(tmp_path: Path) -> None:
     old, new = tmp_path / "2025-01-01T00-00-00Z", tmp_path / "2026-11-01T00-00-00Z"
     for folder, age_days in ((old, 40), (new, 1)):
