@@ -243,9 +243,11 @@ class MqttBridge:
                 # retainAsPublished: a command published with retain=True keeps the flag
                 # even when delivered live, so it can be refused (MQTT 5 §3.8.3.1).
                 options = SubscribeOptions(qos=qos, retainAsPublished=True)
-                await client.subscribe(topic, options=options)
+                codes = await client.subscribe(topic, options=options)
             else:
-                await client.subscribe(topic, qos)
+                codes = await client.subscribe(topic, qos)
+            if (refused := connection.refused_subscription(topic, codes)) is not None:
+                raise refused
 
     async def _publish_loop(self, client: aiomqtt.Client) -> None:
         while True:

@@ -17,7 +17,7 @@ import contextlib
 import logging
 import socket
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NoReturn
@@ -242,10 +242,29 @@ def security_warnings(settings: MqttSettings) -> list[tuple[str, str]]:
     return warnings
 
 
+class SubscriptionRefused(aiomqtt.MqttError):
+    """The broker answered a SUBSCRIBE with a failure code (an ACL, EMQX or HiveMQ, or
+    mosquitto's dynamic security): connected but deaf to commands, which must not pass
+    for a session (review, 2026-11-29)."""
+
+
+def refused_subscription(topic: str, codes: Sequence[object]) -> SubscriptionRefused | None:
+    """A SubscriptionRefused when any of a SUBACK's codes is a failure (0x80 and above)."""
+    for code in codes:
+        value = _reason_value(code)
+        if getattr(code, "is_failure", False) or (value is not None and value >= 0x80):
+            return SubscriptionRefused(
+                f"the broker refused our subscription to {topic} ({code}): check its ACL "
+                "for this client's user (read on the cmd and setpoint topics)")
+    return None
+
+
 def explain(exc: BaseException, paho_error: str | None = None) -> ConnectFailure:
     """Why a connection attempt (or session) failed, naming what to check."""
     if isinstance(exc, OffboarddError):  # our TLS files, checked again at connect time
         return ConnectFailure(FailureKind.TLS_FILES, exc.message)
+    if isinstance(exc, SubscriptionRefused):
+        return ConnectFailure(FailureKind.REFUSED, str(exc))
     if isinstance(exc, MqttConnectError):  # a CONNACK that said no
         code = _reason_value(exc.rc)
         if code in _NOT_AUTHORISED or code in _BAD_CREDENTIALS:

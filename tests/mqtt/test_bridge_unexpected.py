@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.reasoncodes import ReasonCode
 
 from offboardd.mqtt import connection
 from offboardd.mqtt.bridge import MqttBridge, MqttSettings
@@ -33,3 +35,19 @@ async def test_an_unexpected_connect_error_is_retried_not_raised(
         await task
     assert len(attempts) >= 3
     assert bridge.last_failure is not None and "unexpected" in bridge.last_failure.message
+
+
+def test_a_refused_subscription_is_a_connect_failure_naming_the_acl() -> None:
+    """aiomqtt returns SUBACK's codes without raising: a broker refusing the subscription
+    (EMQX, HiveMQ, mosquitto's dynamic security) left the daemon connected, `online`, and
+    deaf to every command (review, 2026-11-29)."""
+    granted = ReasonCode(PacketTypes.SUBACK, identifier=1)
+    refused = ReasonCode(PacketTypes.SUBACK, identifier=0x87)  # not authorised
+    assert connection.refused_subscription("v/cmd", [granted]) is None
+    assert connection.refused_subscription("v/cmd", [1]) is None  # 3.1.1's granted QoS
+    for codes in ([refused], [0x80]):
+        error = connection.refused_subscription("v/cmd", codes)
+        assert error is not None
+        failure = connection.explain(error)
+        assert failure.kind is connection.FailureKind.REFUSED
+        assert "refused our subscription to v/cmd" in failure.message and "ACL" in failure.message
