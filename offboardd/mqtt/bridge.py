@@ -57,6 +57,8 @@ log = structlog.get_logger("offboardd.mqtt")
 _MAX_BATCH = IN_FLIGHT
 _NOT_HELD: AbstractContextManager[None] = contextlib.nullcontext()
 
+STABLE_SESSION_S = 5.0  # a session this long starts the reconnect backoff over (run)
+
 # MqttSettings lives in settings.py; it is re-exported here, next to the bridge it configures.
 __all__ = ["DEFAULT_TELEMETRY_RATES_HZ", "InboundCommand", "InboundDecoder", "MqttBridge",
            "MqttSettings", "backoff_s"]
@@ -161,11 +163,12 @@ class MqttBridge:
             paho_errors = connection.PahoErrors()
             served = self.connect_count
             failure: ConnectFailure | None = None
+            began_s: float | None = None
             try:
                 client = connection.daemon_client(s, self.topics.availability, paho_errors)
                 # (an attempt that fails is closed: a stalled broker may answer it later)
                 async with connection.session(client):
-                    attempt = 0
+                    began_s = self._clock()
                     self.last_failure = None
                     await self._serve(client)
             except (aiomqtt.MqttError, OffboarddError) as exc:
@@ -183,6 +186,11 @@ class MqttBridge:
                 self._writes = None
                 self._outbox.on_disconnected()
                 self.connected.clear()
+            if began_s is not None and self._clock() - began_s >= STABLE_SESSION_S:
+                # The backoff starts over after a session that lasted: one ended at once
+                # (a twin daemon with our client id taking the session over, SUBACK or the
+                # `online` publish failing) was retried twice a second for ever (review).
+                attempt = 0
             delay_s = backoff_s(attempt, s.reconnect_min_s, s.reconnect_max_s, random.random)
             where = {"host": s.host, "port": s.port, "retry_in_s": round(delay_s, 2)}
             if failure is not None and self.connect_count > served:  # a session ended

@@ -224,3 +224,26 @@ async def test_a_stalled_peer_is_abandoned_by_the_unsent_watch(tcp_port: int) ->
             await wait_until(lambda: link.up, "the reconnection")
     finally:
         await fc.stop()
+
+
+async def test_a_peer_that_accepts_and_closes_at_once_is_dialled_ever_more_slowly(
+        tcp_port: int) -> None:
+    """ser2net saying "port in use", a busy bridge: it accepts, then closes. The backoff
+    started over at every open, and it was dialled 10 times a second for ever, each an FC
+    link up and down (review, 2026-11-29). Only a session that lasted starts it over."""
+    accepted: list[float] = []
+
+    async def close_at_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(asyncio.get_running_loop().time())
+        writer.close()
+
+    server = await asyncio.start_server(close_at_once, "127.0.0.1", tcp_port)
+    link = open_link(f"tcpout://127.0.0.1:{tcp_port}", lambda d: None, lambda s: None)
+    try:
+        async with running(link):
+            await asyncio.sleep(3.0)
+    finally:
+        server.close()
+        await server.wait_closed()
+    # 0.1, 0.2, 0.4, 0.8, 1.6 s apart (doubling to 2 s): 5 or 6 in 3 s, not ~30
+    assert 3 <= len(accepted) <= 7, accepted

@@ -46,6 +46,8 @@ __all__ = [
 # Bytes a stream link may hold unsent. At 921600 baud (~90 kB/s) 64 KiB is ~0.7 s of
 # traffic: past that, queued setpoints are stale and dropping is better than flying them late.
 MAX_BACKLOG_BYTES = 64 * 1024
+# A session that lasted this long starts the reconnect backoff over (Link.run).
+STABLE_SESSION_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -188,11 +190,16 @@ class Link(ABC):
                 except BaseException:  # cancelled mid-open, or a bug: close, then let it go
                     await self._close()
                     raise
-                retry_s = self.retry_first_s
+                opened_s = asyncio.get_running_loop().time()
                 try:
                     self._mark_down(await session)  # down first: sends stop before the close
                 finally:
                     await self._close()
+                # The backoff starts over after a session that lasted: a peer that accepts
+                # and closes at once (ser2net's "port in use") was dialled 10 times a
+                # second for ever, each an FC link up and down (review, 2026-11-29).
+                if asyncio.get_running_loop().time() - opened_s >= STABLE_SESSION_S:
+                    retry_s = self.retry_first_s
                 await asyncio.sleep(retry_s)
                 retry_s = min(retry_s * 2, self.retry_max_s)
         finally:
