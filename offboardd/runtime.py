@@ -23,6 +23,7 @@ import signal
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from typing import Any
 
 import structlog
 
@@ -158,31 +159,46 @@ class Runtime:
         log.info("starting", link=str(self.config.mavlink.url), mqtt=self.bridge is not None)
         if self.recorder is not None:
             self.recorder.start()
+        link_task = loop.create_task(self.link.run(), name="link")
+        tasks = [link_task]
+        if self.bridge is not None:
+            tasks.append(loop.create_task(self.bridge.run(), name="mqtt"))
+        stopping = loop.create_task(stop.wait(), name="stop")
+        failed: BaseException | None = None
         try:
-            async with asyncio.TaskGroup() as tg:
-                tasks = [tg.create_task(self.link.run(), name="link")]
-                if self.bridge is not None:
-                    tasks.append(tg.create_task(self.bridge.run(), name="mqtt"))
-                if self._freeze_start_up:
-                    frozen = heap.freeze_start_up()
-                    log.info("heap_frozen", objects=frozen.objects,
-                             collect_ms=round(frozen.collect_ms, 1))
-                self._rearm()
-                # READY as soon as the loops run: never wait for the FC or the broker.
-                self.notifier.ready("waiting for the flight controller")
-                self.running.set()
-                await stop.wait()
+            if self._freeze_start_up:
+                frozen = heap.freeze_start_up()
+                log.info("heap_frozen", objects=frozen.objects,
+                         collect_ms=round(frozen.collect_ms, 1))
+            self._rearm()
+            # READY as soon as the loops run: never wait for the FC or the broker.
+            self.notifier.ready("waiting for the flight controller")
+            self.running.set()
+            done, _ = await asyncio.wait([stopping, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            ended = [task for task in tasks if task in done]
+            for task in ended:  # (neither returns: a bug, or an error it does not handle)
+                error = None if task.cancelled() else task.exception()
+                failed = error or RuntimeError(f"the {task.get_name()} task ended")
+                log.error("task_failed", task=task.get_name(), error=repr(failed))
+            # A task failing once took the stream down with no hand-back (a TaskGroup
+            # cancelled the rest at once): the vehicle is released first, as on a stop,
+            # unless it was the FC link that failed (nothing can reach the FC then).
+            if link_task not in ended:
                 await self._release_for_shutdown()
                 self._restore_streams()
-                for task in tasks:
-                    task.cancel()
         finally:
+            every: list[asyncio.Task[Any]] = [stopping, *tasks]
+            for pending in every:
+                pending.cancel()
+            await asyncio.gather(*every, return_exceptions=True)
             timer.close()
             self._signing_tick(final=True)
             if self.recorder is not None:
                 self.recorder.close()  # the open flight is closed and its summary written
             self.notifier.stopping()
             log.info("stopped")
+        if failed is not None:  # exit non-zero: systemd restarts us
+            raise failed
 
     def _restore_streams(self) -> None:
         """[mavlink.streams] restore_on_exit: PX4's default rates back for what the plan
