@@ -66,7 +66,6 @@ from offboardd.wake_timer import WakeTimer, wake_timer
 
 log = structlog.get_logger("offboardd")
 
-# Commands from all reply routes together (the lease holder's apart): four commanders' worth.
 # The phases in which setpoints go out (releasing: until PX4 confirms the hand-over).
 _STREAMS = STREAMING_PHASES | {Phase.RELEASING}
 _MAX_TIMER_SLEEP_S = 0.5  # wake at least this often: watchdog and state stay fresh
@@ -290,7 +289,7 @@ class Runtime:
             if self.bridge is not None:
                 self.bridge.reply(sink, ok=False, code=stale.code, message=stale.message)
             return
-        token = self.outputs.replies.tokenize(command, sink)
+        token = replies.tokenize(command, sink)
         if command.kind.value not in ("setpoint", "heartbeat"):  # high rate: not logged
             log.info("command", command=command.kind.value, id=command.command_id)
             if self.recorder is not None:  # (their refusals are journaled: outputs.py)

@@ -2,13 +2,13 @@
 
 Lines are judged exactly: the fence's distance circle and altitude band are convex, so a
 line is inside them when its ends are; against a polygon (which may be concave) a line is
-in or out whole between two of the places it meets an edge, so its ends and the middle of
+in or out whole between two of the places it meets an edge, so its ends and a point of
 each piece between them are tested. A level arc (an orbit, a corner between level legs) is
 judged exactly too: it keeps its altitude, and it can leave the polygon or the distance
 circle only where it meets an edge or that circle, angles solved in closed form, whatever
-its length or turns: the middle of each piece between two of them is tested. (Points just
-past each meeting were tested once: a line or an orbit starting or ending on an edge, or
-grazing a corner, flew metres outside unrefused: review, 2026-11-29.)
+its length or turns: a point of each piece between two of them is tested (`_pieces`).
+(Only a point just past the first crossing was tested once: a line or an orbit starting or
+ending on an edge, or grazing a corner, flew metres outside unrefused: review, 2026-11-29.)
 A tilted arc (a corner between a climbing and another leg) is inside when its centre is
 farther inside than its radius; only one that comes closer is sampled, every ARC_STEP_M.
 The first point outside refuses the whole motion, named in the message.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -75,8 +76,9 @@ class MqttBridge:
     ) -> None:
         self.settings = settings
         self.topics = Topics.for_vehicle(settings.vehicle_id, settings.topic_root)
+        # (the gate's answers to what it refused: queued behind the engine's replies)
         self.gate = InboundGate(settings, self.topics, decoder or CommandDecoder(), on_command,
-                                self._refuse, clock=clock)
+                                functools.partial(self.reply, refusal=True), clock=clock)
         self._clock = clock
         self._v5 = settings.protocol == "5"
         self._outbox = Outbox(
@@ -95,17 +97,13 @@ class MqttBridge:
 
     # -- publishing (non-blocking; called from the runtime's loop) --------------------
     def reply(self, route: ReplyRoute, *, ok: bool, code: str | None = None,
-              message: str = "", **extra: Any) -> None:
+              message: str = "", refusal: bool = False, **extra: Any) -> None:
+        """`refusal`: the inbound gate's answer to input it refused, queued behind, never
+        before, the engine's replies (outbox.py)."""
         if ok and not route.reply_on_success:
             return
         doc = reply_document(route.command_id, ok=ok, code=code, message=message, **extra)
-        self._queue_reply(route, doc)
-
-    def _refuse(self, route: ReplyRoute, *, ok: bool, code: str | None = None,
-                message: str = "", **extra: Any) -> None:
-        """The inbound gate's answers: queued behind, never before, the engine's replies."""
-        doc = reply_document(route.command_id, ok=ok, code=code, message=message, **extra)
-        self._queue_reply(route, doc, refusal=True)
+        self._queue_reply(route, doc, refusal=refusal)
 
     def publish_state(self, state: Mapping[str, Any]) -> None:
         self._outbox.put_state(Outbound(self.topics.state, encode_document(state), 1, True))
